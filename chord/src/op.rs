@@ -1,0 +1,281 @@
+//! The op vocabulary: six verbs, always JSON tuples.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer};
+use serde::ser::{Serialize, SerializeSeq, Serializer};
+use serde_json::Value;
+
+use crate::path::{NonEmptyPath, Path};
+use crate::utf16;
+
+/// One change to a JSON document.
+///
+/// In memory, on the wire and on disk an op is a JSON tuple; there is no keyed form:
+///
+/// | variant | JSON |
+/// | --- | --- |
+/// | `Replace(v)` | `["r", v]` |
+/// | `Set(path, v)` | `["s", path, v]` |
+/// | `Delete(path)` | `["d", path]` |
+/// | `Append(path, text)` | `["a", path, text]` |
+/// | `Truncate(path, n)` | `["t", path, n]` |
+/// | `Splice { path, index, remove, items }` | `["p", path, index, remove, items]` |
+///
+/// `Set`, `Delete`, `Append` and `Truncate` take a [`NonEmptyPath`], so they cannot name the
+/// root; only `Splice` may (a tracked value can itself be an array). Character counts in
+/// `Truncate` are UTF-16 code units, so a JavaScript replica agrees.
+///
+/// Deserializing an op *is* validation: see [`crate::parse_batch`] for the rules and for
+/// errors that name the op's position in its batch.
+///
+/// # Examples
+///
+/// ```
+/// use chord::{path, Op};
+/// let op = Op::Splice { path: path!["transcript"].into(), index: 3, remove: 0, items: vec![serde_json::json!({"role": "user"})] };
+/// assert_eq!(serde_json::to_string(&op).unwrap(), r#"["p",["transcript"],3,0,[{"role":"user"}]]"#);
+/// let back: Op = serde_json::from_str(r#"["p",["transcript"],3,0,[{"role":"user"}]]"#).unwrap();
+/// assert_eq!(back, op);
+/// assert!(serde_json::from_str::<Op>(r#"["s",["__proto__","x"],1]"#).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// `["r", v]`: replace the whole value. The only op that starts a base batch.
+    Replace(Value),
+    /// `["s", path, v]`: set a member, an existing element, or the element one past the end.
+    Set(NonEmptyPath, Value),
+    /// `["d", path]`: delete a member (a missing member is a no-op) or remove an element.
+    Delete(NonEmptyPath),
+    /// `["a", path, text]`: append text to an existing string.
+    Append(NonEmptyPath, String),
+    /// `["t", path, n]`: drop `n` UTF-16 code units from the front of an existing string.
+    Truncate(NonEmptyPath, usize),
+    /// `["p", path, index, remove, items]`: remove `remove` elements at `index` and insert
+    /// `items` there, like JavaScript's `Array.prototype.splice` (both clamp to the length).
+    Splice {
+        /// The array; may be the root.
+        path: Path,
+        /// Where to start.
+        index: usize,
+        /// How many elements to remove.
+        remove: usize,
+        /// What to insert.
+        items: Vec<Value>,
+    },
+}
+
+impl Op {
+    /// The verb letter: `r`, `s`, `d`, `a`, `t` or `p`.
+    pub fn verb(&self) -> char {
+        match self {
+            Op::Replace(_) => 'r',
+            Op::Set(..) => 's',
+            Op::Delete(_) => 'd',
+            Op::Append(..) => 'a',
+            Op::Truncate(..) => 't',
+            Op::Splice { .. } => 'p',
+        }
+    }
+
+    /// The path the op applies to; `None` for `r`.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Op::Replace(_) => None,
+            Op::Set(p, _) | Op::Delete(p) | Op::Append(p, _) | Op::Truncate(p, _) => {
+                Some(p.as_path())
+            }
+            Op::Splice { path, .. } => Some(path),
+        }
+    }
+
+    /// Builds an op from its JSON tuple, validating it with the decoded grammar.
+    ///
+    /// # Errors
+    ///
+    /// Any violation of the grammar described at [`crate::parse_batch`].
+    pub fn from_value(value: Value) -> crate::Result<Op> {
+        crate::validate::op(value)
+    }
+
+    /// The op as its JSON tuple.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// Whether `batch` is a base batch: exactly when its first op is an `r`.
+///
+/// Recovery stops at base batches, so this is a token comparison, never a path inspection.
+///
+/// ```
+/// use chord::{is_base, path, Op};
+/// assert!(is_base(&[Op::Replace(serde_json::json!({}))]));
+/// assert!(!is_base(&[Op::Delete(path!["a"]), Op::Replace(serde_json::json!({}))]));
+/// assert!(!is_base(&[]));
+/// ```
+pub fn is_base(batch: &[Op]) -> bool {
+    matches!(batch.first(), Some(Op::Replace(_)))
+}
+
+impl Serialize for Op {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_op(self, OpPath::Inline, s)
+    }
+}
+
+/// How an op's path is written: inline, as an interned id, or omitted (wire short form).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OpPath {
+    Inline,
+    Id(usize),
+    Omitted,
+}
+
+pub(crate) fn serialize_op<S: Serializer>(op: &Op, form: OpPath, s: S) -> Result<S::Ok, S::Error> {
+    let args = match op {
+        Op::Replace(_) | Op::Set(..) | Op::Append(..) | Op::Truncate(..) => 1,
+        Op::Delete(_) => 0,
+        Op::Splice { .. } => 3,
+    };
+    let has_path = !matches!(op, Op::Replace(_)) && !matches!(form, OpPath::Omitted);
+    let mut seq = s.serialize_seq(Some(1 + usize::from(has_path) + args))?;
+    let verb = op.verb();
+    seq.serialize_element(verb.encode_utf8(&mut [0; 4]) as &str)?;
+    if has_path {
+        match form {
+            OpPath::Id(id) => seq.serialize_element(&id)?,
+            _ => match op.path() {
+                Some(p) => seq.serialize_element(p)?,
+                None => unreachable!("has_path excludes r"),
+            },
+        }
+    }
+    match op {
+        Op::Replace(v) | Op::Set(_, v) => seq.serialize_element(v)?,
+        Op::Delete(_) => {}
+        Op::Append(_, text) => seq.serialize_element(text)?,
+        Op::Truncate(_, n) => seq.serialize_element(n)?,
+        Op::Splice {
+            index,
+            remove,
+            items,
+            ..
+        } => {
+            seq.serialize_element(index)?;
+            seq.serialize_element(remove)?;
+            seq.serialize_element(items)?;
+        }
+    }
+    seq.end()
+}
+
+impl<'de> Deserialize<'de> for Op {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Op, D::Error> {
+        let value = Value::deserialize(d)?;
+        crate::validate::op(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Longest payload preview the readable form prints before eliding.
+const PREVIEW: usize = 72;
+
+struct Preview<'a>(&'a Value, bool);
+
+impl fmt::Display for Preview<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let json = self.0.to_string();
+        if self.1 || json.len() <= PREVIEW {
+            return f.write_str(&json);
+        }
+        let mut cut = PREVIEW;
+        while !json.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        write!(f, "{}… ({} bytes)", &json[..cut], json.len())
+    }
+}
+
+/// The readable form, for logs and tools (the tuple stays the only data form).
+///
+/// Long payloads are elided to a preview; the alternate flag (`{:#}`) prints them whole.
+///
+/// ```
+/// use chord::{path, Op};
+/// assert_eq!(Op::Append(path!["messages", 0, "content"], "tok ".into()).to_string(),
+///            r#"append messages[0].content += "tok ""#);
+/// assert_eq!(Op::Truncate(path!["out"], 4).to_string(), "truncate out by 4");
+/// assert_eq!(Op::Delete(path!["config", "model"]).to_string(), "delete config.model");
+/// ```
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let full = f.alternate();
+        match self {
+            Op::Replace(v) => write!(f, "replace {}", Preview(v, full)),
+            Op::Set(p, v) => write!(f, "set {p} = {}", Preview(v, full)),
+            Op::Delete(p) => write!(f, "delete {p}"),
+            Op::Append(p, text) => {
+                let v = Value::String(text.clone());
+                write!(f, "append {p} += {}", Preview(&v, full))
+            }
+            Op::Truncate(p, n) => write!(f, "truncate {p} by {n}"),
+            Op::Splice {
+                path,
+                index,
+                remove,
+                items,
+            } => {
+                write!(f, "splice {path} at {index}: remove {remove}")?;
+                if !items.is_empty() {
+                    let v = Value::Array(items.clone());
+                    write!(f, ", insert {} {}", items.len(), Preview(&v, full))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A readable multi-line rendering of a batch: one op per line, base batches marked.
+///
+/// ```
+/// use chord::{display_batch, path, Op};
+/// let batch = [Op::Replace(serde_json::json!({"x": 1})), Op::Set(path!["x"], 2.into())];
+/// assert_eq!(display_batch(&batch).to_string(), "base batch, 2 ops\n  replace {\"x\":1}\n  set x = 2");
+/// ```
+pub fn display_batch(batch: &[Op]) -> impl fmt::Display + '_ {
+    BatchDisplay(batch)
+}
+
+struct BatchDisplay<'a>(&'a [Op]);
+
+impl fmt::Display for BatchDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if is_base(self.0) {
+            "base batch"
+        } else {
+            "batch"
+        };
+        let plural = if self.0.len() == 1 { "" } else { "s" };
+        write!(f, "{kind}, {} op{plural}", self.0.len())?;
+        for op in self.0 {
+            if f.alternate() {
+                write!(f, "\n  {op:#}")?;
+            } else {
+                write!(f, "\n  {op}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Length of `s` in UTF-16 code units, the unit of every character count in an op.
+///
+/// `O(len)`; ASCII-only text takes a fast path.
+///
+/// ```
+/// assert_eq!(chord::utf16_len("a😀"), 3);
+/// ```
+pub fn utf16_len(s: &str) -> usize {
+    utf16::len(s)
+}

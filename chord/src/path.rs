@@ -1,0 +1,293 @@
+//! Paths: where in a JSON document an op applies.
+//!
+//! A path is a list of segments. A [`Seg::Key`] names an object member, a [`Seg::Index`] an
+//! array element (or, on an object, the member spelled with those digits). Three names are
+//! reserved and refused as segments everywhere: [`RESERVED`].
+
+use std::fmt;
+use std::ops::Deref;
+
+use serde::ser::{Serialize, SerializeSeq, Serializer};
+
+/// Segment names that are refused in every path: walking through them is how prototype
+/// pollution reaches a JavaScript replica. They remain allowed as keys *inside* values.
+pub const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
+
+/// One step of a [`Path`]: an object key or an array index.
+///
+/// `Seg::Index(0)` and `Seg::Key("0".into())` are different segments: the first addresses
+/// element 0 of an array (or the member `"0"` of an object), the second only an object member.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Seg {
+    /// An object member.
+    Key(String),
+    /// An array element, or on an object the member spelled with these digits.
+    Index(usize),
+}
+
+impl Seg {
+    /// Whether this segment is one of the [`RESERVED`] names.
+    ///
+    /// ```
+    /// use chord::Seg;
+    /// assert!(Seg::from("__proto__").is_reserved());
+    /// assert!(!Seg::from("proto").is_reserved());
+    /// ```
+    pub fn is_reserved(&self) -> bool {
+        match self {
+            Seg::Key(k) => RESERVED.contains(&k.as_str()),
+            Seg::Index(_) => false,
+        }
+    }
+}
+
+impl From<&str> for Seg {
+    fn from(k: &str) -> Self {
+        Seg::Key(k.to_owned())
+    }
+}
+
+impl From<String> for Seg {
+    fn from(k: String) -> Self {
+        Seg::Key(k)
+    }
+}
+
+impl From<usize> for Seg {
+    fn from(i: usize) -> Self {
+        Seg::Index(i)
+    }
+}
+
+impl Serialize for Seg {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Seg::Key(k) => s.serialize_str(k),
+            Seg::Index(i) => s.serialize_u64(*i as u64),
+        }
+    }
+}
+
+impl fmt::Display for Seg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seg::Key(k) => write!(f, "{k:?}"),
+            Seg::Index(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+/// A location in a JSON document; the empty path is the root.
+///
+/// Serializes as a JSON array (`["transcript", 3, "text"]`). Its `Display` is a readable
+/// form for logs: `transcript[3].text`, with `$` for the root and quoted brackets for keys
+/// that are not identifiers (`meta["two words"]`).
+///
+/// # Examples
+///
+/// ```
+/// use chord::{path, Path};
+/// let p: Path = path!["transcript", 3, "text"].into();
+/// assert_eq!(p.to_string(), "transcript[3].text");
+/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"["transcript",3,"text"]"#);
+/// assert_eq!(Path::root().to_string(), "$");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Path(Vec<Seg>);
+
+impl Path {
+    /// The root path (no segments).
+    pub const fn root() -> Path {
+        Path(Vec::new())
+    }
+
+    /// The segments, outermost first.
+    pub fn segments(&self) -> &[Seg] {
+        &self.0
+    }
+
+    /// Appends a segment.
+    pub fn push(&mut self, seg: impl Into<Seg>) {
+        self.0.push(seg.into());
+    }
+
+    /// This path extended by one segment.
+    pub fn child(&self, seg: impl Into<Seg>) -> NonEmptyPath {
+        let mut segs = Vec::with_capacity(self.0.len() + 1);
+        segs.extend_from_slice(&self.0);
+        segs.push(seg.into());
+        NonEmptyPath(Path(segs))
+    }
+
+    /// The first reserved segment and its position, if any.
+    pub fn reserved_segment(&self) -> Option<(usize, &str)> {
+        self.0.iter().enumerate().find_map(|(i, s)| match s {
+            Seg::Key(k) if RESERVED.contains(&k.as_str()) => Some((i, k.as_str())),
+            _ => None,
+        })
+    }
+}
+
+impl Deref for Path {
+    type Target = [Seg];
+    fn deref(&self) -> &[Seg] {
+        &self.0
+    }
+}
+
+impl From<Vec<Seg>> for Path {
+    fn from(segs: Vec<Seg>) -> Self {
+        Path(segs)
+    }
+}
+
+impl From<NonEmptyPath> for Path {
+    fn from(p: NonEmptyPath) -> Self {
+        p.0
+    }
+}
+
+impl FromIterator<Seg> for Path {
+    fn from_iter<I: IntoIterator<Item = Seg>>(iter: I) -> Self {
+        Path(iter.into_iter().collect())
+    }
+}
+
+impl Serialize for Path {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for seg in &self.0 {
+            seq.serialize_element(seg)?;
+        }
+        seq.end()
+    }
+}
+
+fn is_identifier(k: &str) -> bool {
+    let mut chars = k.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("$");
+        }
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Index(n) => write!(f, "[{n}]")?,
+                Seg::Key(k) if is_identifier(k) => {
+                    if i > 0 {
+                        f.write_str(".")?;
+                    }
+                    f.write_str(k)?;
+                }
+                Seg::Key(k) => write!(f, "[{}]", serde_json::Value::from(k.as_str()))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A path with at least one segment: what `s`, `d`, `a` and `t` take, so that a set or
+/// delete of the root cannot be constructed.
+///
+/// Build one with [`path!`](crate::path), [`NonEmptyPath::new`], [`Path::child`], or
+/// `TryFrom<Path>`.
+///
+/// ```
+/// use chord::{NonEmptyPath, Path};
+/// assert!(NonEmptyPath::try_from(Path::root()).is_err());
+/// let p = NonEmptyPath::new("config").child("model");
+/// assert_eq!(p.to_string(), "config.model");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NonEmptyPath(Path);
+
+impl NonEmptyPath {
+    /// A path of one segment.
+    pub fn new(first: impl Into<Seg>) -> NonEmptyPath {
+        NonEmptyPath(Path(vec![first.into()]))
+    }
+
+    /// This path extended by one segment.
+    pub fn child(&self, seg: impl Into<Seg>) -> NonEmptyPath {
+        self.0.child(seg)
+    }
+
+    /// The parent's segments and the last segment.
+    pub fn split_last(&self) -> (&[Seg], &Seg) {
+        match self.0 .0.split_last() {
+            Some((last, parent)) => (parent, last),
+            None => unreachable!("a NonEmptyPath always has a segment"),
+        }
+    }
+
+    /// The path as a possibly-empty [`Path`].
+    pub fn as_path(&self) -> &Path {
+        &self.0
+    }
+
+    #[doc(hidden)]
+    pub fn __from_parts(first: Seg, rest: Vec<Seg>) -> NonEmptyPath {
+        let mut segs = Vec::with_capacity(rest.len() + 1);
+        segs.push(first);
+        segs.extend(rest);
+        NonEmptyPath(Path(segs))
+    }
+}
+
+impl Deref for NonEmptyPath {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl TryFrom<Path> for NonEmptyPath {
+    type Error = Path;
+    /// Fails, handing the path back, when it is the root.
+    fn try_from(p: Path) -> Result<Self, Path> {
+        if p.is_empty() {
+            Err(p)
+        } else {
+            Ok(NonEmptyPath(p))
+        }
+    }
+}
+
+impl Serialize for NonEmptyPath {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl fmt::Display for NonEmptyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Builds a path from string and integer segments.
+///
+/// `path![]` is the root [`Path`]; `path![a, b, ...]` is a [`NonEmptyPath`].
+///
+/// ```
+/// use chord::{path, Seg};
+/// let p = path!["messages", 0, "content"];
+/// assert_eq!(p.segments(), &[Seg::from("messages"), Seg::Index(0), Seg::from("content")]);
+/// assert!(path![].is_empty());
+/// ```
+#[macro_export]
+macro_rules! path {
+    () => {
+        $crate::Path::root()
+    };
+    ($first:expr $(, $rest:expr)* $(,)?) => {
+        $crate::NonEmptyPath::__from_parts(
+            $crate::Seg::from($first),
+            ::std::vec![$($crate::Seg::from($rest)),*],
+        )
+    };
+}

@@ -1,0 +1,342 @@
+//! The two grammars: decoded ops ([`Op`]) and wire ops ([`WireOp`]).
+//!
+//! Untrusted JSON stops here. Each grammar has its own validator; a decoded op is never
+//! checked against the laxer wire grammar, where `["s", value]` is a valid short form.
+
+use serde_json::Value;
+
+use crate::error::{json_type, Error, ErrorKind, Result};
+use crate::op::Op;
+use crate::path::{NonEmptyPath, Path, Seg};
+use crate::wire::{PathRef, WireOp};
+
+/// Parses a batch of decoded ops from JSON text, validating every op.
+///
+/// The decoded grammar: a batch is an array of ops; each op is an array whose first element
+/// is one of the six verbs, with exactly the arity the verb takes; a path is an array of
+/// strings and non-negative integers, non-empty except for `p`, with no reserved segment
+/// (`__proto__`, `constructor`, `prototype`) anywhere; index, remove and truncate counts are
+/// non-negative integers; append text is a string and splice items an array. Wire forms
+/// (interned ids, `#` definitions, short forms) are refused: decode them with a
+/// [`Decoder`](crate::Decoder). Values are not inspected: a reserved name is fine as a key
+/// inside a value.
+///
+/// # Errors
+///
+/// The first violation, with the op's position in the batch.
+///
+/// ```
+/// let err = chord::parse_batch(r#"[["s",["a"],1],["zz",["a"]]]"#).unwrap_err();
+/// assert_eq!(err.op_index(), Some(1));
+/// assert_eq!(err.to_string(), r#"op 1: unknown verb "zz" (expected one of r, s, d, a, t, p)"#);
+///
+/// let err = chord::parse_batch(r#"[["p",["xs"],0,0,"not-an-array"]]"#).unwrap_err();
+/// assert_eq!(err.to_string(), "op 0: splice items must be a JSON array");
+/// ```
+pub fn parse_batch(json: &str) -> Result<Vec<Op>> {
+    batch_from_value(serde_json::from_str(json)?)
+}
+
+/// Like [`parse_batch`], from an already parsed JSON value.
+///
+/// # Errors
+///
+/// As [`parse_batch`].
+pub fn batch_from_value(value: Value) -> Result<Vec<Op>> {
+    each(value, op)
+}
+
+pub(crate) fn wire_batch_from_value(value: Value) -> Result<Vec<WireOp>> {
+    each(value, wire_op)
+}
+
+fn each<T>(value: Value, f: fn(Value) -> Result<T>) -> Result<Vec<T>> {
+    let Value::Array(items) = value else {
+        return Err(ErrorKind::NotABatch.into());
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| f(v).map_err(|e| e.at_op(i)))
+        .collect()
+}
+
+/// Splits an op tuple into its verb and remaining elements.
+fn tuple(value: Value) -> Result<(String, Vec<Value>)> {
+    let Value::Array(mut items) = value else {
+        return Err(ErrorKind::NotATuple.into());
+    };
+    if items.is_empty() {
+        return Err(ErrorKind::MissingVerb.into());
+    }
+    match items.remove(0) {
+        Value::String(verb) => Ok((verb, items)),
+        _ => Err(ErrorKind::MissingVerb.into()),
+    }
+}
+
+fn arity(verb: &str, args: &[Value], expected: &'static str) -> Error {
+    ErrorKind::Arity {
+        verb: verb.to_owned(),
+        found: args.len() + 1,
+        expected,
+    }
+    .into()
+}
+
+/// Validates one decoded op.
+pub(crate) fn op(value: Value) -> Result<Op> {
+    let (verb, args) = tuple(value)?;
+    let mut it = args.into_iter();
+    let n = it.len();
+    let op = match (verb.as_str(), n) {
+        ("r", 1) => Op::Replace(next(&mut it)),
+        ("s", 2) => Op::Set(non_empty(decoded_path(next(&mut it))?, 's')?, next(&mut it)),
+        ("d", 1) => Op::Delete(non_empty(decoded_path(next(&mut it))?, 'd')?),
+        ("a", 2) => {
+            let path = non_empty(decoded_path(next(&mut it))?, 'a')?;
+            Op::Append(path, text(next(&mut it))?)
+        }
+        ("t", 2) => {
+            let path = non_empty(decoded_path(next(&mut it))?, 't')?;
+            Op::Truncate(path, count(next(&mut it), "count")?)
+        }
+        ("p", 4) => Op::Splice {
+            path: decoded_path(next(&mut it))?,
+            index: count(next(&mut it), "index")?,
+            remove: count(next(&mut it), "remove")?,
+            items: items(next(&mut it))?,
+        },
+        ("#", _) => return Err(ErrorKind::WireForm("a `#` path definition").into()),
+        ("s" | "a" | "t" | "p", k) if k + 1 == short_arity(&verb) => {
+            return Err(ErrorKind::WireForm("a short form without a path").into())
+        }
+        ("d", 0) => return Err(ErrorKind::WireForm("a short form without a path").into()),
+        ("r", _) => return Err(arity(&verb, it.as_slice(), "2")),
+        ("s" | "a" | "t", _) => return Err(arity(&verb, it.as_slice(), "3")),
+        ("d", _) => return Err(arity(&verb, it.as_slice(), "2")),
+        ("p", _) => return Err(arity(&verb, it.as_slice(), "5")),
+        _ => return Err(ErrorKind::UnknownVerb(verb).into()),
+    };
+    Ok(op)
+}
+
+fn short_arity(verb: &str) -> usize {
+    match verb {
+        "p" => 4,
+        "d" => 1,
+        _ => 2,
+    }
+}
+
+fn next(it: &mut std::vec::IntoIter<Value>) -> Value {
+    it.next().unwrap_or(Value::Null)
+}
+
+fn non_empty(path: Path, verb: char) -> Result<NonEmptyPath> {
+    NonEmptyPath::try_from(path).map_err(|_| ErrorKind::EmptyPath { verb }.into())
+}
+
+fn decoded_path(value: Value) -> Result<Path> {
+    match value {
+        Value::Number(_) => Err(ErrorKind::WireForm("an interned path id").into()),
+        v => path(v),
+    }
+}
+
+/// Validates an inline path: an array of strings and non-negative integers, no reserved names.
+pub(crate) fn path(value: Value) -> Result<Path> {
+    let Value::Array(segs) = value else {
+        return Err(ErrorKind::InvalidPath(format!(
+            "expected an array of segments, found {}",
+            json_type(&value)
+        ))
+        .into());
+    };
+    let mut out = Vec::with_capacity(segs.len());
+    for (i, seg) in segs.into_iter().enumerate() {
+        let seg = match seg {
+            Value::String(k) => Seg::Key(k),
+            Value::Number(ref n) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => Seg::Index(n),
+                None => {
+                    return Err(ErrorKind::InvalidPath(format!(
+                        "segment {i} is {n}; indices are non-negative integers"
+                    ))
+                    .into())
+                }
+            },
+            other => {
+                return Err(ErrorKind::InvalidPath(format!(
+                    "segment {i} is {}; segments are strings or non-negative integers",
+                    json_type(&other)
+                ))
+                .into())
+            }
+        };
+        if seg.is_reserved() {
+            if let Seg::Key(segment) = seg {
+                return Err(ErrorKind::ReservedSegment {
+                    segment,
+                    position: i,
+                }
+                .into());
+            }
+        }
+        out.push(seg);
+    }
+    Ok(Path::from(out))
+}
+
+fn count(value: Value, field: &'static str) -> Result<usize> {
+    value
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| {
+            ErrorKind::InvalidCount {
+                field,
+                found: value.to_string(),
+            }
+            .into()
+        })
+}
+
+fn text(value: Value) -> Result<String> {
+    match value {
+        Value::String(s) => Ok(s),
+        _ => Err(ErrorKind::TextNotString.into()),
+    }
+}
+
+fn items(value: Value) -> Result<Vec<Value>> {
+    match value {
+        Value::Array(items) => Ok(items),
+        _ => Err(ErrorKind::ItemsNotArray.into()),
+    }
+}
+
+fn path_ref(value: Value) -> Result<PathRef> {
+    match value {
+        Value::Number(_) => Ok(PathRef::Id(count(value, "id")?)),
+        v => Ok(PathRef::Path(path(v)?)),
+    }
+}
+
+/// Validates one wire op: the decoded grammar plus ids, `#` definitions and short forms.
+pub(crate) fn wire_op(value: Value) -> Result<WireOp> {
+    let (verb, args) = tuple(value)?;
+    let mut it = args.into_iter();
+    let n = it.len();
+    let op = match (verb.as_str(), n) {
+        ("r", 1) => WireOp::Replace(next(&mut it)),
+        ("#", 2) => WireOp::Define {
+            id: count(next(&mut it), "id")?,
+            path: path(next(&mut it))?,
+        },
+        ("s", 1) => WireOp::Set(None, next(&mut it)),
+        ("s", 2) => WireOp::Set(Some(path_ref(next(&mut it))?), next(&mut it)),
+        ("d", 0) => WireOp::Delete(None),
+        ("d", 1) => WireOp::Delete(Some(path_ref(next(&mut it))?)),
+        ("a", 1) => WireOp::Append(None, text(next(&mut it))?),
+        ("a", 2) => {
+            let path = path_ref(next(&mut it))?;
+            WireOp::Append(Some(path), text(next(&mut it))?)
+        }
+        ("t", 1) => WireOp::Truncate(None, count(next(&mut it), "count")?),
+        ("t", 2) => {
+            let path = path_ref(next(&mut it))?;
+            WireOp::Truncate(Some(path), count(next(&mut it), "count")?)
+        }
+        ("p", 3 | 4) => WireOp::Splice {
+            path: if n == 4 {
+                Some(path_ref(next(&mut it))?)
+            } else {
+                None
+            },
+            index: count(next(&mut it), "index")?,
+            remove: count(next(&mut it), "remove")?,
+            items: items(next(&mut it))?,
+        },
+        ("r", _) => return Err(arity(&verb, it.as_slice(), "2")),
+        ("#", _) => return Err(arity(&verb, it.as_slice(), "3")),
+        ("s" | "a" | "t", _) => return Err(arity(&verb, it.as_slice(), "2 or 3")),
+        ("d", _) => return Err(arity(&verb, it.as_slice(), "1 or 2")),
+        ("p", _) => return Err(arity(&verb, it.as_slice(), "4 or 5")),
+        _ => return Err(ErrorKind::UnknownVerb(verb).into()),
+    };
+    Ok(op)
+}
+
+/// Checks an op built in memory (not parsed): its paths must not walk through a reserved name.
+pub(crate) fn check_paths(op: &Op) -> Result<()> {
+    if let Some(path) = op.path() {
+        if let Some((position, segment)) = path.reserved_segment() {
+            return Err(Error::from(ErrorKind::ReservedSegment {
+                segment: segment.to_owned(),
+                position,
+            })
+            .at_path(path.clone()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kind(v: Value) -> ErrorKind {
+        op(v).unwrap_err().kind().clone()
+    }
+
+    #[test]
+    fn decoded_errors_say_what_is_wrong() {
+        assert_eq!(kind(json!(["zz"])), ErrorKind::UnknownVerb("zz".into()));
+        assert_eq!(kind(json!([])), ErrorKind::MissingVerb);
+        assert_eq!(kind(json!({"op": "s"})), ErrorKind::NotATuple);
+        assert_eq!(
+            kind(json!(["s", ["a"], 1, 2])),
+            ErrorKind::Arity {
+                verb: "s".into(),
+                found: 4,
+                expected: "3"
+            }
+        );
+        assert_eq!(
+            kind(json!(["s", 0, 1])),
+            ErrorKind::WireForm("an interned path id")
+        );
+        assert_eq!(
+            kind(json!(["s", 1])),
+            ErrorKind::WireForm("a short form without a path")
+        );
+        assert_eq!(kind(json!(["d", []])), ErrorKind::EmptyPath { verb: 'd' });
+        assert_eq!(
+            kind(json!(["s", ["x", "constructor"], 1])),
+            ErrorKind::ReservedSegment {
+                segment: "constructor".into(),
+                position: 1
+            }
+        );
+        assert_eq!(
+            kind(json!(["t", ["a"], 1.5])),
+            ErrorKind::InvalidCount {
+                field: "count",
+                found: "1.5".into()
+            }
+        );
+    }
+
+    #[test]
+    fn wire_grammar_is_separate() {
+        assert!(wire_op(json!(["s", 1])).is_ok());
+        assert!(op(json!(["s", 1])).is_err());
+        assert!(matches!(
+            wire_op(json!(["s", []])),
+            Ok(WireOp::Set(None, Value::Array(_)))
+        ));
+        assert!(wire_op(json!(["#", 0, ["__proto__"]])).is_err());
+        assert!(wire_op(json!(["a", 0, 5])).is_err());
+    }
+}
