@@ -1,16 +1,35 @@
 //! The derive macro behind `chord::Tracked`.
 //!
 //! Use it through the `chord` crate, which re-exports it; this crate is an implementation
-//! detail whose version is pinned exactly by `chord`.
+//! detail whose version `chord` pins exactly. Like serde_derive and thiserror's `impl/`, the
+//! derive parses the input into a typed view ([`ast`]), reads the attributes that change the
+//! JSON shape ([`attr`]), checks rules that span several of them ([`valid`]), and only then
+//! generates code ([`expand`]). Errors are collected, not returned one at a time, and come
+//! with a stand-in implementation ([`fallback`]) so the user sees the real mistake only.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use proc_macro::TokenStream;
+mod ast;
+mod attr;
+mod case;
+mod expand;
+mod fallback;
+mod valid;
 
-/// Derives typed tracking proxies for a struct.
+use proc_macro::TokenStream;
+use syn::{parse_macro_input, DeriveInput};
+
+/// Derives `chord::Tracked` for a struct with named fields: a typed proxy whose accessor
+/// methods mirror the fields and record intent, and the flush that turns it into ops.
 ///
-/// Tracking is being built; until it lands the derive accepts its input and emits nothing.
+/// Attributes: `#[chord(opaque)]` on a field tracks it as one JSON value (set or update,
+/// diffed at flush); on a type, makes the whole type such a value (enums, tuple structs).
+/// `#[chord(proxy = "Name")]` names the generated proxy (default: `<Type>Proxy`). The serde
+/// attributes that change JSON names are honoured (`rename`, `rename_all`, `skip`,
+/// `skip_serializing`, `skip_serializing_if`); those that would make paths lie (`flatten`,
+/// `with`, `serialize_with`, `getter`, `transparent`, `into`, `remote`) are refused.
 #[proc_macro_derive(Tracked, attributes(chord))]
-pub fn derive_tracked(_input: TokenStream) -> TokenStream {
-    TokenStream::new()
+pub fn derive_tracked(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive(&input).into()
 }

@@ -309,7 +309,8 @@ fn step(target: &mut Option<Value>, op: Op, limits: &Limits, undo: &mut Vec<Undo
         }
         Op::Append(path, text) => {
             let s = string_at(root, &path)?;
-            if s.len() + text.len() > limits.string_len {
+            // Only growth is bounded: an empty append leaves an over-long string alone.
+            if !text.is_empty() && s.len() + text.len() > limits.string_len {
                 return Err(limit("max_string_len", limits.string_len));
             }
             let len = s.len();
@@ -343,7 +344,11 @@ fn step(target: &mut Option<Value>, op: Op, limits: &Limits, undo: &mut Vec<Undo
             };
             let index = index.min(arr.len());
             let remove = remove.min(arr.len() - index);
-            check_len(arr.len() - remove + items.len(), limits)?;
+            // Only growth is bounded: a splice that shrinks an over-long array (one an `r`
+            // brought in, say) must still apply.
+            if items.len() > remove {
+                check_len(arr.len() - remove + items.len(), limits)?;
+            }
             let inserted = items.len();
             let removed: Vec<Value> = arr.splice(index..index + remove, items).collect();
             undo.push(Undo::Splice(path, index, inserted, removed));

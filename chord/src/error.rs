@@ -109,6 +109,11 @@ pub enum ErrorKind {
         /// The JSON type that was found.
         found: &'static str,
     },
+    /// A member operation targeted something that is not an object.
+    NotAnObject {
+        /// The JSON type that was found.
+        found: &'static str,
+    },
     /// `p` targeted something that is not an array.
     NotAnArray {
         /// The JSON type that was found.
@@ -198,6 +203,7 @@ impl fmt::Display for ErrorKind {
             ),
             NotAString { found } => write!(f, "expected a string, found {found}"),
             NotAnArray { found } => write!(f, "expected an array, found {found}"),
+            NotAnObject { found } => write!(f, "expected an object, found {found}"),
             SplitsCharacter { count } => write!(
                 f,
                 "truncating {count} UTF-16 units would split a surrogate pair"

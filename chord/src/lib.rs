@@ -43,6 +43,8 @@ mod apply;
 mod error;
 mod op;
 mod path;
+pub mod proxy;
+mod tracker;
 mod utf16;
 mod validate;
 pub mod wire;
@@ -51,9 +53,13 @@ pub use crate::apply::{apply, apply_with, IntoOp, Limits};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::op::{display_batch, is_base, utf16_len, Op};
 pub use crate::path::{NonEmptyPath, Path, Seg, RESERVED};
+pub use crate::tracker::{track, Proxy, Tracked, Tracker};
 pub use crate::validate::{batch_from_value, parse_batch};
 pub use crate::wire::{Decoder, Encoder, PathRef, WireBatch, WireOp};
 pub use chord_derive::Tracked;
+
+#[doc(hidden)]
+pub mod __private;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -111,6 +111,11 @@ impl Path {
         self.0.push(seg.into());
     }
 
+    /// Removes and returns the last segment.
+    pub fn pop(&mut self) -> Option<Seg> {
+        self.0.pop()
+    }
+
     /// This path extended by one segment.
     pub fn child(&self, seg: impl Into<Seg>) -> NonEmptyPath {
         let mut segs = Vec::with_capacity(self.0.len() + 1);

@@ -48,6 +48,7 @@ impl Decoder {
     /// short form with no previous path in the batch; a resolved path that breaks the decoded
     /// grammar (`s`, `d`, `a`, `t` on the root).
     pub fn decode_str(&mut self, json: &str) -> Result<Vec<Op>> {
+        self.check_poisoned()?;
         let value: Value = match serde_json::from_str(json) {
             Ok(v) => v,
             Err(e) => return Err(self.poison(e.into())),
@@ -61,6 +62,7 @@ impl Decoder {
     ///
     /// As [`decode_str`](Decoder::decode_str).
     pub fn decode_value(&mut self, value: Value) -> Result<Vec<Op>> {
+        self.check_poisoned()?;
         match validate::wire_batch_from_value(value) {
             Ok(batch) => self.decode(batch),
             Err(e) => Err(self.poison(e)),
@@ -73,9 +75,7 @@ impl Decoder {
     ///
     /// As [`decode_str`](Decoder::decode_str).
     pub fn decode(&mut self, batch: Vec<WireOp>) -> Result<Vec<Op>> {
-        if self.poisoned {
-            return Err(ErrorKind::DecoderPoisoned.into());
-        }
+        self.check_poisoned()?;
         let mut out = Vec::with_capacity(batch.len());
         let mut previous: Option<Path> = None;
         for (i, wire) in batch.into_iter().enumerate() {
@@ -86,6 +86,15 @@ impl Decoder {
             }
         }
         Ok(out)
+    }
+
+    /// Refuses every batch once poisoned, before looking at it: a poisoned decoder answers
+    /// [`ErrorKind::DecoderPoisoned`] whatever it is given, invalid JSON included.
+    fn check_poisoned(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(ErrorKind::DecoderPoisoned.into());
+        }
+        Ok(())
     }
 
     fn poison(&mut self, e: Error) -> Error {

@@ -1,0 +1,238 @@
+//! Attributes: `#[chord(..)]`, and the `#[serde(..)]` attributes that change the JSON shape.
+//!
+//! serde attributes that only affect deserialization (`default`, `alias`, ...) are skipped;
+//! those that would make chord's paths differ from the JSON are refused here, at the
+//! attribute, with what to do instead.
+
+use std::cell::RefCell;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::{Attribute, ExprPath, Ident, LitStr, Token};
+
+use crate::case::{RenameRule, RULES};
+
+/// Collects errors so that every attribute mistake is reported at once (serde's `Ctxt`).
+#[derive(Default)]
+pub(crate) struct Ctxt {
+    errors: RefCell<Option<syn::Error>>,
+}
+
+impl Ctxt {
+    pub(crate) fn error(&self, tokens: impl ToTokens, msg: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(tokens, msg));
+    }
+
+    pub(crate) fn push(&self, e: syn::Error) {
+        let mut errors = self.errors.borrow_mut();
+        match errors.as_mut() {
+            Some(all) => all.combine(e),
+            None => *errors = Some(e),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<(), syn::Error> {
+        match self.errors.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Type-level attributes.
+#[derive(Default)]
+pub(crate) struct Container {
+    pub(crate) rename_all: Option<RenameRule>,
+    pub(crate) opaque: bool,
+    pub(crate) proxy: Option<Ident>,
+}
+
+/// Field-level attributes.
+#[derive(Default)]
+pub(crate) struct Field {
+    pub(crate) rename: Option<String>,
+    pub(crate) skip: bool,
+    pub(crate) skip_if: Option<ExprPath>,
+    pub(crate) opaque: bool,
+}
+
+/// Skips the value of a serde attribute chord has no use for.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        content.parse::<TokenStream>()?;
+    }
+    Ok(())
+}
+
+/// Reads `name = "x"` or `name(serialize = "x", deserialize = "y")`: the serialize side.
+fn serialize_name(meta: &ParseNestedMeta) -> syn::Result<Option<LitStr>> {
+    if meta.input.peek(Token![=]) {
+        return Ok(Some(meta.value()?.parse()?));
+    }
+    let mut found = None;
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident("serialize") {
+            found = Some(inner.value()?.parse()?);
+        } else {
+            skip_value(&inner)?;
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+fn refused(cx: &Ctxt, meta: &ParseNestedMeta, name: &str, why: &str) {
+    cx.error(&meta.path, format!("unsupported `#[serde({name})]`: {why}"));
+}
+
+pub(crate) fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
+    let mut out = Container::default();
+    for attr in attrs {
+        if attr.path().is_ident("serde") {
+            let result = attr.parse_nested_meta(|meta| {
+                let name = meta.path.to_token_stream().to_string();
+                match name.as_str() {
+                    "rename_all" => {
+                        if let Some(lit) = serialize_name(&meta)? {
+                            match RenameRule::from_str(&lit.value()) {
+                                Some(rule) => out.rename_all = Some(rule),
+                                None => {
+                                    let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
+                                    cx.error(
+                                        &lit,
+                                        format!(
+                                            "unknown rename rule `{}`: expected one of {}",
+                                            lit.value(),
+                                            names.join(", ")
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    "transparent" => refused(
+                        cx,
+                        &meta,
+                        "transparent",
+                        "the struct's JSON is its only field's, so field paths would lie; remove it, or mark the type `#[chord(opaque)]`",
+                    ),
+                    "into" => {
+                        skip_value(&meta)?;
+                        refused(
+                            cx,
+                            &meta,
+                            "into",
+                            "the JSON is another type's, so field paths would lie; mark the type `#[chord(opaque)]` to track it as one value",
+                        );
+                    }
+                    "remote" => {
+                        skip_value(&meta)?;
+                        refused(cx, &meta, "remote", "derive `Tracked` on the type itself");
+                    }
+                    _ => skip_value(&meta)?,
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.push(e);
+            }
+        } else if attr.path().is_ident("chord") {
+            let result = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("opaque") {
+                    out.opaque = true;
+                } else if meta.path.is_ident("proxy") {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    match lit.parse::<Ident>() {
+                        Ok(ident) => out.proxy = Some(ident),
+                        Err(_) => cx.error(&lit, "`proxy` must name a type, e.g. `#[chord(proxy = \"LaneProxy\")]`"),
+                    }
+                } else {
+                    skip_value(&meta)?;
+                    cx.error(
+                        &meta.path,
+                        format!(
+                            "unknown chord attribute `{}`: on a type, chord accepts `opaque` and `proxy = \"Name\"`",
+                            meta.path.to_token_stream()
+                        ),
+                    );
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.push(e);
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn field(cx: &Ctxt, attrs: &[Attribute]) -> Field {
+    let mut out = Field::default();
+    for attr in attrs {
+        if attr.path().is_ident("serde") {
+            let result = attr.parse_nested_meta(|meta| {
+                let name = meta.path.to_token_stream().to_string();
+                match name.as_str() {
+                    "rename" => {
+                        if let Some(lit) = serialize_name(&meta)? {
+                            out.rename = Some(lit.value());
+                        }
+                    }
+                    "skip" | "skip_serializing" => out.skip = true,
+                    "skip_serializing_if" => {
+                        let lit: LitStr = meta.value()?.parse()?;
+                        match lit.parse::<ExprPath>() {
+                            Ok(path) => out.skip_if = Some(path),
+                            Err(e) => cx.push(syn::Error::new_spanned(&lit, e)),
+                        }
+                    }
+                    "flatten" => refused(
+                        cx,
+                        &meta,
+                        "flatten",
+                        "chord paths must follow the JSON shape, and flattening moves these fields into the parent; remove it",
+                    ),
+                    "with" | "serialize_with" | "getter" => {
+                        skip_value(&meta)?;
+                        refused(
+                            cx,
+                            &meta,
+                            &name,
+                            "chord cannot see the JSON it produces, so paths into it would lie; remove it, or keep the field's JSON form in the struct (e.g. a `serde_json::Value`)",
+                        );
+                    }
+                    _ => skip_value(&meta)?,
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.push(e);
+            }
+        } else if attr.path().is_ident("chord") {
+            let result = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("opaque") {
+                    out.opaque = true;
+                } else {
+                    skip_value(&meta)?;
+                    cx.error(
+                        &meta.path,
+                        format!(
+                            "unknown chord attribute `{}`: on a field, chord accepts `opaque`",
+                            meta.path.to_token_stream()
+                        ),
+                    );
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.push(e);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,34 @@
+//! What is emitted beside a compile error: the errors, plus a stand-in `Tracked`
+//! implementation so that code using the type reports the real mistake only, not twenty
+//! follow-on errors about a missing trait.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::DeriveInput;
+
+pub(crate) fn expand(input: &DeriveInput, error: syn::Error) -> TokenStream {
+    let name = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let errors = error.to_compile_error();
+    quote! {
+        #errors
+
+        #[automatically_derived]
+        impl #impl_generics ::chord::Tracked for #name #ty_generics #where_clause {
+            type Proxy<'__a> = ::chord::__private::LeafProxy<'__a, Self> where Self: '__a;
+
+            fn __proxy<'__a>(&'__a mut self, cx: ::chord::__private::Cx<'__a>) -> Self::Proxy<'__a> {
+                ::chord::__private::LeafProxy::new(self, cx)
+            }
+
+            fn __flush(
+                &self,
+                _: &mut ::chord::__private::Node,
+                _: &mut ::chord::__private::Path,
+                _: &mut ::chord::__private::Vec<::chord::__private::Op>,
+            ) -> ::chord::__private::Result<()> {
+                ::chord::__private::core::result::Result::Ok(())
+            }
+        }
+    }
+}

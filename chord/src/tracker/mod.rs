@@ -1,0 +1,173 @@
+//! The tracker: typed state, a dirty tree of recorded intent, and `flush`.
+
+mod check;
+mod cx;
+mod node;
+pub(crate) mod seq;
+pub(crate) mod text;
+
+use std::ops::Deref;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::op::Op;
+use crate::path::Path;
+
+pub use cx::Cx;
+pub use node::Node;
+pub(crate) use node::{flush_assigned, set as node_set, with_seg, Before, Key, State};
+
+/// A type whose mutations chord can record as intent.
+///
+/// Derive it for your structs with `#[derive(Tracked)]`; chord implements it for `String`,
+/// `Vec<T>`, `Option<T>`, `BTreeMap<String, T>`, `HashMap<String, T>`,
+/// `serde_json::Value` and the primitive types. Each implementation names the typed proxy
+/// that [`Tracker::state`] hands out for it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be tracked",
+    label = "this type does not implement `chord::Tracked`",
+    note = "derive `Tracked` for it, or mark the field `#[chord(opaque)]` to track it as one JSON value"
+)]
+pub trait Tracked: Serialize {
+    /// The proxy through which mutations of this type are recorded.
+    type Proxy<'a>
+    where
+        Self: 'a;
+
+    #[doc(hidden)]
+    fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> Self::Proxy<'a>;
+
+    #[doc(hidden)]
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()>;
+}
+
+/// The proxy type of a [`Tracked`] type: `Proxy<'a, LaneView>` is what
+/// `tracker.state()` returns for a `Tracker<LaneView>`.
+pub type Proxy<'a, T> = <T as Tracked>::Proxy<'a>;
+
+/// Serializes `value` for an op at `path`, refusing what JSON cannot carry faithfully.
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, path: &Path) -> Result<Value> {
+    let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(path.clone());
+    check::check(value).map_err(|e| fail(e.0))?;
+    serde_json::to_value(value).map_err(|e| fail(e.to_string()))
+}
+
+/// Starts tracking `value`. The first [`flush`](Tracker::flush) is always a base batch
+/// (`[["r", value]]`), carrying any mutations made before it.
+///
+/// ```
+/// use chord::{track, Op};
+/// let mut t = track(serde_json::json!({"x": 0}));
+/// assert!(matches!(t.flush().unwrap().as_slice(), [Op::Replace(_)]));
+/// ```
+pub fn track<T: Tracked>(value: T) -> Tracker<T> {
+    Tracker::new(value)
+}
+
+/// Owns a tracked value, hands out proxies that record intent, and turns what was recorded
+/// into ops at [`flush`](Tracker::flush).
+///
+/// Reads go through `Deref` (`tracker.transcript.len()`) or [`get`](Tracker::get) and record
+/// nothing. Memory beyond the value itself is proportional to what changed since the last
+/// flush: there is no baseline copy of the state.
+pub struct Tracker<T> {
+    value: T,
+    root: Node,
+    base: bool,
+}
+
+impl<T: Tracked> Tracker<T> {
+    /// Starts tracking `value`; see [`track`].
+    pub fn new(value: T) -> Tracker<T> {
+        Tracker {
+            value,
+            root: Node::default(),
+            base: true,
+        }
+    }
+
+    /// The proxy through which to mutate the value.
+    pub fn state(&mut self) -> T::Proxy<'_> {
+        let node = if self.base {
+            None // the next flush sends everything anyway
+        } else {
+            Some(&mut self.root)
+        };
+        self.value.__proxy(Cx::root(node))
+    }
+
+    /// The value, for reading.
+    pub fn get(&self) -> &T {
+        &self.value
+    }
+
+    /// Replaces the whole value: the next flush is `[["r", next]]`, and changes recorded
+    /// before it are discarded (they describe a value that no longer exists).
+    pub fn replace(&mut self, next: T) {
+        self.value = next;
+        self.rebase();
+    }
+
+    /// Makes the next flush a base batch without changing the value (a checkpoint, or the
+    /// first batch for a new subscriber).
+    pub fn rebase(&mut self) {
+        self.base = true;
+        self.root = Node::default();
+    }
+
+    /// Accepts the changes recorded since the last flush without emitting them (for when the
+    /// replicas already have them by other means).
+    pub fn discard(&mut self) {
+        self.root = Node::default();
+    }
+
+    /// Whether the next flush has anything to emit.
+    pub fn is_dirty(&self) -> bool {
+        self.base || self.root.is_dirty()
+    }
+
+    /// Turns what was recorded since the last flush into the smallest honest batch of ops
+    /// that takes a replica from the last flush to the current value. Empty when nothing
+    /// changed. `r` appears only at index 0, and only for a base batch.
+    ///
+    /// # Errors
+    ///
+    /// A value that JSON cannot carry faithfully (a non-finite float, a non-string map key,
+    /// a failing `Serialize` implementation), naming its path. Nothing is accepted then: the
+    /// recorded changes stay for the next flush.
+    pub fn flush(&mut self) -> Result<Vec<Op>> {
+        let mut out = Vec::new();
+        if self.base {
+            out.push(Op::Replace(to_json(&self.value, &Path::root())?));
+            self.base = false;
+        } else {
+            self.value
+                .__flush(&mut self.root, &mut Path::root(), &mut out)?;
+        }
+        self.root = Node::default();
+        Ok(out)
+    }
+
+    /// Stops tracking and returns the value.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+impl<T> Deref for Tracker<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Tracker<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracker")
+            .field("value", &self.value)
+            .field("base_pending", &self.base)
+            .finish_non_exhaustive()
+    }
+}

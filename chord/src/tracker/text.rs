@@ -1,0 +1,125 @@
+//! String intent: appends and drops from the front, recorded as they happen; anything else
+//! falls back to a baseline diffed at flush.
+
+use crate::op::Op;
+use crate::path::{NonEmptyPath, Path};
+use crate::tracker::node::{flush_assigned, Node, State};
+
+/// What happened to a string since the last flush.
+#[derive(Debug)]
+pub(crate) enum TextEdit {
+    /// Only appends and drops from the front: the accepted value is `dropped` followed by
+    /// `current[..tail_start]`, and `current[tail_start..]` is new. Flushes to `t` + `a` in
+    /// `O(change)`, independent of the string's length.
+    Window { dropped: String, tail_start: usize },
+    /// The accepted value, kept whole because an edit could not be described as a window;
+    /// flush diffs it against the current value with the overlap detector.
+    Baseline(String),
+}
+
+/// The text state of `node`, started if the node is clean. `None` when an ancestor's or this
+/// node's assignment already covers the string.
+fn edit<'n>(node: &'n mut Node, current: &str) -> Option<&'n mut TextEdit> {
+    if matches!(node.state, State::Clean) {
+        node.state = State::Text(TextEdit::Window {
+            dropped: String::new(),
+            tail_start: current.len(),
+        });
+    }
+    match &mut node.state {
+        State::Text(edit) => Some(edit),
+        _ => None,
+    }
+}
+
+/// Records an append (call before pushing).
+pub(crate) fn record_append(node: Option<&mut Node>, current: &str) {
+    if let Some(node) = node {
+        edit(node, current);
+    }
+}
+
+/// Records dropping `bytes` from the front of `current` (call before draining).
+pub(crate) fn record_drop_front(node: Option<&mut Node>, current: &str, bytes: usize) {
+    let Some(TextEdit::Window {
+        dropped,
+        tail_start,
+    }) = node.and_then(|n| edit(n, current))
+    else {
+        return;
+    };
+    if bytes <= *tail_start {
+        dropped.push_str(&current[..bytes]);
+        *tail_start -= bytes;
+    } else {
+        // The drop eats into text appended since the flush: all of the accepted part is gone.
+        dropped.push_str(&current[..*tail_start]);
+        *tail_start = 0;
+    }
+}
+
+/// Records an edit that is not a window edit: keeps the accepted value (call before editing).
+/// `current` is handed over when the caller is about to replace it anyway (no copy then).
+pub(crate) fn record_rewrite(node: Option<&mut Node>, current: &str) {
+    let Some(node) = node else { return };
+    let accepted = match &mut node.state {
+        State::Clean => current.to_owned(),
+        State::Text(TextEdit::Window {
+            dropped,
+            tail_start,
+        }) => {
+            let mut accepted = std::mem::take(dropped);
+            accepted.push_str(&current[..*tail_start]);
+            accepted
+        }
+        _ => return,
+    };
+    node.state = State::Text(TextEdit::Baseline(accepted));
+}
+
+/// Records a whole assignment that moves the old string out: `old` becomes the baseline
+/// without a copy when nothing else was recorded.
+pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
+    let Some(node) = node else { return };
+    match &mut node.state {
+        State::Clean => node.state = State::Text(TextEdit::Baseline(old)),
+        State::Text(TextEdit::Window { .. }) => {
+            record_rewrite(Some(node), &old);
+        }
+        _ => {}
+    }
+}
+
+/// Emits the ops for a string at `path`.
+pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Vec<Op>) {
+    match &node.state {
+        State::Clean => {}
+        State::Assigned(before) => {
+            flush_assigned(path, before, Some(current.into()), out);
+        }
+        State::Text(edit) => {
+            let Ok(p) = NonEmptyPath::try_from(path.clone()) else {
+                // A tracked root string can only be replaced.
+                out.push(Op::Replace(current.into()));
+                return;
+            };
+            match edit {
+                TextEdit::Window {
+                    dropped,
+                    tail_start,
+                } => {
+                    if !dropped.is_empty() {
+                        out.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
+                    }
+                    if *tail_start < current.len() {
+                        out.push(Op::Append(p, current[*tail_start..].to_owned()));
+                    }
+                }
+                TextEdit::Baseline(before) => {
+                    crate::tracker::node::shim::diff_string(&p, before, current, out)
+                }
+            }
+        }
+        State::Seq(_) => {}
+    }
+}

@@ -1,0 +1,289 @@
+//! The tracker's rules, one test each, on derived structs and on `serde_json::Value`.
+//! Every test replays the flushed ops on a replica and compares it with
+//! `serde_json::to_value(&state)`.
+
+use std::collections::BTreeMap;
+
+use chord::{apply, path, track, Op, Tracked, Tracker};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+struct LaneView {
+    operation: Operation,
+    transcript: Vec<Entry>,
+    tools: Vec<ToolState>,
+    config: Config,
+    counter: u64,
+    out: String,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+struct Operation {
+    streaming_message: Option<Message>,
+    status: String,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+struct Message {
+    content: Vec<Part>,
+    count: u32,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+struct Part {
+    text: String,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+struct Entry {
+    role: String,
+    text: String,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+struct ToolState {
+    name: String,
+    details: Value,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+struct Config {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    temperature: Option<f64>,
+    #[serde(rename = "maxTokens")]
+    max_tokens: u32,
+    labels: BTreeMap<String, String>,
+}
+
+/// A tracker plus a replica fed with every flush.
+struct Harness<T: Tracked> {
+    t: Tracker<T>,
+    replica: Option<Value>,
+}
+
+impl<T: Tracked + Serialize> Harness<T> {
+    fn new(value: T) -> Self {
+        let mut h = Harness {
+            t: track(value),
+            replica: None,
+        };
+        let base = h.flush();
+        assert!(matches!(base.as_slice(), [Op::Replace(_)]));
+        h
+    }
+
+    /// Flushes, applies to the replica, checks it equals the state, returns the ops.
+    fn flush(&mut self) -> Vec<Op> {
+        let ops = self.t.flush().unwrap();
+        apply(&mut self.replica, &ops).unwrap();
+        assert_eq!(
+            self.replica.as_ref(),
+            Some(&serde_json::to_value(self.t.get()).unwrap()),
+            "replica diverged after {ops:?}"
+        );
+        ops
+    }
+}
+
+fn lane() -> LaneView {
+    LaneView {
+        operation: Operation {
+            streaming_message: Some(Message {
+                content: vec![Part { text: "Hel".into() }],
+                count: 0,
+            }),
+            status: "running".into(),
+        },
+        transcript: (0..3)
+            .map(|i| Entry {
+                role: "user".into(),
+                text: format!("m{i}"),
+            })
+            .collect(),
+        config: Config {
+            model: Some("m1".into()),
+            ..Config::default()
+        },
+        ..LaneView::default()
+    }
+}
+
+#[test]
+fn the_first_flush_is_a_base_batch_carrying_earlier_mutations() {
+    let mut t = track(lane());
+    t.state().counter().set(100).unwrap();
+    t.state().out().push_str("xyz");
+    let ops = t.flush().unwrap();
+    assert_eq!(
+        ops,
+        vec![Op::Replace(serde_json::to_value(t.get()).unwrap())]
+    );
+    t.state().counter().set(101).unwrap();
+    assert_eq!(
+        t.flush().unwrap(),
+        vec![Op::Set(path!["counter"], 101.into())]
+    );
+}
+
+#[test]
+fn intent_is_recorded_where_it_happens() {
+    let mut h = Harness::new(lane());
+    let mut s = h.t.state();
+    s.operation()
+        .streaming_message()
+        .get_mut()
+        .unwrap()
+        .content()
+        .at(0)
+        .text()
+        .push_str("lo");
+    assert_eq!(
+        h.flush(),
+        vec![Op::Append(
+            path!["operation", "streamingMessage", "content", 0, "text"],
+            "lo".into()
+        )]
+    );
+
+    let entry = Entry {
+        role: "assistant".into(),
+        text: "hi".into(),
+    };
+    h.t.state().transcript().push(entry.clone()).unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![Op::Splice {
+            path: path!["transcript"].into(),
+            index: 3,
+            remove: 0,
+            items: vec![serde_json::to_value(&entry).unwrap()]
+        }]
+    );
+
+    h.t.state().transcript().insert(0, entry.clone()).unwrap();
+    let ops = h.flush();
+    assert_eq!(ops.len(), 1, "an unshift is one op: {ops:?}");
+    assert!(matches!(&ops[0], Op::Splice { index: 0, remove: 0, items, .. } if items.len() == 1));
+
+    h.t.state().config().model().set(None).unwrap();
+    assert_eq!(h.flush(), vec![Op::Delete(path!["config", "model"])]);
+
+    // Without skip_serializing_if, None is a set of null.
+    h.t.state().config().temperature().set(Some(0.5)).unwrap();
+    h.flush();
+    h.t.state().config().temperature().set(None).unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(path!["config", "temperature"], Value::Null)]
+    );
+
+    h.t.state().config().max_tokens().set(10).unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(path!["config", "maxTokens"], 10.into())]
+    );
+}
+
+#[test]
+fn repeated_and_alternating_writes_collapse() {
+    let mut h = Harness::new(LaneView {
+        out: "abcdefgh".repeat(100),
+        ..LaneView::default()
+    });
+    for i in 0..1000u64 {
+        if i % 2 == 0 {
+            let next = format!("{}!!!!", &h.t.out[4..]);
+            h.t.state().out().set(next);
+        } else {
+            h.t.state().counter().set(i).unwrap();
+        }
+    }
+    let ops = h.flush();
+    assert!(ops.len() <= 3, "{ops:?}");
+}
+
+#[test]
+fn a_deeply_equal_reassignment_emits_nothing() {
+    let mut h = Harness::new(lane());
+    let same = h.t.operation.clone();
+    h.t.state().operation().set(same).unwrap();
+    h.t.state().counter().set(7).unwrap();
+    h.t.state().counter().set(0).unwrap();
+    assert_eq!(h.flush(), vec![]);
+}
+
+#[test]
+fn non_json_values_are_refused_where_recorded() {
+    let mut h = Harness::new(lane());
+    let err =
+        h.t.state()
+            .config()
+            .temperature()
+            .set(Some(f64::NAN))
+            .unwrap_err();
+    assert_eq!(err.path(), Some(&path!["config", "temperature"].into()));
+    assert!(err.to_string().contains("not finite"), "{err}");
+    assert_eq!(
+        h.t.config.temperature, None,
+        "a refused value is not recorded"
+    );
+    assert_eq!(h.flush(), vec![]);
+}
+
+#[test]
+fn replace_rebase_and_discard() {
+    let mut h = Harness::new(lane());
+    h.t.state().counter().set(5).unwrap();
+    h.t.replace(LaneView::default());
+    let ops = h.flush();
+    assert!(matches!(ops.as_slice(), [Op::Replace(_)]));
+
+    h.t.state().counter().set(6).unwrap();
+    h.t.rebase();
+    assert!(matches!(h.flush().as_slice(), [Op::Replace(_)]));
+
+    h.t.state().counter().set(7).unwrap();
+    h.t.discard();
+    assert_eq!(h.t.flush().unwrap(), vec![]);
+}
+
+#[test]
+fn rolling_window_through_the_proxy() {
+    let mut h = Harness::new(LaneView {
+        out: "0123456789".into(),
+        ..LaneView::default()
+    });
+    let mut out = h.t.state();
+    let mut out = out.out();
+    out.drop_front(4);
+    out.push_str("abcd");
+    assert_eq!(
+        h.flush(),
+        vec![
+            Op::Truncate(path!["out"], 4),
+            Op::Append(path!["out"], "abcd".into())
+        ]
+    );
+}
+
+#[test]
+fn untyped_values_record_intent_too() {
+    let mut h = Harness::new(json!({"a": {"log": "x", "xs": [1, 2]}, "b": 1}));
+    let mut s = h.t.state();
+    let mut a = s.member("a").unwrap();
+    a.member("log").unwrap().push_str("yz").unwrap();
+    a.member("xs")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .insert(0, json!(0))
+        .unwrap();
+    s.remove("b").unwrap();
+    s.insert("c", json!([1])).unwrap();
+    let ops = h.flush();
+    assert_eq!(ops.len(), 4, "{ops:?}");
+}
