@@ -95,12 +95,13 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         let index = f.index;
         let json = &f.json_name;
         let present = present(f, quote!(self));
+        let span = f.ty.span();
         let call = if f.attrs.opaque {
-            quote!(::chord::__private::flush_opaque_field)
+            quote_spanned!(span=> ::chord::__private::flush_opaque_field)
         } else {
-            quote!(::chord::__private::flush_field)
+            quote_spanned!(span=> ::chord::__private::flush_field)
         };
-        quote_spanned! {f.ty.span()=>
+        quote_spanned! {span=>
             #index => #call(&self.#ident, __node, __path, #json, #present, __out),
         }
     });
@@ -211,9 +212,10 @@ fn accessor(f: &Field) -> TokenStream {
     let call = quote_spanned! {ty.span()=>
         <#ty as ::chord::Tracked>::__proxy(&mut self.__value.#ident, __cx)
     };
+    let ret = quote_spanned! {ty.span()=> ::chord::Proxy<'_, #ty> };
     quote! {
         #[doc = #doc]
-        #vis fn #ident(&mut self) -> ::chord::Proxy<'_, #ty> {
+        #vis fn #ident(&mut self) -> #ret {
             let __cx = self.__cx.field(#index, #json, #present);
             #call
         }

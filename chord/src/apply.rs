@@ -29,11 +29,14 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// Nesting depth 128 (serde_json's own parsing limit), arrays up to 16,777,216 elements,
-    /// strings up to 256 MiB.
+    /// Nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB.
+    ///
+    /// The depth leaves room under serde_json's parser limit (128 levels) for the batch and
+    /// op tuple that carry a document on the wire, so any document `apply` accepts can also
+    /// be encoded and decoded.
     fn default() -> Self {
         Limits {
-            depth: 128,
+            depth: 120,
             array_len: 1 << 24,
             string_len: 256 << 20,
         }

@@ -1,0 +1,10 @@
+use chord::Tracked;
+use serde::Serialize;
+
+#[derive(Tracked, Serialize)]
+enum Role {
+    User,
+    Assistant,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use chord::Tracked;
+use serde::Serialize;
+
+#[derive(Tracked, Serialize)]
+struct Lane {
+    #[chord(opaqe)]
+    status: String,
+}
+
+fn main() {}

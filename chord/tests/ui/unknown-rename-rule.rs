@@ -1,0 +1,10 @@
+use chord::Tracked;
+use serde::Serialize;
+
+#[derive(Tracked, Serialize)]
+#[serde(rename_all = "camel")]
+struct Lane {
+    tool_name: String,
+}
+
+fn main() {}
