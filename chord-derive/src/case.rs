@@ -71,7 +71,7 @@ mod tests {
     fn matches_serde() {
         let cases = [
             (
-                "outcome", "outcome", "OUTCOME", "Outcome", "outcome", "outcome",
+                "outcome", "outcome", "OUTCOME", "Outcome", "outcome", "OUTCOME",
             ),
             (
                 "very_tasty",
