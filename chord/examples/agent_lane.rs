@@ -1,52 +1,211 @@
-//! Streams an agent lane's ops through the wire codec to a replica and prints each batch.
+//! An agent lane streamed to a replica: the main demo.
 //!
-//! Run with `cargo run --release --example agent_lane`.
+//! A simulated agent answers a request: it streams assistant text token by token, runs a
+//! build tool whose output is kept in a rolling window, updates the tool's free-form details,
+//! pushes finished messages onto the transcript and changes its status. After every event the
+//! producer flushes; each batch is printed in the readable op form, encoded for the wire,
+//! decoded and applied by a replica, which is checked against the producer's state. At the end
+//! the wire bytes are compared with sending a full JSON snapshot after every event.
+//!
+//! Run with `cargo run --release --example agent_lane` (add `-- --quiet` for the summary only).
 
-use chord::{apply, display_batch, path, Decoder, Encoder, Op};
-use serde_json::json;
+use chord::{apply, display_batch, track, Decoder, Encoder, Tracked, Tracker};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
-fn main() -> Result<(), chord::Error> {
-    let mut batches = vec![vec![Op::Replace(json!({
-        "status": "thinking",
-        "message": {"role": "assistant", "text": ""},
-        "toolOutput": "",
-        "transcript": [],
-    }))]];
-    for chunk in ["Let me ", "check the ", "build."] {
-        batches.push(vec![Op::Append(path!["message", "text"], chunk.into())]);
+/// What a browser renders for one agent lane.
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct LaneView {
+    status: Status,
+    /// The assistant message being streamed, absent between messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    streaming_message: Option<Message>,
+    transcript: Vec<Message>,
+    tools: Vec<ToolState>,
+    usage: Usage,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[serde(rename_all = "snake_case")]
+#[chord(opaque)]
+enum Status {
+    #[default]
+    Idle,
+    Thinking,
+    RunningTool,
+    Done,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+struct Message {
+    role: String,
+    text: String,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct ToolState {
+    name: String,
+    /// The last few KB of the tool's output.
+    output_window: String,
+    exit_code: Option<i32>,
+    /// Free-form, tool-specific state.
+    details: Value,
+}
+
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct Usage {
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+/// How many bytes of tool output the lane keeps.
+const WINDOW: usize = 2048;
+
+/// A producer connected to one replica over the wire codec, with byte accounting.
+struct Stream {
+    lane: Tracker<LaneView>,
+    encoder: Encoder,
+    decoder: Decoder,
+    replica: Option<Value>,
+    quiet: bool,
+    batches: usize,
+    ops: usize,
+    wire_bytes: usize,
+    snapshot_bytes: usize,
+}
+
+impl Stream {
+    fn flush(&mut self, event: &str) -> Result<(), Box<dyn std::error::Error>> {
+        let ops = self.lane.flush()?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let wire = self.encoder.encode(&ops).to_json();
+        apply(&mut self.replica, self.decoder.decode_str(&wire)?)?;
+        let state = serde_json::to_value(self.lane.get())?;
+        assert_eq!(self.replica.as_ref(), Some(&state), "the replica diverged");
+
+        self.batches += 1;
+        self.ops += ops.len();
+        self.wire_bytes += wire.len();
+        self.snapshot_bytes += state.to_string().len();
+        if !self.quiet {
+            println!("-- {event}: {}", display_batch(&ops));
+            println!("   wire ({} bytes): {}", wire.len(), preview(&wire));
+        }
+        Ok(())
     }
-    batches.push(vec![
-        Op::Set(path!["status"], json!("running tool")),
-        Op::Append(
-            path!["toolOutput"],
-            "[ 12%] Building CXX object src/foo.o\n".into(),
-        ),
-    ]);
-    batches.push(vec![
-        Op::Truncate(path!["toolOutput"], 38),
-        Op::Append(path!["toolOutput"], "[100%] Built target foo\n".into()),
-        Op::Splice {
-            path: path!["transcript"].into(),
-            index: 0,
-            remove: 0,
-            items: vec![json!({"role": "tool", "text": "build ok"})],
-        },
-        Op::Set(path!["status"], json!("idle")),
-    ]);
+}
 
-    let mut encoder = Encoder::new();
-    let mut decoder = Decoder::new();
-    let mut replica = None;
-    let mut wire_bytes = 0;
-    for batch in &batches {
-        let wire = encoder.encode(batch).to_json();
-        wire_bytes += wire.len();
-        println!("{}\n  wire: {wire}", display_batch(batch));
-        apply(&mut replica, decoder.decode_str(&wire)?)?;
+fn preview(s: &str) -> String {
+    if s.len() <= 160 {
+        return s.to_owned();
     }
+    let mut cut = 160;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut])
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let quiet = std::env::args().any(|a| a == "--quiet");
+    let mut s = Stream {
+        lane: track(LaneView::default()),
+        encoder: Encoder::new(),
+        decoder: Decoder::new(),
+        replica: None,
+        quiet,
+        batches: 0,
+        ops: 0,
+        wire_bytes: 0,
+        snapshot_bytes: 0,
+    };
+    s.flush("subscribe (base batch)")?;
+
+    // The user asks; the agent starts thinking.
+    let mut lane = s.lane.state();
+    lane.transcript().push(Message {
+        role: "user".into(),
+        text: "Why does the build fail on CI but not locally?".into(),
+    })?;
+    lane.status().set(Status::Thinking)?;
+    lane.usage().input_tokens().set(812)?;
+    s.flush("user message")?;
+
+    // The assistant streams its answer token by token.
+    let answer = "Let me look at the build log first. I'll run the build with the same \
+                  flags CI uses and compare the compiler output.";
+    s.lane.state().streaming_message().set(Some(Message {
+        role: "assistant".into(),
+        text: String::new(),
+    }))?;
+    for (i, token) in answer.split_inclusive(' ').enumerate() {
+        let mut lane = s.lane.state();
+        if let Some(mut message) = lane.streaming_message().get_mut() {
+            message.text().push_str(token);
+        }
+        lane.usage().output_tokens().update(|n| *n += 1)?;
+        s.flush(&format!("token {i}"))?;
+    }
+
+    // The tool runs: output lines stream into a rolling window, details change as it goes.
+    let mut lane = s.lane.state();
+    lane.status().set(Status::RunningTool)?;
+    lane.tools().push(ToolState {
+        name: "bash".into(),
+        output_window: String::new(),
+        exit_code: None,
+        details: json!({"command": "cargo build --locked", "files": 0, "warnings": []}),
+    })?;
+    s.flush("tool starts")?;
+    for step in 1..=120u32 {
+        let mut lane = s.lane.state();
+        let mut tools = lane.tools();
+        let mut tool = tools.at(0);
+        let mut out = tool.output_window();
+        out.push_str(&format!(
+            "[{:>3}%] Building CXX object src/module_{step:03}.o\n",
+            step * 100 / 120
+        ));
+        out.keep_last(WINDOW);
+        let mut details = tool.details();
+        details.member("files").unwrap().set(step);
+        if step % 40 == 0 {
+            details
+                .member("warnings")
+                .unwrap()
+                .push(json!({"file": format!("src/module_{step:03}.cc"), "line": step}))?;
+        }
+        s.flush(&format!("build step {step}"))?;
+    }
+    let mut lane = s.lane.state();
+    lane.tools().at(0).exit_code().set(Some(1))?;
+    lane.tools()
+        .at(0)
+        .output_window()
+        .push_str("error: linker `cc` not found\n");
+    s.flush("tool fails")?;
+
+    // The message is finished: it moves to the transcript and the streaming slot empties.
+    let mut lane = s.lane.state();
+    if let Some(done) = lane.streaming_message().take() {
+        lane.transcript().push(done)?;
+    }
+    lane.status().set(Status::Done)?;
+    s.flush("message done")?;
+
     println!(
-        "\nreplica: {}\nwire bytes in total: {wire_bytes}",
-        replica.unwrap_or_default()
+        "\n{} batches, {} ops: {} wire bytes, against {} bytes of full snapshots ({:.1}x smaller)",
+        s.batches,
+        s.ops,
+        s.wire_bytes,
+        s.snapshot_bytes,
+        s.snapshot_bytes as f64 / s.wire_bytes as f64
     );
+    println!("replica equals the producer after every batch");
     Ok(())
 }

@@ -40,8 +40,10 @@
 #![forbid(unsafe_code)]
 
 mod apply;
+mod diff;
 mod error;
 mod op;
+mod overlap;
 mod path;
 pub mod proxy;
 mod tracker;
@@ -50,6 +52,7 @@ mod validate;
 pub mod wire;
 
 pub use crate::apply::{apply, apply_with, IntoOp, Limits};
+pub use crate::diff::diff;
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::op::{display_batch, is_base, utf16_len, Op};
 pub use crate::path::{NonEmptyPath, Path, Seg, RESERVED};

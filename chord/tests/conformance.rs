@@ -171,8 +171,7 @@ fn conformance_vectors() {
             }
         };
         match case["cmd"].as_str().unwrap() {
-            // The tracker's overlap probe and diff: see tests/conformance_tracker.rs once the
-            // tracker lands.
+            // The tracker's overlap probe and diff: replayed by tests/conformance_tracker.rs.
             "overlap" | "diff" => deferred += 1,
             cmd => {
                 check(&case);

@@ -129,7 +129,7 @@ pub(crate) fn flush_assigned(
                 out.push(Op::Delete(p));
             }
         }
-        (Before::Value(b), Some(a)) => shim::diff_into(path, b, &a, out),
+        (Before::Value(b), Some(a)) => crate::diff::diff_into(path, b, &a, out),
         (Before::Absent | Before::Existed, Some(a)) => set(path, a, out),
     }
 }
@@ -148,27 +148,4 @@ pub(crate) fn with_seg<R>(path: &mut Path, seg: Seg, f: impl FnOnce(&mut Path) -
     let r = f(path);
     path.pop();
     r
-}
-
-/// Interim stand-ins until the diff module lands.
-pub(crate) mod shim {
-    use crate::op::Op;
-    use crate::path::{NonEmptyPath, Path};
-    use serde_json::Value;
-
-    pub(crate) fn diff_into(path: &Path, before: &Value, after: &Value, out: &mut Vec<Op>) {
-        if before != after {
-            super::set(path, after.clone(), out);
-        }
-    }
-
-    pub(crate) fn diff_string(path: &NonEmptyPath, before: &str, after: &str, out: &mut Vec<Op>) {
-        if let Some(rest) = after.strip_prefix(before) {
-            if !rest.is_empty() {
-                out.push(Op::Append(path.clone(), rest.to_owned()));
-            }
-        } else {
-            out.push(Op::Set(path.clone(), after.into()));
-        }
-    }
 }

@@ -115,9 +115,7 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Vec<Op>) 
                         out.push(Op::Append(p, current[*tail_start..].to_owned()));
                     }
                 }
-                TextEdit::Baseline(before) => {
-                    crate::tracker::node::shim::diff_string(&p, before, current, out)
-                }
+                TextEdit::Baseline(before) => crate::diff::diff_string(&p, before, current, out),
             }
         }
         State::Seq(_) => {}
