@@ -287,3 +287,194 @@ fn untyped_values_record_intent_too() {
     let ops = h.flush();
     assert_eq!(ops.len(), 4, "{ops:?}");
 }
+
+#[test]
+fn a_reassigned_nested_struct_is_deep_diffed() {
+    let mut h = Harness::new(lane());
+    let mut next = h.t.operation.streaming_message.clone().unwrap();
+    next.content[0].text.push_str("lo world");
+    next.count = 1;
+    h.t.state()
+        .operation()
+        .streaming_message()
+        .set(Some(next))
+        .unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![
+            Op::Append(
+                path!["operation", "streamingMessage", "content", 0, "text"],
+                "lo world".into()
+            ),
+            Op::Set(path!["operation", "streamingMessage", "count"], 1.into()),
+        ]
+    );
+}
+
+#[test]
+fn two_writes_to_one_address_flush_to_the_last() {
+    let mut h = Harness::new(lane());
+    h.t.state().operation().status().set("a");
+    h.t.state().operation().status().set("b");
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(path!["operation", "status"], "b".into())]
+    );
+}
+
+#[test]
+fn splices_interleaved_with_element_edits() {
+    let mut h = Harness::new(lane()); // transcript m0 m1 m2
+    let mut s = h.t.state();
+    let mut tr = s.transcript();
+    tr.at(2).text().push_str("!"); // edit m2
+    tr.insert(0, Entry::default()).unwrap(); // new, m0, m1, m2!
+    tr.at(3).text().push_str("?"); // m2 again, now at 3
+    tr.at(0).text().push_str("new"); // inside a new element: sent whole
+    drop(tr.remove(2)); // drop m1
+    tr.at(1).role().set("system"); // m0, now at 1
+    let ops = h.flush();
+    // Current: [new, m0 (role system), m2!?]. Accepted: [m0, m1, m2].
+    assert_eq!(
+        ops,
+        vec![
+            Op::Splice {
+                path: path!["transcript"].into(),
+                index: 0,
+                remove: 0,
+                items: vec![json!({"role": "", "text": "new"})]
+            },
+            Op::Splice {
+                path: path!["transcript"].into(),
+                index: 2,
+                remove: 1,
+                items: vec![]
+            },
+            // Element edits follow, in the order the elements were first touched.
+            Op::Append(path!["transcript", 2, "text"], "!?".into()),
+            Op::Set(path!["transcript", 1, "role"], "system".into()),
+        ]
+    );
+}
+
+#[test]
+fn length_like_shrink_and_grow() {
+    let mut h = Harness::new(Page {
+        items: vec![1, 2, 3, 4],
+    });
+    h.t.state().items().truncate(1);
+    assert_eq!(
+        h.flush(),
+        vec![Op::Splice {
+            path: path!["items"].into(),
+            index: 1,
+            remove: 3,
+            items: vec![]
+        }]
+    );
+    h.t.state().items().resize(3, 0).unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![Op::Splice {
+            path: path!["items"].into(),
+            index: 1,
+            remove: 0,
+            items: vec![0.into(), 0.into()]
+        }]
+    );
+    h.t.state().items().clear();
+    assert_eq!(h.flush(), vec![Op::Set(path!["items"], json!([]))]);
+}
+
+#[derive(Tracked, Serialize, Clone, Debug, Default)]
+struct Page {
+    items: Vec<i32>,
+}
+
+#[test]
+fn root_splices_on_a_tracked_vec() {
+    let mut h = Harness::new(vec![1, 2, 3]);
+    h.t.state().insert(0, 0).unwrap();
+    h.t.state().pop();
+    assert_eq!(
+        h.flush(),
+        vec![
+            Op::Splice {
+                path: path![],
+                index: 0,
+                remove: 0,
+                items: vec![0.into()]
+            },
+            Op::Splice {
+                path: path![],
+                index: 3,
+                remove: 1,
+                items: vec![]
+            }
+        ]
+    );
+    // Covering the whole root: one `r`.
+    h.t.state().splice(.., [7]).unwrap();
+    assert_eq!(h.flush(), vec![Op::Replace(json!([7]))]);
+}
+
+#[test]
+fn swap_remove_and_retain() {
+    let mut h = Harness::new(Page {
+        items: (0..10).collect(),
+    });
+    drop(h.t.state().items().swap_remove(2));
+    h.flush();
+    h.t.state().items().retain(|x| x % 3 != 0);
+    let ops = h.flush();
+    assert!(ops.iter().all(|o| matches!(o, Op::Splice { .. })), "{ops:?}");
+}
+
+#[test]
+fn a_failed_flush_accepts_nothing() {
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Gauge {
+        value: f64,
+        label: String,
+    }
+    let mut h = Harness::new(Gauge::default());
+    h.t.state().label().push_str("cpu");
+    assert!(h.t.state().value().update(|v| *v = f64::NAN).is_err());
+    let err = h.t.flush().unwrap_err();
+    assert_eq!(err.path(), Some(&path!["value"].into()));
+    // Fix the value: the next flush carries everything recorded, the label included.
+    h.t.state().value().set(0.5).unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![
+            Op::Append(path!["label"], "cpu".into()),
+            Op::Set(path!["value"], json!(0.5))
+        ]
+    );
+}
+
+#[test]
+fn maps_record_members() {
+    let mut h = Harness::new(lane());
+    let mut s = h.t.state();
+    let mut config = s.config();
+    let mut labels = config.labels();
+    labels.insert("a".into(), "1".into()).unwrap();
+    labels.insert("b".into(), "2".into()).unwrap();
+    h.flush();
+    let mut s = h.t.state();
+    let mut config = s.config();
+    let mut labels = config.labels();
+    labels.get_mut("a").unwrap().push_str("1");
+    drop(labels.remove("b"));
+    labels.insert("__proto__".into(), "x".into()).unwrap();
+    let ops = h.flush();
+    // A reserved member name cannot be a path: the map is compared and sent whole.
+    assert_eq!(
+        ops,
+        vec![Op::Set(
+            path!["config", "labels"],
+            json!({"__proto__": "x", "a": "11"})
+        )]
+    );
+}
