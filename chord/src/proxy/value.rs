@@ -44,7 +44,6 @@ impl<'a> ValueProxy<'a> {
 
     /// The proxy of an object member, if this is an object that has it.
     pub fn member<'b>(&'b mut self, key: &'b str) -> Option<ValueProxy<'b>> {
-        self.as_object()?;
         let Value::Object(m) = &mut *self.v else {
             return None;
         };

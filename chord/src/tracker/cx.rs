@@ -62,15 +62,10 @@ impl<'a> Cx<'a> {
     /// in the JSON right now; it is captured when the field's node is created, i.e. at the
     /// first touch since the last flush, when the JSON is still the accepted one.
     pub fn field(&mut self, index: u32, name: &'static str, present: Option<bool>) -> Cx<'_> {
-        let mut node = self
+        let node = self
             .node
             .as_deref_mut()
-            .and_then(|n| n.child(Key::Field(index)));
-        if let Some(n) = node.as_deref_mut() {
-            if n.present.is_none() && !n.is_dirty() {
-                n.present = present;
-            }
-        }
+            .and_then(|n| n.child_with(Key::Field(index), |n| n.present = present));
         Cx {
             node,
             link: Link {
