@@ -427,7 +427,10 @@ fn swap_remove_and_retain() {
     h.flush();
     h.t.state().items().retain(|x| x % 3 != 0);
     let ops = h.flush();
-    assert!(ops.iter().all(|o| matches!(o, Op::Splice { .. })), "{ops:?}");
+    assert!(
+        ops.iter().all(|o| matches!(o, Op::Splice { .. })),
+        "{ops:?}"
+    );
 }
 
 #[test]
