@@ -1,0 +1,712 @@
+// chord-replica.mjs: a dependency-free chord replica (wire decoder + atomic applier) for
+// browsers and Node. It follows the Rust crate's rules exactly (chord/src/validate.rs,
+// wire/decoder.rs, apply.rs, error.rs); see js/README.md for where the two cannot agree.
+
+/** Path segments refused everywhere a path is walked (never as keys inside values). */
+export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype']);
+
+/**
+ * The default bounds on what one batch may make of a document, the same as chord's `Limits`:
+ * nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB of UTF-8.
+ * Only growth is bounded: `a` and `p`/`s` that lengthen, values that nest.
+ * @type {Readonly<{maxDepth: number, maxArrayLen: number, maxStringLen: number}>}
+ */
+export const DEFAULT_LIMITS = Object.freeze({ maxDepth: 120, maxArrayLen: 1 << 24, maxStringLen: 256 << 20 });
+
+const show = (v) => (Object.is(v, -0) ? '-0' : typeof v === 'number' ? String(v) : JSON.stringify(v));
+
+/** What each error kind says; the same kinds and wording as chord's `ErrorKind`. */
+const MESSAGES = {
+  Json: (i) => `invalid JSON: ${i.reason}`,
+  NotABatch: () => 'a batch must be a JSON array of ops',
+  NotATuple: () => 'an op must be a JSON array such as ["s", ["a"], 1]',
+  MissingVerb: () => 'an op must start with its verb as a string',
+  UnknownVerb: (i) => `unknown verb ${JSON.stringify(i.verb)} (expected one of r, s, d, a, t, p)`,
+  Arity: (i) => `\`${i.verb}\` takes ${i.expected} elements, found ${i.found}`,
+  WireForm: (i) => `${i.what} is a wire form; decode wire batches with a decoder before using them`,
+  InvalidPath: (i) => `invalid path: ${i.reason}`,
+  EmptyPath: (i) => `\`${i.verb}\` needs a non-empty path (only \`r\` and \`p\` may target the root)`,
+  ReservedSegment: (i) => `path segment ${i.position} is the reserved name ${JSON.stringify(i.segment)}`,
+  InvalidCount: (i) => `${i.field} must be a non-negative integer, found ${i.found}`,
+  ItemsNotArray: () => 'splice items must be a JSON array',
+  TextNotString: () => 'append text must be a JSON string',
+  UnknownId: (i) => `path id ${i.id} is not defined in this stream`,
+  NoPreviousPath: () => 'short form with no previous path in this batch (omission never crosses a batch)',
+  DecoderPoisoned: () => 'the decoder failed on an earlier batch; restart from a base batch with a fresh decoder',
+  ReplicaFailed: () => 'the replica failed on an earlier batch; it takes only a base batch (resubscribe) or reset()',
+  NoValue: () => 'there is no value yet: a stream must start with an `r` op',
+  Missing: () => 'no such member or element',
+  NotAContainer: (i) => `cannot walk into ${i.found}: only objects and arrays have children`,
+  KeyOnArray: () => 'a string segment cannot address an array element',
+  IndexOutOfRange: (i) =>
+    `index ${i.index} is past the end of an array of length ${i.len} (an op may write at most one past the end)`,
+  NotAString: (i) => `expected a string, found ${i.found}`,
+  NotAnArray: (i) => `expected an array, found ${i.found}`,
+  SplitsCharacter: (i) => `truncating ${i.count} UTF-16 units would split a surrogate pair`,
+  LimitExceeded: (i) => `exceeds the ${i.limit} limit of ${i.max}`,
+  NotJson: (i) => `not representable in JSON: ${i.reason}`,
+};
+
+/**
+ * A path in chord's readable form: `transcript[3].text`, `$` for the root,
+ * `meta["two words"]` for keys that are not identifiers.
+ * @param {ReadonlyArray<string|number>} path
+ * @returns {string}
+ */
+export function formatPath(path) {
+  if (path.length === 0) return '$';
+  return path
+    .map((s, i) =>
+      typeof s === 'number' ? `[${s}]` : /^[A-Za-z_$][\w$]*$/.test(s) ? (i ? '.' : '') + s : `[${JSON.stringify(s)}]`)
+    .join('');
+}
+
+/**
+ * The one error type of the replica. `kind` is chord's `ErrorKind` name (`"UnknownVerb"`,
+ * `"IndexOutOfRange"`, ...); `opIndex` is the failing op's position in its batch and `path`
+ * the document location, when known. The kind's fields (`verb`, `index`, `len`, `limit`,
+ * `max`, `segment`, `position`, ...) are properties of the error too. The message names what
+ * and where, as chord's does: `op 1 at xs[5]: index 5 is past the end of ...`.
+ */
+export class ChordError extends Error {
+  /**
+   * @param {string} kind one of chord's error kinds
+   * @param {object} [info] the kind's fields
+   */
+  constructor(kind, info = {}) {
+    super(MESSAGES[kind](info));
+    this.name = 'ChordError';
+    this.kind = kind;
+    /** @type {number|undefined} */
+    this.opIndex = undefined;
+    /** @type {Array<string|number>|undefined} */
+    this.path = undefined;
+    Object.assign(this, info);
+    this.detail = this.message;
+  }
+
+  /** @internal Records the op's position and renders the message again. */
+  at(opIndex, path) {
+    if (opIndex !== undefined) this.opIndex = opIndex;
+    if (path !== undefined && this.path === undefined) this.path = path.slice();
+    const where = this.path === undefined ? '' : ` at ${formatPath(this.path)}`;
+    this.message = this.opIndex === undefined ? (where ? `${where.slice(1)}: ` : '') + this.detail
+      : `op ${this.opIndex}${where}: ${this.detail}`;
+    return this;
+  }
+}
+
+const fail = (kind, info) => new ChordError(kind, info);
+const at = (e, i, path) => (e instanceof ChordError ? e.at(i, path) : e);
+const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (n) => Number.isSafeInteger(n) && n >= 0 && !Object.is(n, -0);
+
+function jsonType(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return { boolean: 'a boolean', number: 'a number', string: 'a string', object: 'an object' }[typeof v]
+    ?? `a non-JSON ${typeof v}`;
+}
+
+// ---- the two grammars (chord/src/validate.rs) ----
+
+/** Splits an op into its verb and the number of elements after it. */
+function tuple(op) {
+  if (!Array.isArray(op)) throw fail('NotATuple');
+  if (op.length === 0 || typeof op[0] !== 'string') throw fail('MissingVerb');
+  return [op[0], op.length - 1];
+}
+
+/** An inline path: an array of strings and non-negative integers, no reserved segment. */
+function checkPath(path) {
+  if (!Array.isArray(path)) {
+    throw fail('InvalidPath', { reason: `expected an array of segments, found ${jsonType(path)}` });
+  }
+  path.forEach((seg, i) => {
+    if (typeof seg === 'number') {
+      if (!isCount(seg)) throw fail('InvalidPath', { reason: `segment ${i} is ${show(seg)}; indices are non-negative integers` });
+    } else if (typeof seg !== 'string') {
+      throw fail('InvalidPath', { reason: `segment ${i} is ${jsonType(seg)}; segments are strings or non-negative integers` });
+    } else if (RESERVED.includes(seg)) {
+      throw fail('ReservedSegment', { segment: seg, position: i });
+    }
+  });
+  return path;
+}
+
+function count(v, field) {
+  if (!isCount(v)) throw fail('InvalidCount', { field, found: show(v) });
+}
+
+function text(v) {
+  if (typeof v !== 'string') throw fail('TextNotString');
+}
+
+function items(v) {
+  if (!Array.isArray(v)) throw fail('ItemsNotArray');
+}
+
+function nonEmpty(path, verb) {
+  if (path.length === 0) throw fail('EmptyPath', { verb });
+  return path;
+}
+
+function decodedPath(v) {
+  if (typeof v === 'number') throw fail('WireForm', { what: 'an interned path id' });
+  return checkPath(v);
+}
+
+const arity = (verb, n, expected) => fail('Arity', { verb, found: n + 1, expected });
+// Maps, not object literals: a verb such as "constructor" must not find an inherited entry.
+const FULL = new Map([['r', 1], ['s', 2], ['d', 1], ['a', 2], ['t', 2], ['p', 4]]);
+const SHORT = new Map([['s', 1], ['a', 1], ['t', 1], ['d', 0], ['p', 3]]);
+
+/**
+ * Checks one decoded op (what `apply` takes): a known verb with exactly its arity, inline
+ * paths only (no ids, no `#`, no short forms), non-empty except for `p`, no reserved segment,
+ * counts that are non-negative safe integers, append text a string, splice items an array.
+ * Values are not inspected.
+ * @param {unknown} op
+ * @returns {Array} the op itself
+ * @throws {ChordError} the first violation
+ */
+export function checkOp(op) {
+  const [verb, n] = tuple(op);
+  const full = FULL.get(verb);
+  if (verb === '#') throw fail('WireForm', { what: 'a `#` path definition' });
+  if (full === undefined) throw fail('UnknownVerb', { verb });
+  if (n !== full) {
+    if (n === SHORT.get(verb)) throw fail('WireForm', { what: 'a short form without a path' });
+    throw arity(verb, n, String(full + 1));
+  }
+  if (verb === 'r') return op;
+  const path = decodedPath(op[1]);
+  if (verb !== 'p') nonEmpty(path, verb);
+  if (verb === 'a') text(op[2]);
+  if (verb === 't') count(op[2], 'count');
+  if (verb === 'p') {
+    count(op[2], 'index');
+    count(op[3], 'remove');
+    items(op[4]);
+  }
+  return op;
+}
+
+function pathRef(v) {
+  if (typeof v === 'number') count(v, 'id');
+  else checkPath(v);
+}
+
+/**
+ * Checks one wire op (what a decoder takes): the decoded grammar plus interned ids
+ * (`["a", 0, "x"]`), definitions (`["#", 0, ["out"]]`) and short forms that reuse the
+ * previous op's path (`["a", "x"]`). Arity tells a short form from a full one.
+ * @param {unknown} op
+ * @returns {Array} the op itself
+ * @throws {ChordError} the first violation
+ */
+export function checkWireOp(op) {
+  const [verb, n] = tuple(op);
+  switch (verb) {
+    case 'r':
+      if (n !== 1) throw arity(verb, n, '2');
+      return op;
+    case '#':
+      if (n !== 2) throw arity(verb, n, '3');
+      count(op[1], 'id');
+      checkPath(op[2]);
+      return op;
+    case 's':
+      if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
+      if (n === 2) pathRef(op[1]);
+      return op;
+    case 'd':
+      if (n > 1) throw arity(verb, n, '1 or 2');
+      if (n === 1) pathRef(op[1]);
+      return op;
+    case 'a':
+    case 't':
+      if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
+      if (n === 2) pathRef(op[1]);
+      if (verb === 'a') text(op[n]);
+      else count(op[n], 'count');
+      return op;
+    case 'p':
+      if (n !== 3 && n !== 4) throw arity(verb, n, '4 or 5');
+      if (n === 4) pathRef(op[1]);
+      count(op[n - 2], 'index');
+      count(op[n - 1], 'remove');
+      items(op[n]);
+      return op;
+    default:
+      throw fail('UnknownVerb', { verb });
+  }
+}
+
+const valid = (check) => (op) => {
+  try {
+    check(op);
+    return true;
+  } catch (e) {
+    if (e instanceof ChordError) return false;
+    throw e;
+  }
+};
+
+/**
+ * Whether `op` is a valid decoded op (see {@link checkOp}).
+ * @type {(op: unknown) => boolean}
+ */
+export const validOp = valid(checkOp);
+
+/**
+ * Whether `op` is a valid wire op (see {@link checkWireOp}).
+ * @type {(op: unknown) => boolean}
+ */
+export const validWireOp = valid(checkWireOp);
+
+/**
+ * Whether a batch (decoded or wire) is a base batch: its first op is `r`. A token
+ * comparison, as the design requires; nothing else is inspected.
+ * @param {unknown} batch
+ * @returns {boolean}
+ */
+export function isBase(batch) {
+  return Array.isArray(batch) && Array.isArray(batch[0]) && batch[0][0] === 'r';
+}
+
+function eachOp(batch, check) {
+  if (!Array.isArray(batch)) throw fail('NotABatch');
+  batch.forEach((op, i) => {
+    try {
+      check(op);
+    } catch (e) {
+      throw at(e, i);
+    }
+  });
+}
+
+// ---- the decoder (chord/src/wire/decoder.rs) ----
+
+/**
+ * @typedef {object} Decoder
+ * @property {(wireBatch: unknown) => Array} decode decodes one parsed wire batch into ops
+ * @property {(text: string) => Array} decodeText parses and decodes one wire batch
+ * @property {boolean} poisoned whether an earlier batch failed
+ */
+
+/**
+ * A decoder for ONE stream, with chord's semantics: a batch is checked whole against the wire
+ * grammar first, then `#` definitions fill the id table (ids live across batches until an
+ * `r`, which clears them), short forms reuse the previous op's path within the batch only,
+ * and resolved paths must fit the decoded grammar (`s`, `d`, `a`, `t` never name the root).
+ * A failed batch poisons the decoder: every later call throws `DecoderPoisoned`, because
+ * later batches may use ids the failed one defined. Start again from a base batch with a
+ * fresh decoder. Decoded ops share their values with the wire batch; `apply` copies them.
+ * @returns {Decoder}
+ */
+export function createDecoder() {
+  const ids = new Map();
+  let poisoned = false;
+
+  function decodeBatch(batch) {
+    eachOp(batch, checkWireOp);
+    const out = [];
+    let previous = null;
+    const resolve = (hasPath, ref) => {
+      let path = previous;
+      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : ref;
+      if (!path) throw hasPath ? fail('UnknownId', { id: ref }) : fail('NoPreviousPath');
+      previous = path;
+      return path.slice();
+    };
+    batch.forEach((w, i) => {
+      const [verb, n] = [w[0], w.length - 1];
+      try {
+        if (verb === '#') {
+          ids.set(w[1], w[2].slice());
+        } else if (verb === 'r') {
+          ids.clear();
+          previous = null;
+          out.push(['r', w[1]]);
+        } else if (verb === 'p') {
+          out.push(['p', resolve(n === 4, w[1]), w[n - 2], w[n - 1], w[n]]);
+        } else if (verb === 'd') {
+          out.push(['d', nonEmpty(resolve(n === 1, w[1]), 'd')]);
+        } else {
+          out.push([verb, nonEmpty(resolve(n === 2, w[1]), verb), w[n]]);
+        }
+      } catch (e) {
+        throw at(e, i);
+      }
+    });
+    return out;
+  }
+
+  function guarded(run) {
+    if (poisoned) throw fail('DecoderPoisoned');
+    try {
+      return run();
+    } catch (e) {
+      poisoned = true;
+      throw e;
+    }
+  }
+
+  return {
+    decode: (wireBatch) => guarded(() => decodeBatch(wireBatch)),
+    decodeText: (textBatch) =>
+      guarded(() => {
+        let batch;
+        try {
+          batch = JSON.parse(textBatch);
+        } catch (e) {
+          throw fail('Json', { reason: e.message });
+        }
+        return decodeBatch(batch);
+      }),
+    get poisoned() {
+      return poisoned;
+    },
+  };
+}
+
+// ---- the applier (chord/src/apply.rs) ----
+
+/** Writes an own data property: never assignment, so no inherited setter can run. */
+function define(obj, key, value) {
+  Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** A scalar itself, or an empty container of the same kind, for a value placed `depth` deep. */
+function shell(v, depth, limits) {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      if (Number.isFinite(v)) return v;
+      throw fail('NotJson', { reason: `the number ${v}` });
+    case 'object': {
+      if (v === null) return v;
+      if (depth + 1 > limits.maxDepth) throw fail('LimitExceeded', { limit: 'max_depth', max: limits.maxDepth });
+      if (Array.isArray(v)) return [];
+      const proto = Object.getPrototypeOf(v);
+      if (proto === Object.prototype || proto === null) return {};
+      throw fail('NotJson', { reason: Object.prototype.toString.call(v) });
+    }
+    default:
+      throw fail('NotJson', { reason: `a value of type ${typeof v}` });
+  }
+}
+
+/**
+ * A structural copy of a JSON value placed `depth` containers deep, checking the depth limit
+ * and that it is JSON. Iterative, so a hostile value cannot overflow the stack. Keys are
+ * defined as own properties, so a `"__proto__"` key stays a key.
+ */
+function copyJson(value, depth, limits) {
+  const top = shell(value, depth, limits);
+  const stack = typeof top === 'object' && top !== null ? [[value, top, depth]] : [];
+  while (stack.length) {
+    const [src, dst, d] = stack.pop();
+    const keys = Array.isArray(src) ? src.keys() : Object.keys(src);
+    for (const k of keys) {
+      const c = shell(src[k], d + 1, limits);
+      if (Array.isArray(dst)) dst.push(c);
+      else define(dst, k, c);
+      if (typeof c === 'object' && c !== null) stack.push([src[k], c, d + 1]);
+    }
+  }
+  return top;
+}
+
+/** Replaces `remove` elements at `index` with `inserted`, in place, without spreading arguments. */
+function splice(arr, index, remove, inserted) {
+  const removed = arr.slice(index, index + remove);
+  const tail = arr.slice(index + remove);
+  arr.length = index;
+  for (const x of inserted) arr.push(x);
+  for (const x of tail) arr.push(x);
+  return removed;
+}
+
+/** The child `path[i]` of `at`: own members and existing elements only. */
+function child(at, path, i) {
+  const seg = path[i];
+  const here = (kind, info) => fail(kind, info).at(undefined, path.slice(0, i + 1));
+  if (Array.isArray(at)) {
+    if (typeof seg === 'string') throw here('KeyOnArray');
+    if (seg >= at.length || !Object.hasOwn(at, seg)) throw here('IndexOutOfRange', { index: seg, len: at.length });
+    return at[seg];
+  }
+  if (isObject(at)) {
+    if (!Object.hasOwn(at, String(seg))) throw here('Missing');
+    return at[String(seg)];
+  }
+  throw here('NotAContainer', { found: jsonType(at) });
+}
+
+function walk(root, path, depth) {
+  let node = root;
+  for (let i = 0; i < depth; i++) node = child(node, path, i);
+  return node;
+}
+
+/** The element a last segment addresses on an array: existing, or one past the end. */
+function indexOf(seg, len) {
+  if (typeof seg === 'string') throw fail('KeyOnArray');
+  if (seg > len) throw fail('IndexOutOfRange', { index: seg, len });
+  return seg;
+}
+
+function checkLen(len, limits) {
+  if (len > limits.maxArrayLen) throw fail('LimitExceeded', { limit: 'max_array_len', max: limits.maxArrayLen });
+}
+
+/** UTF-8 length of a JavaScript string, as chord's byte-counted string limit sees it. */
+function utf8Len(s) {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) n += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return n;
+}
+
+function tooLong(s, add, max) {
+  const units = s.length + add.length; // each unit is 1 to 3 bytes of UTF-8
+  return units * 3 > max && (units > max || utf8Len(s) + utf8Len(add) > max);
+}
+
+/** Applies one op, pushing its inverse onto `undo`; returns the (possibly new) root. */
+function step(root, op, limits, undo) {
+  const verb = op[0];
+  if (verb === 'r') return copyJson(op[1], 0, limits);
+  if (root === undefined) throw fail('NoValue');
+  const path = op[1];
+  const last = path[path.length - 1];
+  if (verb === 's') {
+    const value = copyJson(op[2], path.length, limits);
+    const parent = walk(root, path, path.length - 1);
+    if (Array.isArray(parent)) {
+      const i = indexOf(last, parent.length);
+      if (i === parent.length) {
+        checkLen(i + 1, limits);
+        define(parent, String(i), value);
+        undo.push(() => (parent.length = i));
+      } else {
+        const previous = parent[i];
+        parent[i] = value;
+        undo.push(() => (parent[i] = previous));
+      }
+    } else if (isObject(parent)) {
+      const key = String(last);
+      const had = Object.hasOwn(parent, key);
+      const previous = had ? parent[key] : undefined;
+      define(parent, key, value);
+      undo.push(had ? () => define(parent, key, previous) : () => delete parent[key]);
+    } else {
+      throw fail('NotAContainer', { found: jsonType(parent) });
+    }
+  } else if (verb === 'd') {
+    const parent = walk(root, path, path.length - 1);
+    if (Array.isArray(parent)) {
+      const i = indexOf(last, parent.length);
+      if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
+      const removed = splice(parent, i, 1, []);
+      undo.push(() => splice(parent, i, 0, removed));
+    } else if (isObject(parent)) {
+      const key = String(last);
+      if (Object.hasOwn(parent, key)) {
+        const position = Object.keys(parent).indexOf(key);
+        const value = parent[key];
+        delete parent[key];
+        undo.push(() => reinsert(parent, position, key, value));
+      }
+    } else {
+      throw fail('NotAContainer', { found: jsonType(parent) });
+    }
+  } else if (verb === 'a' || verb === 't') {
+    const parent = walk(root, path, path.length - 1);
+    const s = child(parent, path, path.length - 1);
+    if (typeof s !== 'string') throw fail('NotAString', { found: jsonType(s) });
+    let next;
+    if (verb === 'a') {
+      if (op[2] !== '' && tooLong(s, op[2], limits.maxStringLen)) {
+        throw fail('LimitExceeded', { limit: 'max_string_len', max: limits.maxStringLen });
+      }
+      next = s + op[2];
+    } else {
+      const n = op[2];
+      if (n > 0 && n < s.length && isHigh(s.charCodeAt(n - 1)) && isLow(s.charCodeAt(n))) {
+        throw fail('SplitsCharacter', { count: n });
+      }
+      next = n >= s.length ? '' : s.slice(n);
+    }
+    const write = (v) => (Array.isArray(parent) ? (parent[last] = v) : define(parent, String(last), v));
+    write(next);
+    undo.push(() => write(s));
+  } else {
+    const inserted = op[4].map((item) => copyJson(item, path.length + 1, limits));
+    const arr = walk(root, path, path.length);
+    if (!Array.isArray(arr)) throw fail('NotAnArray', { found: jsonType(arr) });
+    const index = Math.min(op[2], arr.length);
+    const remove = Math.min(op[3], arr.length - index);
+    if (inserted.length > remove) checkLen(arr.length - remove + inserted.length, limits);
+    const removed = splice(arr, index, remove, inserted);
+    undo.push(() => splice(arr, index, inserted.length, removed));
+  }
+  return root;
+}
+
+const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
+
+/** Puts a deleted member back at its position, so key order is restored too. */
+function reinsert(obj, position, key, value) {
+  const after = Object.keys(obj).slice(position).map((k) => [k, obj[k]]);
+  for (const [k] of after) delete obj[k];
+  define(obj, key, value);
+  for (const [k, v] of after) define(obj, k, v);
+}
+
+/**
+ * Applies a batch of decoded ops to a document, atomically, and returns the new value.
+ *
+ * `target` is `undefined` when the stream has no value yet (only an `r` can give it one);
+ * `null` is a real JSON null. The target is changed in place where possible; an `r` replaces
+ * it, which is why the result is returned. Every op is checked with {@link checkOp} before
+ * anything changes. Values are copied in (the ops are never retained or modified) and a
+ * `"__proto__"` key inside a value stays an own key. Walks use own properties only and writes
+ * use `Object.defineProperty`, so no op reaches a prototype.
+ *
+ * Rules, as chord's: `s` writes a member, an existing element, or the element exactly one
+ * past the end; `d` removes a member (a missing one is a no-op) or an element (the rest
+ * shift); `a` and `t` need an existing string, `t` counts UTF-16 code units and refuses to
+ * split a surrogate pair; `p` needs an array (the root included) and clamps index and remove
+ * count; a numeric segment on an object names the member spelled with those digits; a string
+ * segment on an array is an error; missing parents are errors, never created.
+ *
+ * @param {unknown} target the current value, or `undefined`
+ * @param {ReadonlyArray<unknown>} ops the batch
+ * @param {Partial<typeof DEFAULT_LIMITS>} [limits] bounds; missing fields take the defaults
+ * @returns {unknown} the new value
+ * @throws {ChordError} the first op that is invalid or cannot apply, with its `opIndex` and
+ *   `path`; the target is then exactly as it was, key order included
+ */
+export function apply(target, ops, limits) {
+  const bounds = { ...DEFAULT_LIMITS, ...limits };
+  eachOp(ops, checkOp);
+  const undo = [];
+  let root = target;
+  for (let i = 0; i < ops.length; i++) {
+    try {
+      root = step(root, ops[i], bounds, undo);
+    } catch (e) {
+      for (let j = undo.length - 1; j >= 0; j--) undo[j]();
+      throw at(e, i, ops[i][0] === 'r' ? undefined : ops[i][1]);
+    }
+  }
+  return root;
+}
+
+// ---- a replica ----
+
+/**
+ * One replica of one stream: a decoder and the current value. Feed it every wire batch of a
+ * subscription in order; the first must be a base batch.
+ *
+ * After a failure (a decode error, an op that cannot apply) it refuses further batches with
+ * `ReplicaFailed` until the next base batch, which rebuilds it from scratch: that is what a
+ * resubscription's first batch is, so reconnecting is all recovery takes. `reset()` forgets
+ * everything at once, for an explicit resubscription.
+ *
+ * @example
+ * const replica = new Replica({ onChange: (value) => render(value) });
+ * const connect = () => {
+ *   const events = new EventSource('/lanes/main/events');
+ *   events.onmessage = (e) => {
+ *     try { replica.applyWireText(e.data); } catch { events.close(); setTimeout(connect, 500); }
+ *   };
+ * };
+ * connect();
+ */
+export class Replica {
+  #decoder;
+  #value;
+  #failed = null;
+
+  /**
+   * @param {object} [options]
+   * @param {Partial<typeof DEFAULT_LIMITS>} [options.limits] bounds for `apply`
+   * @param {(value: unknown, ops: Array) => void} [options.onChange] called after every
+   *   batch that applied, with the new value and the decoded ops
+   */
+  constructor({ limits, onChange } = {}) {
+    this.limits = limits;
+    /** @type {((value: unknown, ops: Array) => void) | null} */
+    this.onChange = onChange ?? null;
+    this.reset();
+  }
+
+  /** The current value (`undefined` before the first base batch). Treat it as read-only. */
+  get value() {
+    return this.#value;
+  }
+
+  /** The error that stopped the replica, or `null`. */
+  get failed() {
+    return this.#failed;
+  }
+
+  /** Forgets the value, the ids and any failure: the state of a fresh subscription. */
+  reset() {
+    this.#decoder = createDecoder();
+    this.#value = undefined;
+    this.#failed = null;
+  }
+
+  /**
+   * Decodes and applies one wire batch given as JSON text (an SSE event's `data`).
+   * @param {string} textBatch
+   * @returns {unknown} the new value
+   * @throws {ChordError} the batch's error; the value is left as it was
+   */
+  applyWireText(textBatch) {
+    let batch;
+    try {
+      batch = JSON.parse(textBatch);
+    } catch (e) {
+      throw this.#fail(fail('Json', { reason: e.message }));
+    }
+    return this.applyWire(batch);
+  }
+
+  /**
+   * Decodes and applies one already parsed wire batch.
+   * @param {unknown} wireBatch
+   * @returns {unknown} the new value
+   * @throws {ChordError} the batch's error; the value is left as it was
+   */
+  applyWire(wireBatch) {
+    if (this.#failed) {
+      if (!isBase(wireBatch)) throw fail('ReplicaFailed');
+      this.reset();
+    }
+    let ops;
+    try {
+      ops = this.#decoder.decode(wireBatch);
+      this.#value = apply(this.#value, ops, this.limits);
+    } catch (e) {
+      throw this.#fail(e);
+    }
+    this.onChange?.(this.#value, ops);
+    return this.#value;
+  }
+
+  #fail(e) {
+    this.#failed = e;
+    return e;
+  }
+}
