@@ -423,7 +423,7 @@ fn swap_remove_and_retain() {
     let mut h = Harness::new(Page {
         items: (0..10).collect(),
     });
-    drop(h.t.state().items().swap_remove(2));
+    let _removed = h.t.state().items().swap_remove(2);
     h.flush();
     h.t.state().items().retain(|x| x % 3 != 0);
     let ops = h.flush();
