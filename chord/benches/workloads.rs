@@ -1,0 +1,142 @@
+//! chord against the alternatives a Rust user would pick, side by side on the workloads of
+//! `../shared/bench-data/README.md`: muon (derive `Observe`, one `observe!` per step) and
+//! json-patch (`diff` of a clone taken before the step).
+//!
+//! ```sh
+//! cargo bench -p chord --bench workloads -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p chord --bench workloads -- '^W5/'    # one workload (sizes and timings)
+//! ```
+//!
+//! First prints, for every workload and library, the ops emitted and the wire bytes over the
+//! whole workload (computed once, outside any timing), then times one step (mutate, flush,
+//! encode, serialize to wire text): criterion's `time` is per step. Building a fresh copy of
+//! the initial state and draining its base batch happens outside the timed region; for W1
+//! 1,000 steps share one copy, for W5big 10,000 (see `Case::reuse`).
+
+#[path = "../tests/support/workloads.rs"]
+mod workloads;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
+
+use workloads::{cases, totals, Case, Run};
+
+/// Filters given on the command line (criterion's), to skip the size pass of the workloads
+/// they leave out. Matched as plain text once the anchors `^` and `$` are taken off.
+fn filters() -> Vec<String> {
+    std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-') && a.parse::<f64>().is_err())
+        .map(|a| a.trim_start_matches('^').trim_end_matches('$').to_owned())
+        .collect()
+}
+
+fn selected(case: &Case, filters: &[String]) -> bool {
+    let id = format!("{}/{}", case.workload, case.lib);
+    filters.is_empty() || filters.iter().any(|f| id.contains(f.as_str()))
+}
+
+fn print_sizes(cases: &[Case], filters: &[String]) {
+    eprintln!(
+        "{:<11} {:<13} {:>6} {:>7} {:>15} {:>12}",
+        "workload", "library", "steps", "ops", "bytes", "bytes/step"
+    );
+    for case in cases.iter().filter(|c| selected(c, filters)) {
+        let t = totals(case);
+        let approx = if t.extrapolated { "~" } else { "" };
+        eprintln!(
+            "{:<11} {:<13} {:>6} {:>7} {:>15} {:>12}",
+            case.workload,
+            case.lib,
+            case.steps,
+            t.ops,
+            format!("{approx}{}", t.bytes),
+            format!("{approx}{}", t.bytes / case.steps),
+        );
+    }
+    eprintln!();
+}
+
+/// Times one step of `case`. One criterion iteration is one step; steps run in workload
+/// order, and a fresh copy is made (untimed) when a copy has done `case.reuse` steps. Cases
+/// of a single step on a fresh copy (W2, W3, W7) time a batch of fresh copies at once.
+fn bench_case(g: &mut BenchmarkGroup<'_, WallTime>, case: &Case) {
+    let make = case.make;
+    let reuse = case.reuse;
+    let mut current: Option<(Box<dyn Run>, usize)> = None;
+    g.bench_function(case.lib, |b| {
+        b.iter_custom(|iters| {
+            let mut left = iters as usize;
+            let mut total = Duration::ZERO;
+            if reuse == 1 {
+                while left > 0 {
+                    let n = left.min(64);
+                    let mut fresh: Vec<Box<dyn Run>> = (0..n).map(|_| make()).collect();
+                    let start = Instant::now();
+                    for run in &mut fresh {
+                        black_box(run.step(0));
+                    }
+                    total += start.elapsed();
+                    left -= n;
+                }
+                return total;
+            }
+            while left > 0 {
+                if current.as_ref().is_none_or(|(_, done)| *done >= reuse) {
+                    current = None; // free the old copy before making the next
+                    current = Some((make(), 0));
+                }
+                let Some((run, done)) = current.as_mut() else {
+                    unreachable!()
+                };
+                let n = left.min(reuse - *done);
+                let start = Instant::now();
+                for _ in 0..n {
+                    black_box(run.step(*done));
+                    *done += 1;
+                }
+                total += start.elapsed();
+                left -= n;
+            }
+            total
+        })
+    });
+}
+
+fn main() {
+    let cases = cases();
+    let filters = filters();
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+    if bench_mode {
+        print_sizes(&cases, &filters);
+    }
+
+    let mut c = Criterion::default().configure_from_args();
+    let mut workloads: Vec<&str> = cases.iter().map(|c| c.workload).collect();
+    workloads.dedup();
+    for w in workloads {
+        let mut g = c.benchmark_group(w);
+        match w {
+            // One step per fresh copy: building copies dominates the wall time, so measure
+            // for less time (still hundreds of thousands of steps).
+            "W2" | "W3" | "W7" => {
+                g.warm_up_time(Duration::from_millis(100));
+                g.measurement_time(Duration::from_millis(300));
+            }
+            // Each fresh copy is 10 MB or 10,000 entries; json-patch takes milliseconds a step.
+            "W5big" | "W6big" => {
+                g.sample_size(20);
+                g.measurement_time(Duration::from_secs(2));
+            }
+            _ => {}
+        }
+        for case in cases.iter().filter(|c| c.workload == w) {
+            bench_case(&mut g, case);
+        }
+        g.finish();
+    }
+    c.final_summary();
+}

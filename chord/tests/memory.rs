@@ -1,0 +1,170 @@
+//! Heap cost of tracking, measured with a counting global allocator (its own test binary, as a
+//! global allocator applies to the whole binary).
+//!
+//! The target (issue 3): the W5big state after its 1,000 flushes costs at most 25% more heap
+//! than the same state untracked. The tracker keeps no baseline copy; between flushes it only
+//! remembers what changed.
+
+#[path = "support/workloads.rs"]
+mod workloads;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use workloads::{
+    ch, chord_w5big, chord_w6, w5big_chunk, w5big_text, Run, CH_ENTRIES, W6BIG_ENTRIES,
+};
+
+/// The system allocator, counting live bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(bytes: usize) {
+    let now = LIVE.fetch_add(bytes, Relaxed) + bytes;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; only the counters are added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Relaxed)
+}
+
+/// Starts a new high-water mark at the current live bytes.
+fn reset_peak() {
+    PEAK.store(live(), Relaxed);
+}
+
+fn mb(bytes: usize) -> String {
+    format!("{:.2} MB", bytes as f64 / 1e6)
+}
+
+/// Heap held by `build()`'s result after `steps(result)`, above what was live before.
+fn held<T>(build: impl FnOnce() -> T, steps: impl FnOnce(&mut T)) -> (usize, T) {
+    let before = live();
+    let mut value = build();
+    steps(&mut value);
+    (live() - before, value)
+}
+
+#[test]
+fn tracking_adds_at_most_a_quarter_to_the_heap() {
+    // Load the shared inputs first, so their (one-time) allocations are not counted below.
+    let _ = (w5big_chunk(0), CH_ENTRIES.len());
+
+    // W5big: a 10 MB message, 1,000 appends of 100 characters.
+    let (untracked, state) = held(
+        || ch::Messages {
+            messages: vec![ch::Message {
+                role: "assistant".into(),
+                content: w5big_text(),
+            }],
+        },
+        |s| {
+            for i in 0..1000 {
+                s.messages[0].content.push_str(w5big_chunk(i));
+            }
+        },
+    );
+    drop(state);
+    reset_peak();
+    let start = live();
+    let (tracked, run) = held(chord_w5big, |run| {
+        let base_peak = PEAK.load(Relaxed) - start;
+        eprintln!(
+            "W5big: peak while draining the base batch: {}",
+            mb(base_peak)
+        );
+        reset_peak();
+        let steady = live();
+        for i in 0..1000 {
+            run.step(i);
+        }
+        let steps_peak = PEAK.load(Relaxed) - steady;
+        eprintln!("W5big: peak above the state during the 1,000 steps: {steps_peak} bytes");
+    });
+    eprintln!(
+        "W5big: untracked {} ({untracked} B), tracked after 1,000 flushes {} ({tracked} B), ratio {:.4}",
+        mb(untracked),
+        mb(tracked),
+        tracked as f64 / untracked as f64
+    );
+    assert!(
+        tracked as f64 <= 1.25 * untracked as f64,
+        "W5big: tracked {tracked} B > 1.25 × untracked {untracked} B"
+    );
+    drop(run);
+
+    // W6big: 10,000 transcript entries, 1,000 pushes.
+    let (untracked, state) = held(
+        || ch::Transcript {
+            transcript: CH_ENTRIES
+                .iter()
+                .cycle()
+                .take(W6BIG_ENTRIES)
+                .cloned()
+                .collect(),
+        },
+        |s| {
+            for i in 0..1000 {
+                s.transcript.push(CH_ENTRIES[i % 1000].clone());
+            }
+        },
+    );
+    drop(state);
+    let (tracked, run) = held(
+        || chord_w6(W6BIG_ENTRIES),
+        |run| {
+            for i in 0..1000 {
+                run.step(i);
+            }
+        },
+    );
+    eprintln!(
+        "W6big: untracked {} ({untracked} B), tracked after 1,000 flushes {} ({tracked} B), ratio {:.4}",
+        mb(untracked),
+        mb(tracked),
+        tracked as f64 / untracked as f64
+    );
+    assert!(
+        tracked as f64 <= 1.25 * untracked as f64,
+        "W6big: tracked {tracked} B > 1.25 × untracked {untracked} B"
+    );
+    drop(run);
+}
