@@ -36,11 +36,11 @@ pub(crate) struct SeqEdit {
 
 impl SeqEdit {
     fn fresh(len: usize) -> SeqEdit {
-        let runs = if len == 0 {
-            Vec::new()
-        } else {
-            vec![Run::Kept { start: 0, len }]
-        };
+        // Room for the common shapes (a push, an unshift, one removal) without regrowing.
+        let mut runs = Vec::with_capacity(4);
+        if len > 0 {
+            runs.push(Run::Kept { start: 0, len });
+        }
         SeqEdit {
             runs,
             accepted_len: len,
