@@ -46,6 +46,7 @@ mod op;
 mod overlap;
 mod path;
 pub mod proxy;
+pub mod store;
 mod tracker;
 mod utf16;
 mod validate;

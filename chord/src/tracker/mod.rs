@@ -88,6 +88,21 @@ impl<T: Tracked> Tracker<T> {
         }
     }
 
+    /// Tracks a value that every replica already holds (recovered from a durable log, say):
+    /// unlike [`new`](Tracker::new), the first flush emits only what changes from here.
+    ///
+    /// ```
+    /// let mut t = chord::Tracker::resume(serde_json::json!({"n": 1}));
+    /// assert!(t.flush().unwrap().is_empty());
+    /// ```
+    pub fn resume(value: T) -> Tracker<T> {
+        Tracker {
+            value,
+            root: Node::default(),
+            base: false,
+        }
+    }
+
     /// The proxy through which to mutate the value.
     pub fn state(&mut self) -> T::Proxy<'_> {
         let node = if self.base {

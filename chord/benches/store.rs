@@ -1,0 +1,135 @@
+//! Storage benchmarks.
+//!
+//! - `append/<backend>/<durability>`: one small delta batch appended per iteration, for the
+//!   JSONL and SQLite backends under both durability policies.
+//! - `recover/<backend>/<records>`: recovering one value from a history of 10,000 and 100,000
+//!   records with a base batch every 100: it replays at most 100 records either way, so the
+//!   time must not grow with the history.
+//! - `open/jsonl/<records>`: opening a JSONL log read-only, which reads the whole file once to
+//!   build its index (so this one does grow with the file).
+//!
+//! Run: `cargo bench -p chord --features sqlite --bench store` (without `--features sqlite`
+//! the SQLite half is skipped). Logs go to a temporary directory on the default temp disk.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use chord::store::{recover, Address, Checkpoint, Durability, JsonlStore, LogWriter, Store};
+use chord::{path, Op};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use serde_json::json;
+
+const GROUPED: Durability = Durability::Grouped {
+    max_batches: 64,
+    max_delay: Duration::from_millis(5),
+};
+
+fn policies() -> [(&'static str, Durability); 2] {
+    [
+        ("every_append", Durability::EveryAppend),
+        ("grouped", GROUPED),
+    ]
+}
+
+type Open = fn(&Path, Durability) -> Box<dyn Store>;
+
+fn backends() -> Vec<(&'static str, Open)> {
+    let mut out: Vec<(&'static str, Open)> = Vec::new();
+    out.push(("jsonl", |dir, d| {
+        Box::new(JsonlStore::open(dir.join("log.jsonl"), d).unwrap())
+    }));
+    #[cfg(feature = "sqlite")]
+    out.push(("sqlite", |dir, d| {
+        Box::new(chord::store::SqliteStore::open(dir.join("log.db"), d).unwrap())
+    }));
+    out
+}
+
+fn append(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append");
+    group.throughput(Throughput::Elements(1));
+    let address = Address::new("bench", "tokens");
+    // What a streaming token append encodes to once its path has an id.
+    let batch = r#"[["a",0,"token "]]"#;
+    for (backend, open) in backends() {
+        for (policy, durability) in policies() {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = open(dir.path(), durability);
+            store
+                .append(&address, r#"[["r",{"text":""}]]"#, Some("base"))
+                .unwrap();
+            store
+                .append(&address, r##"[["#",0,["text"]],["a",0,"x"]]"##, None)
+                .unwrap();
+            group.bench_function(BenchmarkId::new(backend, policy), |b| {
+                b.iter(|| store.append(&address, black_box(batch), None).unwrap());
+            });
+            store.sync().unwrap();
+        }
+    }
+    group.finish();
+}
+
+/// Writes a rolling 4 KB text window of `records` batches, a base batch every 100.
+fn history(store: Box<dyn Store>, records: usize) -> Box<dyn Store> {
+    let mut writer = LogWriter::new(store, Checkpoint::EveryBatches(100));
+    let address = Address::new("bench", "window");
+    let mut text = String::new();
+    for i in 0..records {
+        let chunk = format!("{i:>8} {}\n", "output ".repeat(12));
+        text.push_str(&chunk);
+        let cut = text.len().saturating_sub(4096);
+        text.drain(..cut);
+        let batch = if writer.wants_base(&address) {
+            vec![Op::Replace(json!({ "out": text }))]
+        } else {
+            vec![
+                Op::Truncate(path!["out"], cut),
+                Op::Append(path!["out"], chunk),
+            ]
+        };
+        writer.append(&address, &batch).unwrap();
+    }
+    writer.sync().unwrap();
+    writer.into_store()
+}
+
+fn recovery(c: &mut Criterion) {
+    let mut group = c.benchmark_group("recover");
+    let address = Address::new("bench", "window");
+    for (backend, open) in backends() {
+        for records in [10_000, 100_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = history(open(dir.path(), GROUPED), records);
+            let replayed = chord::store::replay(&*store, &address, None).unwrap();
+            assert!(replayed.batches <= 100);
+            group.bench_function(BenchmarkId::new(backend, records), |b| {
+                b.iter(|| recover(&*store, black_box(&address)).unwrap());
+            });
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("open");
+    for records in [10_000, 100_000] {
+        let dir = tempfile::tempdir().unwrap();
+        drop(history(backends()[0].1(dir.path(), GROUPED), records));
+        let log = dir.path().join("log.jsonl");
+        group.throughput(Throughput::Bytes(std::fs::metadata(&log).unwrap().len()));
+        group.bench_function(BenchmarkId::new("jsonl", records), |b| {
+            b.iter(|| JsonlStore::open_read_only(black_box(&log)).unwrap());
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    targets = append, recovery
+}
+criterion_main!(benches);

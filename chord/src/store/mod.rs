@@ -1,0 +1,337 @@
+//! Durable storage: an append-only log of encoded batches per tracked value, and recovery.
+//!
+//! A tracked value lives at an [`Address`] (a namespace and a key). Its history is a list of
+//! [`Record`]s: a sequence number global to the store, the *statefully encoded* wire batch
+//! (the text [`WireBatch::to_json`](crate::WireBatch::to_json) produced), and an optional tag.
+//! A batch that starts with `r` is stored with the tag [`BASE`]. Storage never parses ops: the
+//! tag is decided by whoever encodes, which is what [`LogWriter`] does for you.
+//!
+//! Recovery ([`recover`]) reads backwards to the last base record and applies forward with a
+//! fresh [`Decoder`](crate::Decoder), so its cost is bounded by the distance to the last base
+//! batch, not by the length of the history. A [`Checkpoint`] policy on the writer turns "at
+//! most N batches to replay" into a policy.
+//!
+//! Two backends implement [`Store`] and pass one conformance suite:
+//!
+//! - [`JsonlStore`]: the embedded default, a JSONL file with no extra dependency.
+//! - `SqliteStore` (cargo feature `sqlite`, SQLite bundled): a table keyed by (address, seq).
+//!
+//! Durability is explicit: [`Durability`] says when an appended batch reaches the disk, and
+//! [`Store::durable_seq`] says which batches have.
+//!
+//! # Example
+//!
+//! ```
+//! use chord::store::{recover, Address, Checkpoint, Durability, JsonlStore, LogWriter};
+//! use chord::{path, Op};
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let log = dir.path().join("agent.jsonl");
+//! let lane = Address::new("lanes", "main");
+//!
+//! let store = JsonlStore::open(&log, Durability::EveryAppend)?;
+//! let mut writer = LogWriter::new(store, Checkpoint::EveryBatches(50));
+//! assert!(writer.wants_base(&lane)); // a stream starts with a base batch
+//! writer.append(&lane, &[Op::Replace(json!({"text": ""}))])?;
+//! writer.append(&lane, &[Op::Append(path!["text"], "Hello".into())])?;
+//! drop(writer);
+//!
+//! // Later, perhaps in another process:
+//! let store = JsonlStore::open_read_only(&log)?;
+//! assert_eq!(recover(&store, &lane)?, Some(json!({"text": "Hello"})));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod durable;
+mod error;
+mod group;
+mod jsonl;
+mod recover;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod writer;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use self::durable::Durable;
+pub use self::error::{Error, Result};
+pub use self::jsonl::{JsonlStore, TornTail};
+pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::SqliteStore;
+pub use self::writer::{Checkpoint, LogWriter};
+
+/// The tag of a record whose batch starts with `r`: recovery starts from the last one.
+pub const BASE: &str = "base";
+
+/// Where a tracked value lives: a namespace and a key.
+///
+/// ```
+/// use chord::store::Address;
+/// let a = Address::new("lanes", "main");
+/// assert_eq!(a.to_string(), "lanes/main");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Address {
+    /// A group of values, e.g. `"lanes"` or `"sessions/42"`.
+    pub namespace: String,
+    /// The value within its namespace.
+    pub key: String,
+}
+
+impl Address {
+    /// An address from its namespace and key.
+    pub fn new(namespace: impl Into<String>, key: impl Into<String>) -> Address {
+        Address {
+            namespace: namespace.into(),
+            key: key.into(),
+        }
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.key)
+    }
+}
+
+/// One stored batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Sequence number, global to the store, increasing in append order. Never reused, also
+    /// across restarts; there may be gaps.
+    pub seq: u64,
+    /// The encoded wire batch, as JSON text, exactly as appended.
+    pub batch: String,
+    /// The record's tag: [`BASE`] for a base batch, or none.
+    pub tag: Option<String>,
+}
+
+/// The direction of a [`Store::read_list`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Oldest first.
+    #[default]
+    Asc,
+    /// Newest first.
+    Desc,
+}
+
+/// How to read one page of a list with [`Store::read_list`].
+///
+/// ```
+/// use chord::store::{Order, ReadOptions, BASE};
+/// let opts = ReadOptions::desc().limit(100).stop_at_tag(BASE);
+/// assert_eq!(opts.order, Order::Desc);
+/// assert_eq!(opts.stop_at_tag.as_deref(), Some("base"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Read past this seq: records with a greater seq in [`Order::Asc`], a smaller one in
+    /// [`Order::Desc`]. `None` starts at the beginning (or, descending, at the end). Pass a
+    /// page's [`Page::next_cursor`] to read the next page.
+    pub cursor: Option<u64>,
+    /// Which way to read.
+    pub order: Order,
+    /// At most this many records in the page; at least 1.
+    pub limit: usize,
+    /// Stop the page at, and include, the first record carrying this tag. The search never
+    /// goes past `limit`: when the page holds no such record, page on with the cursor.
+    pub stop_at_tag: Option<String>,
+}
+
+impl Default for ReadOptions {
+    /// Ascending from the beginning, 100 records a page, no tag to stop at.
+    fn default() -> Self {
+        ReadOptions {
+            cursor: None,
+            order: Order::Asc,
+            limit: 100,
+            stop_at_tag: None,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Oldest first, from the beginning, 100 records a page.
+    pub fn asc() -> ReadOptions {
+        ReadOptions::default()
+    }
+
+    /// Newest first, from the end, 100 records a page.
+    pub fn desc() -> ReadOptions {
+        ReadOptions {
+            order: Order::Desc,
+            ..ReadOptions::default()
+        }
+    }
+
+    /// Sets [`cursor`](ReadOptions::cursor).
+    pub fn cursor(mut self, cursor: Option<u64>) -> ReadOptions {
+        self.cursor = cursor;
+        self
+    }
+
+    /// Sets [`limit`](ReadOptions::limit).
+    pub fn limit(mut self, limit: usize) -> ReadOptions {
+        self.limit = limit;
+        self
+    }
+
+    /// Sets [`stop_at_tag`](ReadOptions::stop_at_tag).
+    pub fn stop_at_tag(mut self, tag: impl Into<String>) -> ReadOptions {
+        self.stop_at_tag = Some(tag.into());
+        self
+    }
+
+    /// Whether `seq` lies past the cursor in this order.
+    pub(crate) fn after_cursor(&self, seq: u64) -> bool {
+        match (self.cursor, self.order) {
+            (None, _) => true,
+            (Some(c), Order::Asc) => seq > c,
+            (Some(c), Order::Desc) => seq < c,
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.limit == 0 {
+            return Err(Error::InvalidOptions {
+                reason: "limit must be at least 1",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One page of records from [`Store::read_list`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Page {
+    /// The records, in the order asked for.
+    pub records: Vec<Record>,
+    /// The cursor for the next page, `Some` when more records lie beyond this page in the
+    /// order asked for (also when the page stopped at a tag), `None` at the end of the list.
+    pub next_cursor: Option<u64>,
+}
+
+/// When an appended batch reaches the disk.
+///
+/// Either way the batch is handed to the operating system before `append` returns, so it
+/// survives the *process* dying at once; the policy decides when it survives the *machine*
+/// dying (power loss, kernel panic), which is what [`Store::durable_seq`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Every append is flushed to disk (`fdatasync`, or a synchronous SQLite commit) before
+    /// it returns: when `append` returns `Ok(seq)`, `durable_seq() >= Some(seq)`.
+    EveryAppend,
+    /// Group commit. A batch is on disk at most `max_delay` after its `append` returned (plus
+    /// the time the flush itself takes; a background thread does it), or as soon as
+    /// `max_batches` batches are waiting, whichever comes first. [`Store::sync`] flushes now.
+    Grouped {
+        /// Flush once this many batches are waiting (at least 1).
+        max_batches: usize,
+        /// Flush at most this long after the oldest waiting batch was appended.
+        max_delay: Duration,
+    },
+}
+
+impl Default for Durability {
+    /// [`Durability::EveryAppend`].
+    fn default() -> Self {
+        Durability::EveryAppend
+    }
+}
+
+/// An append-only store of records, one list per [`Address`].
+///
+/// Implemented by [`JsonlStore`] and, with the `sqlite` feature, `SqliteStore`. Both pass the
+/// same conformance suite (`chord/tests/store_conformance.rs`).
+pub trait Store {
+    /// Appends one encoded batch to `address`'s list and returns its sequence number, which
+    /// is greater than every seq the store has handed out before, also across restarts.
+    ///
+    /// `batch` is JSON text on one line, an array (what [`WireBatch::to_json`] produces); the
+    /// store checks its syntax but never parses ops. `tag` is stored beside it: pass
+    /// [`BASE`] for a base batch (or use a [`LogWriter`], which does).
+    ///
+    /// The batch is on disk when [`durable_seq`](Store::durable_seq) reaches the returned seq:
+    /// at once under [`Durability::EveryAppend`], within the stated bound under
+    /// [`Durability::Grouped`].
+    ///
+    /// [`WireBatch::to_json`]: crate::WireBatch::to_json
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidBatch`] when `batch` is not one line of JSON array text;
+    /// [`Error::ReadOnly`] on a store opened for reading; [`Error::Poisoned`] after an earlier
+    /// flush failed; an I/O or database error. A failed append stores nothing, except when
+    /// the flush to disk fails after the write: the store is then poisoned, and whether that
+    /// record survived shows when the log is reopened.
+    fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64>;
+
+    /// Reads one page of `address`'s records (see [`ReadOptions`]). An address with no
+    /// records reads as an empty page.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] for a zero limit; an I/O or database error; a record that
+    /// cannot be read back ([`Error::Corrupt`]).
+    fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page>;
+
+    /// Every address that has at least one record, sorted by namespace, then key.
+    ///
+    /// # Errors
+    ///
+    /// An I/O or database error.
+    fn addresses(&self) -> Result<Vec<Address>>;
+
+    /// Flushes every appended batch to disk now, and returns [`durable_seq`](Store::durable_seq).
+    ///
+    /// # Errors
+    ///
+    /// The flush failed; the store is then poisoned ([`Error::Poisoned`]) because the
+    /// operating system may have dropped the unflushed data: reopen it.
+    fn sync(&mut self) -> Result<Option<u64>>;
+
+    /// The highest seq such that it and every record appended before it are on disk; `None`
+    /// when nothing is. On a store opened for reading, the last seq it read.
+    fn durable_seq(&self) -> Option<u64>;
+}
+
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
+        (**self).append(address, batch, tag)
+    }
+    fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+        (**self).read_list(address, options)
+    }
+    fn addresses(&self) -> Result<Vec<Address>> {
+        (**self).addresses()
+    }
+    fn sync(&mut self) -> Result<Option<u64>> {
+        (**self).sync()
+    }
+    fn durable_seq(&self) -> Option<u64> {
+        (**self).durable_seq()
+    }
+}
+
+/// How many seqs a writer reserves at a time (see the backends' lease records): seqs a
+/// crashed writer may have handed out are never handed out again.
+pub(crate) const LEASE: u64 = 1024;
+
+/// Checks that `batch` is JSON array text on one line. A syntax check only: ops are not parsed.
+pub(crate) fn check_batch(batch: &str) -> Result<()> {
+    let invalid = |reason: String| Err(Error::InvalidBatch { reason });
+    if batch.contains('\n') {
+        return invalid("a batch must be JSON text on one line".into());
+    }
+    if !batch.trim_start().starts_with('[') {
+        return invalid("a batch must be a JSON array".into());
+    }
+    match serde_json::from_str::<serde::de::IgnoredAny>(batch) {
+        Ok(_) => Ok(()),
+        Err(e) => invalid(format!("invalid JSON: {e}")),
+    }
+}

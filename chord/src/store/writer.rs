@@ -1,0 +1,245 @@
+//! The log writer: encode, tag and append in one call, with a checkpoint policy.
+
+use std::collections::HashMap;
+
+use super::{Address, ReadOptions, Result, Store, BASE};
+use crate::{is_base, Encoder, Op};
+
+/// When a stored value should get a new base batch, so that recovery's work is bounded by a
+/// policy rather than by luck.
+///
+/// The writer never rewrites a batch itself: [`LogWriter::wants_base`] says when the policy
+/// asks for a base, and the producer answers with one (a tracker's `rebase()` then `flush()`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// Only ask for the first base batch of a value; recovery replays the whole history
+    /// since the last base the producer chose to write.
+    #[default]
+    Never,
+    /// Ask for a base once `n` batches have been written since the last one, that base
+    /// included: recovery replays at most `n` batches when the producer answers each request.
+    /// `EveryBatches(1)` (or 0) asks for a base every time.
+    EveryBatches(u64),
+    /// Ask for a base once `n` bytes of batches have been written after the last one:
+    /// recovery replays the base plus at most `n` bytes of batches (plus the one batch that
+    /// crossed the line) when the producer answers each request.
+    EveryBytes(u64),
+}
+
+/// Appends a producer's batches to a [`Store`]: one [`Encoder`] per address, so path ids span
+/// the value's history and reset at each base batch, and the [`BASE`] tag set on every batch
+/// that starts with `r`. A user never wires encoder, tag and store by hand.
+///
+/// Cost: one encode and one [`Store::append`] per batch; the first batch for an address in
+/// this writer's life also reads back to the address's last base record (bounded by the
+/// [`Checkpoint`] policy) to learn where the policy stands.
+///
+/// # Examples
+///
+/// ```
+/// use chord::store::{replay, Address, Checkpoint, Durability, JsonlStore, LogWriter};
+/// use chord::{path, Op};
+/// use serde_json::json;
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend)?;
+/// let mut writer = LogWriter::new(store, Checkpoint::EveryBatches(3));
+/// let out = Address::new("tools", "build");
+/// let mut text = String::new();
+/// for i in 0..10 {
+///     let chunk = format!("line {i}\n");
+///     text.push_str(&chunk);
+///     // What a tracker's flush emits; after `rebase()` it is a base batch.
+///     let batch = if writer.wants_base(&out) {
+///         vec![Op::Replace(json!({ "out": text }))]
+///     } else {
+///         vec![Op::Append(path!["out"], chunk)]
+///     };
+///     writer.append(&out, &batch)?;
+/// }
+/// let r = replay(writer.store(), &out, None)?;
+/// assert!(r.batches <= 3);
+/// assert_eq!(r.value, Some(json!({ "out": text })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct LogWriter<S: Store> {
+    store: S,
+    policy: Checkpoint,
+    streams: HashMap<Address, Stream>,
+}
+
+/// One address's encoder and where the checkpoint policy stands.
+#[derive(Debug, Default)]
+struct Stream {
+    encoder: Encoder,
+    since: Since,
+}
+
+/// Where an address stands since its last base record.
+#[derive(Clone, Copy, Debug, Default)]
+struct Since {
+    /// Whether the address has a base record at all.
+    has_base: bool,
+    /// Records from the last base, that base included.
+    batches: u64,
+    /// Bytes of the batches after the last base.
+    bytes: u64,
+}
+
+impl Since {
+    fn wants_base(&self, policy: Checkpoint) -> bool {
+        if !self.has_base {
+            return true;
+        }
+        match policy {
+            Checkpoint::Never => false,
+            Checkpoint::EveryBatches(n) => self.batches >= n,
+            Checkpoint::EveryBytes(n) => self.bytes >= n,
+        }
+    }
+
+    fn record(&mut self, base: bool, bytes: usize) {
+        if base {
+            *self = Since {
+                has_base: true,
+                batches: 1,
+                bytes: 0,
+            };
+        } else {
+            self.batches += 1;
+            self.bytes += bytes as u64;
+        }
+    }
+}
+
+impl<S: Store> LogWriter<S> {
+    /// A writer appending to `store` under the checkpoint `policy`.
+    pub fn new(store: S, policy: Checkpoint) -> LogWriter<S> {
+        LogWriter {
+            store,
+            policy,
+            streams: HashMap::new(),
+        }
+    }
+
+    /// Encodes `batch` with `address`'s encoder, tags it [`BASE`] when it starts with `r`, and
+    /// appends it. Returns its seq, or `None` for an empty batch (nothing is stored).
+    ///
+    /// When it is on disk is the store's [`Durability`](super::Durability): compare the seq
+    /// with [`Store::durable_seq`], or call [`sync`](LogWriter::sync).
+    ///
+    /// # Errors
+    ///
+    /// The store's error. The address's encoder is then dropped and the next batch starts a
+    /// fresh one, so no later batch refers to a path id whose definition was not stored.
+    pub fn append(&mut self, address: &Address, batch: &[Op]) -> Result<Option<u64>> {
+        if batch.is_empty() {
+            return Ok(None);
+        }
+        if !self.streams.contains_key(address) {
+            let since = since_base(&self.store, address, self.policy)?;
+            let stream = Stream {
+                encoder: Encoder::new(),
+                since,
+            };
+            self.streams.insert(address.clone(), stream);
+        }
+        let Some(stream) = self.streams.get_mut(address) else {
+            return Ok(None);
+        };
+        let base = is_base(batch);
+        let wire = stream.encoder.encode(batch).to_json();
+        match self.store.append(address, &wire, base.then_some(BASE)) {
+            Ok(seq) => {
+                stream.since.record(base, wire.len());
+                Ok(Some(seq))
+            }
+            Err(e) => {
+                self.streams.remove(address);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether the checkpoint policy asks for a base batch as `address`'s next batch. Always
+    /// true for an address with no base record yet (a stream starts with a base batch).
+    ///
+    /// Cost: a map lookup; for an address this writer has not written yet, a read back to
+    /// its last base record. If that read fails, the answer is `true`: a base batch is never
+    /// wrong.
+    pub fn wants_base(&self, address: &Address) -> bool {
+        match self.streams.get(address) {
+            Some(stream) => stream.since.wants_base(self.policy),
+            None => since_base(&self.store, address, self.policy)
+                .map_or(true, |since| since.wants_base(self.policy)),
+        }
+    }
+
+    /// Flushes everything appended to disk now (see [`Store::sync`]) and returns the durable
+    /// seq.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::sync`].
+    pub fn sync(&mut self) -> Result<Option<u64>> {
+        self.store.sync()
+    }
+
+    /// The checkpoint policy.
+    pub fn policy(&self) -> Checkpoint {
+        self.policy
+    }
+
+    /// The store, to read from (e.g. [`recover`](super::recover)).
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The store, mutably. Appending to an address this writer also writes, other than
+    /// through it, breaks its encoder's path ids: don't.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// The store back.
+    pub fn into_store(self) -> S {
+        self.store
+    }
+}
+
+/// Reads back from `address`'s end to its last base record, far enough to know whether the
+/// policy wants a base.
+fn since_base<S: Store + ?Sized>(
+    store: &S,
+    address: &Address,
+    policy: Checkpoint,
+) -> Result<Since> {
+    let mut since = Since::default();
+    let mut options = ReadOptions::desc().limit(100).stop_at_tag(BASE);
+    loop {
+        let page = store.read_list(address, &options)?;
+        for record in &page.records {
+            since.batches += 1;
+            if record.tag.as_deref() == Some(BASE) {
+                since.has_base = true;
+                return Ok(since);
+            }
+            since.bytes += record.batch.len() as u64;
+        }
+        let past = match policy {
+            Checkpoint::Never => false,
+            Checkpoint::EveryBatches(n) => since.batches >= n,
+            Checkpoint::EveryBytes(n) => since.bytes >= n,
+        };
+        match page.next_cursor {
+            // Far enough: the policy wants a base whatever lies further back.
+            Some(_) if past => {
+                since.has_base = true;
+                return Ok(since);
+            }
+            Some(cursor) => options.cursor = Some(cursor),
+            None => return Ok(since),
+        }
+    }
+}
