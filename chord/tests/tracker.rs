@@ -481,3 +481,30 @@ fn maps_record_members() {
         )]
     );
 }
+
+#[test]
+fn hash_maps_are_objects_too() {
+    use std::collections::HashMap;
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Lanes {
+        by_id: HashMap<String, Entry>,
+    }
+    let mut h = Harness::new(Lanes::default());
+    let mut s = h.t.state();
+    let mut by_id = s.by_id();
+    by_id.insert("a".into(), Entry::default()).unwrap();
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(
+            path!["by_id", "a"],
+            json!({"role": "", "text": ""})
+        )]
+    );
+    let mut s = h.t.state();
+    let mut by_id = s.by_id();
+    by_id.get_mut("a").unwrap().text().push_str("hi");
+    assert_eq!(
+        h.flush(),
+        vec![Op::Append(path!["by_id", "a", "text"], "hi".into())]
+    );
+}
