@@ -8,10 +8,21 @@
 //! the wire bytes are compared with sending a full JSON snapshot after every event.
 //!
 //! Run with `cargo run --release --example agent_lane` (add `-- --quiet` for the summary only).
+//!
+//! With `--features sse` it also serves the lane live on 127.0.0.1 (see `agent_lane/server.rs`):
+//! Server-Sent Events, a web page that renders the lane, and a Rust replica following it over
+//! HTTP. `-- --serve` keeps the server running with the agent looping slowly, for a browser;
+//! `-- --port N` (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
 
-use chord::{apply, display_batch, track, Decoder, Encoder, Tracked, Tracker};
+use std::time::Duration;
+
+use chord::{apply, display_batch, track, Decoder, Encoder, Op, Tracked, Tracker};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+#[cfg(feature = "sse")]
+#[path = "agent_lane/server.rs"]
+pub(crate) mod server;
 
 /// What a browser renders for one agent lane.
 #[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -64,8 +75,11 @@ struct Usage {
 /// How many bytes of tool output the lane keeps.
 const WINDOW: usize = 2048;
 
+/// Where each flushed batch also goes (the live server publishes it to its hub).
+pub(crate) type Sink = Box<dyn FnMut(&[Op]) -> Result<(), Box<dyn std::error::Error>> + Send>;
+
 /// A producer connected to one replica over the wire codec, with byte accounting.
-struct Stream {
+pub(crate) struct Stream {
     lane: Tracker<LaneView>,
     encoder: Encoder,
     decoder: Decoder,
@@ -75,13 +89,36 @@ struct Stream {
     ops: usize,
     wire_bytes: usize,
     snapshot_bytes: usize,
+    /// Receives every non-empty batch.
+    sink: Option<Sink>,
+    /// A pause after each batch, so that a person (or a browser) can watch.
+    pace: Duration,
 }
 
 impl Stream {
+    pub(crate) fn new(quiet: bool) -> Stream {
+        Stream {
+            lane: track(LaneView::default()),
+            encoder: Encoder::new(),
+            decoder: Decoder::new(),
+            replica: None,
+            quiet,
+            batches: 0,
+            ops: 0,
+            wire_bytes: 0,
+            snapshot_bytes: 0,
+            sink: None,
+            pace: Duration::ZERO,
+        }
+    }
+
     fn flush(&mut self, event: &str) -> Result<(), Box<dyn std::error::Error>> {
         let ops = self.lane.flush()?;
         if ops.is_empty() {
             return Ok(());
+        }
+        if let Some(sink) = &mut self.sink {
+            sink(&ops)?;
         }
         let wire = self.encoder.encode(&ops).to_json();
         apply(&mut self.replica, self.decoder.decode_str(&wire)?)?;
@@ -96,7 +133,22 @@ impl Stream {
             println!("-- {event}: {}", display_batch(&ops));
             println!("   wire ({} bytes): {}", wire.len(), preview(&wire));
         }
+        if !self.pace.is_zero() {
+            std::thread::sleep(self.pace);
+        }
         Ok(())
+    }
+
+    fn summary(&self) {
+        println!(
+            "\n{} batches, {} ops: {} wire bytes, against {} bytes of full snapshots ({:.1}x smaller)",
+            self.batches,
+            self.ops,
+            self.wire_bytes,
+            self.snapshot_bytes,
+            self.snapshot_bytes as f64 / self.wire_bytes as f64
+        );
+        println!("replica equals the producer after every batch");
     }
 }
 
@@ -111,19 +163,21 @@ fn preview(s: &str) -> String {
     format!("{}…", &s[..cut])
 }
 
+#[cfg(not(feature = "sse"))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let quiet = std::env::args().any(|a| a == "--quiet");
-    let mut s = Stream {
-        lane: track(LaneView::default()),
-        encoder: Encoder::new(),
-        decoder: Decoder::new(),
-        replica: None,
-        quiet,
-        batches: 0,
-        ops: 0,
-        wire_bytes: 0,
-        snapshot_bytes: 0,
-    };
+    let mut s = Stream::new(std::env::args().any(|a| a == "--quiet"));
+    run_agent(&mut s)?;
+    s.summary();
+    Ok(())
+}
+
+#[cfg(feature = "sse")]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    server::main(Stream::new(std::env::args().any(|a| a == "--quiet")))
+}
+
+/// The agent's turn: a user message, a streamed answer, a failing build tool, the end.
+pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>> {
     s.flush("subscribe (base batch)")?;
 
     // The user asks; the agent starts thinking.
@@ -197,15 +251,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     lane.status().set(Status::Done)?;
     s.flush("message done")?;
-
-    println!(
-        "\n{} batches, {} ops: {} wire bytes, against {} bytes of full snapshots ({:.1}x smaller)",
-        s.batches,
-        s.ops,
-        s.wire_bytes,
-        s.snapshot_bytes,
-        s.snapshot_bytes as f64 / s.wire_bytes as f64
-    );
-    println!("replica equals the producer after every batch");
     Ok(())
 }

@@ -42,10 +42,16 @@
 mod apply;
 mod diff;
 mod error;
+#[cfg(feature = "sse")]
+pub mod hub;
 mod op;
 mod overlap;
 mod path;
 pub mod proxy;
+#[cfg(feature = "sse")]
+pub mod replica;
+#[cfg(feature = "sse")]
+pub mod sse;
 pub mod store;
 mod tracker;
 mod utf16;

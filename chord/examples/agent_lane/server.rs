@@ -1,0 +1,224 @@
+//! The agent lane served live (the `sse` feature): a hub holding the lane, its Server-Sent
+//! Events stream, a web page that renders it with `js/chord-replica.mjs`, and a Rust replica
+//! following it over HTTP.
+//!
+//! - `GET /`: the page (streaming text, tool output window, transcript, status).
+//! - `GET /chord-replica.mjs`: the JavaScript replica the page imports.
+//! - `GET /streams/lanes/main`: the lane's event stream.
+
+use std::error::Error;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use chord::hub::{Address, Hub};
+use chord::replica::Replica;
+use chord::sse::{self, Sse};
+use chord::Op;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use serde_json::Value;
+
+use super::{run_agent, LaneView, Stream};
+
+impl Stream {
+    /// The producer's state as JSON.
+    pub(crate) fn state(&self) -> Value {
+        serde_json::to_value(self.lane.get()).unwrap_or(Value::Null)
+    }
+
+    /// Starts the lane over: flushes a base batch with an empty lane.
+    pub(crate) fn restart(&mut self) -> Result<(), Box<dyn Error>> {
+        self.lane.replace(LaneView::default());
+        self.flush("new turn (base batch)")
+    }
+
+    /// Publishes the lane to `hub` now, then every batch it flushes, pausing `pace` after
+    /// each.
+    pub(crate) fn publish_to(&mut self, hub: &Hub, pace: Duration) -> Result<(), Box<dyn Error>> {
+        let hub = hub.clone();
+        let address = lane();
+        // The lane is on the hub from now on; the next flush is a base batch too, so that
+        // changes not flushed yet are not applied twice.
+        hub.publish(&address, &[Op::Replace(self.state())])?;
+        self.lane.rebase();
+        self.sink = Some(Box::new(move |ops| {
+            hub.publish(&address, ops)?;
+            Ok(())
+        }));
+        self.pace = pace;
+        Ok(())
+    }
+
+    /// Stops printing each batch.
+    pub(crate) fn quiet(&mut self) {
+        self.quiet = true;
+    }
+}
+
+/// The page, which imports the module below and follows [`lane`]'s stream.
+const PAGE: &str = include_str!("page.html");
+
+/// The dependency-free JavaScript replica.
+const MODULE: &str = include_str!("../../../js/chord-replica.mjs");
+
+/// Where the lane lives in the hub (and in the durable log).
+pub(crate) fn lane() -> Address {
+    Address::new("lanes", "main")
+}
+
+/// The page, the module and the event streams.
+pub(crate) fn router(hub: Hub) -> Router {
+    Sse::new(hub)
+        .router()
+        .route("/", get(page))
+        .route("/chord-replica.mjs", get(module))
+}
+
+async fn page() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        PAGE,
+    )
+}
+
+async fn module() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        MODULE,
+    )
+}
+
+/// A running server: the hub it serves and where it listens.
+pub(crate) struct LaneServer {
+    pub(crate) hub: Hub,
+    pub(crate) addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl LaneServer {
+    /// Serves a new hub on 127.0.0.1:`port` (0 picks a free port).
+    pub(crate) async fn start(port: u16) -> io::Result<LaneServer> {
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
+        let addr = listener.local_addr()?;
+        let hub = Hub::new();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let app = router(hub.clone());
+        let task = tokio::spawn(sse::serve(listener, app, async {
+            let _ = stopped.await;
+        }));
+        Ok(LaneServer {
+            hub,
+            addr,
+            stop: Some(stop),
+            task,
+        })
+    }
+
+    /// The page's URL.
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// The lane's event stream's URL.
+    pub(crate) fn stream_url(&self) -> String {
+        format!("http://{}{}", self.addr, sse::stream_path(&lane()))
+    }
+
+    /// Closes every connection and stops listening.
+    pub(crate) async fn stop(mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
+        }
+    }
+}
+
+/// The example's `main` with the `sse` feature: the agent's turn as without it, also served
+/// live and checked against a Rust replica over HTTP; `--serve` then keeps going.
+pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let serve_forever = args.iter().any(|a| a == "--serve");
+    let port = match args.iter().position(|a| a == "--port") {
+        Some(i) => args.get(i + 1).ok_or("--port needs a number")?.parse()?,
+        None => match std::env::var("CHORD_PORT") {
+            Ok(port) => port.parse()?,
+            Err(_) => 0,
+        },
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let server = runtime.block_on(LaneServer::start(port))?;
+    println!(
+        "serving the lane at {} (events: {})",
+        server.url(),
+        server.stream_url()
+    );
+    let pace = Duration::from_millis(if serve_forever { 60 } else { 2 });
+    s.publish_to(&server.hub, pace)?;
+    let replica = {
+        let _entered = runtime.enter();
+        Replica::connect(&server.stream_url())?
+    };
+    runtime
+        .block_on(async {
+            let live = replica.wait_until(|r| r.live);
+            tokio::time::timeout(Duration::from_secs(10), live).await
+        })
+        .map_err(|_| format!("the HTTP replica did not subscribe: {:?}", replica.stats()))?;
+
+    // The agent runs on this thread; the server and the replica on the runtime's.
+    run_agent(&mut s)?;
+    s.summary();
+    let expected = s.state();
+    let reached = runtime.block_on(async {
+        let wait = replica.wait_until(|r| r.value.as_ref() == Some(&expected));
+        tokio::time::timeout(Duration::from_secs(10), wait).await
+    });
+    if reached.is_err() {
+        return Err(format!(
+            "the HTTP replica did not reach the producer's state: {:?}",
+            replica.stats()
+        )
+        .into());
+    }
+    let stats = replica.stats();
+    println!(
+        "HTTP replica equals the producer: {} batches over {} subscription(s)",
+        stats.batches, stats.subscriptions
+    );
+
+    if serve_forever {
+        println!(
+            "--serve: the agent starts over every few seconds; open {} (Ctrl-C stops)",
+            server.url()
+        );
+        s.quiet();
+        loop {
+            std::thread::sleep(Duration::from_secs(3));
+            s.restart()?;
+            run_agent(&mut s)?;
+        }
+    }
+    drop(replica);
+    runtime.block_on(server.stop())?;
+    Ok(())
+}
