@@ -7,6 +7,11 @@
 //! decoded and applied by a replica, which is checked against the producer's state. At the end
 //! the wire bytes are compared with sending a full JSON snapshot after every event.
 //!
+//! Every batch is also appended to a durable JSONL log (a base batch every 50 batches, so
+//! recovery never replays more than 50); at the end the lane is recovered from the log, as
+//! after a crash, and checked against the producer. `-- --log PATH` picks the log file (a
+//! fresh one in the temporary directory by default); look inside it with the `chord` CLI.
+//!
 //! Run with `cargo run --release --example agent_lane` (add `-- --quiet` for the summary only).
 //!
 //! With `--features sse` it also serves the lane live on 127.0.0.1 (see `agent_lane/server.rs`):
@@ -14,8 +19,10 @@
 //! HTTP. `-- --serve` keeps the server running with the agent looping slowly, for a browser;
 //! `-- --port N` (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use chord::store::{recover_as, replay, Address, Checkpoint, Durability, JsonlStore, LogWriter};
 use chord::{apply, display_batch, track, Decoder, Encoder, Op, Tracked, Tracker};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -93,10 +100,30 @@ pub(crate) struct Stream {
     sink: Option<Sink>,
     /// A pause after each batch, so that a person (or a browser) can watch.
     pace: Duration,
+    /// The durable log every batch is appended to, and where the lane lives in it.
+    log: LogWriter<JsonlStore>,
+    log_path: PathBuf,
+    address: Address,
+}
+
+/// The log file: `--log PATH`, else a fresh file in the temporary directory.
+fn log_path() -> PathBuf {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--log") {
+        Some(i) if i + 1 < args.len() => PathBuf::from(&args[i + 1]),
+        _ => std::env::temp_dir().join(format!("chord-agent-lane-{}.jsonl", std::process::id())),
+    }
 }
 
 impl Stream {
     pub(crate) fn new(quiet: bool) -> Stream {
+        let log_path = log_path();
+        // A fresh log each run; `Durable::open` would recover and continue an existing one.
+        let _ = std::fs::remove_file(&log_path);
+        let store = match JsonlStore::open(&log_path, Durability::EveryAppend) {
+            Ok(store) => store,
+            Err(e) => panic!("cannot open the lane's log: {e}"),
+        };
         Stream {
             lane: track(LaneView::default()),
             encoder: Encoder::new(),
@@ -109,6 +136,9 @@ impl Stream {
             snapshot_bytes: 0,
             sink: None,
             pace: Duration::ZERO,
+            log: LogWriter::new(store, Checkpoint::EveryBatches(50)),
+            log_path,
+            address: Address::new("lanes", "main"),
         }
     }
 
@@ -116,6 +146,15 @@ impl Stream {
         let ops = self.lane.flush()?;
         if ops.is_empty() {
             return Ok(());
+        }
+        // The log's checkpoint policy asks for a base batch now and then, so that recovery
+        // replays at most 50 batches. The log gets the whole lane then; live replicas keep
+        // getting the delta.
+        if self.log.wants_base(&self.address) {
+            let base = [Op::Replace(serde_json::to_value(self.lane.get())?)];
+            self.log.append(&self.address, &base)?;
+        } else {
+            self.log.append(&self.address, &ops)?; // on disk when it returns
         }
         if let Some(sink) = &mut self.sink {
             sink(&ops)?;
@@ -139,7 +178,28 @@ impl Stream {
         Ok(())
     }
 
-    fn summary(&self) {
+    fn summary(&self) -> Result<(), Box<dyn std::error::Error>> {
+        // As after a crash: read the lane back from the log alone.
+        let store = self.log.store();
+        let recovered = recover_as::<LaneView, _>(store, &self.address)?;
+        assert_eq!(
+            recovered.as_ref(),
+            Some(self.lane.get()),
+            "recovery diverged"
+        );
+        let r = replay(store, &self.address, None)?;
+        println!(
+            "\ndurable log {}: {} records, {} bytes; recovery replayed {} batches from the base at seq {}",
+            self.log_path.display(),
+            store.len(),
+            store.size(),
+            r.batches,
+            r.base_seq.unwrap_or_default(),
+        );
+        println!(
+            "  look inside: cargo run -p chord-cli -- show {} lanes main",
+            self.log_path.display()
+        );
         println!(
             "\n{} batches, {} ops: {} wire bytes, against {} bytes of full snapshots ({:.1}x smaller)",
             self.batches,
@@ -148,7 +208,8 @@ impl Stream {
             self.snapshot_bytes,
             self.snapshot_bytes as f64 / self.wire_bytes as f64
         );
-        println!("replica equals the producer after every batch");
+        println!("replica equals the producer after every batch; the recovered lane equals it too");
+        Ok(())
     }
 }
 
@@ -167,8 +228,7 @@ fn preview(s: &str) -> String {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut s = Stream::new(std::env::args().any(|a| a == "--quiet"));
     run_agent(&mut s)?;
-    s.summary();
-    Ok(())
+    s.summary()
 }
 
 #[cfg(feature = "sse")]

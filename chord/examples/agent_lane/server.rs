@@ -187,7 +187,7 @@ pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
 
     // The agent runs on this thread; the server and the replica on the runtime's.
     run_agent(&mut s)?;
-    s.summary();
+    s.summary()?;
     let expected = s.state();
     let reached = runtime.block_on(async {
         let wait = replica.wait_until(|r| r.value.as_ref() == Some(&expected));
