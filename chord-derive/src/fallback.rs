@@ -1,6 +1,6 @@
 //! What is emitted beside a compile error: the errors, plus a stand-in `Tracked`
-//! implementation so that code using the type reports the real mistake only, not twenty
-//! follow-on errors about a missing trait.
+//! implementation that asks for nothing more of the type, so that code using it reports the
+//! real mistake only, not twenty follow-on errors about a missing trait.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -15,11 +15,9 @@ pub(crate) fn expand(input: &DeriveInput, error: syn::Error) -> TokenStream {
 
         #[automatically_derived]
         impl #impl_generics ::chord::Tracked for #name #ty_generics #where_clause {
-            type Proxy<'__a> = ::chord::__private::LeafProxy<'__a, Self> where Self: '__a;
+            type Proxy<'__a> = () where Self: '__a;
 
-            fn __proxy<'__a>(&'__a mut self, cx: ::chord::__private::Cx<'__a>) -> Self::Proxy<'__a> {
-                ::chord::__private::LeafProxy::new(self, cx)
-            }
+            fn __proxy<'__a>(&'__a mut self, _: ::chord::__private::Cx<'__a>) {}
 
             fn __flush(
                 &self,

@@ -25,37 +25,28 @@ pub trait MapLike: Serialize {
     fn __remove(&mut self, key: &str) -> Option<Self::Value>;
 }
 
-impl<V: Tracked> MapLike for BTreeMap<String, V> {
-    type Value = V;
-    fn __get(&self, key: &str) -> Option<&V> {
-        self.get(key)
-    }
-    fn __get_mut(&mut self, key: &str) -> Option<&mut V> {
-        self.get_mut(key)
-    }
-    fn __insert(&mut self, key: String, value: V) -> Option<V> {
-        self.insert(key, value)
-    }
-    fn __remove(&mut self, key: &str) -> Option<V> {
-        self.remove(key)
-    }
+macro_rules! std_map {
+    ($map:ty, $($extra:tt)*) => {
+        impl<V: Tracked, $($extra)*> MapLike for $map {
+            type Value = V;
+            fn __get(&self, key: &str) -> Option<&V> {
+                self.get(key)
+            }
+            fn __get_mut(&mut self, key: &str) -> Option<&mut V> {
+                self.get_mut(key)
+            }
+            fn __insert(&mut self, key: String, value: V) -> Option<V> {
+                self.insert(key, value)
+            }
+            fn __remove(&mut self, key: &str) -> Option<V> {
+                self.remove(key)
+            }
+        }
+    };
 }
 
-impl<V: Tracked, S: BuildHasher> MapLike for HashMap<String, V, S> {
-    type Value = V;
-    fn __get(&self, key: &str) -> Option<&V> {
-        self.get(key)
-    }
-    fn __get_mut(&mut self, key: &str) -> Option<&mut V> {
-        self.get_mut(key)
-    }
-    fn __insert(&mut self, key: String, value: V) -> Option<V> {
-        self.insert(key, value)
-    }
-    fn __remove(&mut self, key: &str) -> Option<V> {
-        self.remove(key)
-    }
-}
+std_map!(BTreeMap<String, V>,);
+std_map!(HashMap<String, V, S>, S: BuildHasher);
 
 impl MapLike for serde_json::Map<String, Value> {
     type Value = Value;
