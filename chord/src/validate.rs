@@ -157,11 +157,11 @@ pub(crate) fn path(value: Value) -> Result<Path> {
     for (i, seg) in segs.into_iter().enumerate() {
         let seg = match seg {
             Value::String(k) => Seg::Key(k),
-            Value::Number(ref n) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Value::Number(ref n) => match safe_integer(n) {
                 Some(n) => Seg::Index(n),
                 None => {
                     return Err(ErrorKind::InvalidPath(format!(
-                        "segment {i} is {n}; indices are non-negative integers"
+                        "segment {i} is {n}; indices are non-negative integers up to 2^53 - 1"
                     ))
                     .into())
                 }
@@ -188,17 +188,29 @@ pub(crate) fn path(value: Value) -> Result<Path> {
     Ok(Path::from(out))
 }
 
-fn count(value: Value, field: &'static str) -> Result<usize> {
-    value
-        .as_u64()
+/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// A non-negative integer a JavaScript replica reads exactly: counts, indices and ids beyond
+/// 2^53 - 1 are refused, so that every replica agrees on every op it accepts.
+fn safe_integer(n: &serde_json::Number) -> Option<usize> {
+    n.as_u64()
+        .filter(|&n| n <= MAX_SAFE_INTEGER)
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| {
-            ErrorKind::InvalidCount {
-                field,
-                found: value.to_string(),
-            }
-            .into()
-        })
+}
+
+fn count(value: Value, field: &'static str) -> Result<usize> {
+    match &value {
+        Value::Number(n) => safe_integer(n),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        ErrorKind::InvalidCount {
+            field,
+            found: value.to_string(),
+        }
+        .into()
+    })
 }
 
 fn text(value: Value) -> Result<String> {
@@ -326,6 +338,20 @@ mod tests {
                 found: "1.5".into()
             }
         );
+    }
+
+    #[test]
+    fn counts_stop_where_javascript_numbers_stop_being_exact() {
+        assert!(op(json!(["t", ["a"], 9_007_199_254_740_991u64])).is_ok());
+        assert!(matches!(
+            kind(json!(["t", ["a"], 9_007_199_254_740_992u64])),
+            ErrorKind::InvalidCount { field: "count", .. }
+        ));
+        assert!(matches!(
+            kind(json!(["s", ["xs", 9_007_199_254_740_992u64], 1])),
+            ErrorKind::InvalidPath(_)
+        ));
+        assert!(wire_op(json!(["#", 9_007_199_254_740_992u64, ["a"]])).is_err());
     }
 
     #[test]

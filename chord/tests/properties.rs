@@ -505,7 +505,8 @@ impl<'a> Gen<'a> {
         let len = bounds[bounds.len() - 1];
         let count = match self.ch.below(8) {
             0 => len + self.ch.below(3),
-            1 => usize::MAX,
+            // The largest count the wire carries (JavaScript's MAX_SAFE_INTEGER).
+            1 => (1 << 53) - 1,
             _ => *self.ch.pick(&bounds),
         };
         Op::Truncate(path, count)
@@ -651,7 +652,7 @@ impl<'a> Gen<'a> {
                 let (segs, len) = *self.ch.pick(&arrays);
                 let index = self.ch.below(len + 3);
                 let remove = if self.ch.chance(1, 6) {
-                    usize::MAX
+                    (1 << 53) - 1 // the largest count the wire carries
                 } else {
                     self.ch.below(len + 3)
                 };
