@@ -1,41 +1,58 @@
 //! chord turns mutations of typed application state into the smallest honest description of
-//! what changed: a batch of ops that any replica can apply to stay equal to the producer.
-//!
-//! This crate holds the data boundary every part of chord shares:
-//!
-//! - [`Op`]: six verbs, always JSON tuples: `["r", v]`, `["s", path, v]`, `["d", path]`,
-//!   `["a", path, text]`, `["t", path, n]`, `["p", path, index, remove, items]`.
-//! - [`parse_batch`] and `Deserialize`: untrusted JSON is validated where it enters, with
-//!   errors that name the op and what was wrong.
-//! - [`apply`]: a strict, safe, atomic applier over [`serde_json::Value`].
-//! - [`Encoder`] / [`Decoder`]: the per-stream wire codec that shortens paths.
+//! what changed: a batch of ops that any replica can apply to stay equal to the producer,
+//! streamed live, written to a durable log, and recovered after a crash.
 //!
 //! # Example
 //!
 //! ```
-//! use chord::{apply, path, Decoder, Encoder, Op};
-//! use serde_json::json;
+//! use chord::{apply, Decoder, Encoder, Tracked};
+//! use serde::Serialize;
 //!
-//! // A producer's batches (the tracker builds these from ordinary mutations).
-//! let batches = vec![
-//!     vec![Op::Replace(json!({"text": "", "transcript": []}))],
-//!     vec![Op::Append(path!["text"], "Hel".into())],
-//!     vec![Op::Append(path!["text"], "lo".into()),
-//!          Op::Splice { path: path!["transcript"].into(), index: 0, remove: 0, items: vec![json!({"role": "user"})] }],
-//! ];
-//!
-//! // One encoder per stream on the producer side, one decoder per stream on the replica.
-//! let mut encoder = Encoder::new();
-//! let mut decoder = Decoder::new();
-//! let mut replica = None;
-//! for batch in &batches {
-//!     let wire = encoder.encode(batch).to_json();
-//!     let ops = decoder.decode_str(&wire)?;
-//!     apply(&mut replica, ops)?;
+//! #[derive(Tracked, Serialize, Default)]
+//! struct Lane {
+//!     text: String,
+//!     transcript: Vec<Entry>,
 //! }
-//! assert_eq!(replica, Some(json!({"text": "Hello", "transcript": [{"role": "user"}]})));
-//! # Ok::<(), chord::Error>(())
+//!
+//! #[derive(Tracked, Serialize, Clone)]
+//! struct Entry {
+//!     role: String,
+//! }
+//!
+//! // The producer mutates normally, through the tracker's proxies...
+//! let mut lane = chord::track(Lane::default());
+//! let mut encoder = Encoder::new(); // one per stream
+//! let mut decoder = Decoder::new(); // on the replica's side
+//! let mut replica = None;
+//! for step in 0..3 {
+//!     lane.state().text().push_str("tok ");                                  // ["a", ["text"], "tok "]
+//!     lane.state().transcript().insert(0, Entry { role: "user".into() })?;   // ["p", ["transcript"], 0, 0, [..]]
+//!     // ...and each flush is the smallest batch of ops since the last one
+//!     // (the first is a base batch, `["r", value]`).
+//!     let ops = lane.flush()?;
+//!     let wire = encoder.encode(&ops).to_json();
+//!     apply(&mut replica, decoder.decode_str(&wire)?)?;
+//!     assert_eq!(replica, Some(serde_json::to_value(lane.get())?));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Map
+//!
+//! - [`Tracked`] (derive and trait), [`track`], [`Tracker`], the proxies in [`proxy`]: intent
+//!   recorded where it happens, flushed from a dirty tree.
+//! - [`Op`], [`Path`], [`is_base`], [`display_batch`]: six verbs, always JSON tuples:
+//!   `["r", v]`, `["s", path, v]`, `["d", path]`, `["a", path, text]`, `["t", path, n]`,
+//!   `["p", path, index, remove, items]`.
+//! - [`parse_batch`] and `Deserialize`: untrusted JSON is validated where it enters, with
+//!   errors that name the op and what was wrong.
+//! - [`apply`]: a strict, safe, atomic applier over [`serde_json::Value`], bounded by
+//!   [`Limits`]. [`diff`]: the ops between two snapshots.
+//! - [`Encoder`] / [`Decoder`] ([`wire`]): the per-stream codec that shortens paths.
+//! - [`store`]: durable logs (JSONL, SQLite with the `sqlite` feature), recovery, and the
+//!   checkpointed [`store::Durable`] tracker.
+//! - With the `sse` feature: `hub` (fan-out to subscribers, each with its own encoder), `sse`
+//!   (a Server-Sent Events endpoint) and `replica` (a Rust replica over HTTP).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
