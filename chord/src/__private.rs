@@ -44,7 +44,7 @@ pub fn flush_field<T: Tracked + ?Sized>(
     present: Option<bool>,
     out: &mut Vec<Op>,
 ) -> Result<()> {
-    with_seg(path, Seg::Key(name.to_owned()), |p| {
+    with_seg(path, Seg::Key(name.into()), |p| {
         match (node.present, present) {
             (Some(false), Some(false)) => Ok(()),
             (Some(true), Some(false)) => {

@@ -401,7 +401,7 @@ fn string_at<'v>(root: &'v mut Value, path: &[Seg]) -> Result<&'v mut String> {
 /// The member name a segment addresses on an object.
 fn key_of(seg: &Seg) -> Cow<'_, str> {
     match seg {
-        Seg::Key(k) => Cow::Borrowed(k),
+        Seg::Key(k) => Cow::Borrowed(k.as_ref()),
         Seg::Index(i) => Cow::Owned(i.to_string()),
     }
 }

@@ -160,7 +160,7 @@ impl Differ<'_> {
         }
         for key in before.keys() {
             if !after.contains_key(key) {
-                self.segs.push(Seg::Key(key.clone()));
+                self.segs.push(Seg::Key(key.clone().into()));
                 if let Some(path) = self.path() {
                     self.out.push(Op::Delete(path));
                 }
@@ -169,9 +169,9 @@ impl Differ<'_> {
         }
         for (key, a) in after {
             match before.get(key) {
-                Some(b) => self.child(Seg::Key(key.clone()), b, a),
+                Some(b) => self.child(Seg::Key(key.clone().into()), b, a),
                 None => {
-                    self.segs.push(Seg::Key(key.clone()));
+                    self.segs.push(Seg::Key(key.clone().into()));
                     self.set(a.clone());
                     self.segs.pop();
                 }

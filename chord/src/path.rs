@@ -4,6 +4,7 @@
 //! array element (or, on an object, the member spelled with those digits). Three names are
 //! reserved and refused as segments everywhere: [`RESERVED`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
 
@@ -19,8 +20,9 @@ pub const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
 /// element 0 of an array (or the member `"0"` of an object), the second only an object member.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Seg {
-    /// An object member.
-    Key(String),
+    /// An object member. Field names of derived structs are borrowed (`'static`), so building
+    /// paths for them allocates nothing; keys read from data are owned.
+    Key(Cow<'static, str>),
     /// An array element, or on an object the member spelled with these digits.
     Index(usize),
 }
@@ -35,7 +37,7 @@ impl Seg {
     /// ```
     pub fn is_reserved(&self) -> bool {
         match self {
-            Seg::Key(k) => RESERVED.contains(&k.as_str()),
+            Seg::Key(k) => RESERVED.contains(&k.as_ref()),
             Seg::Index(_) => false,
         }
     }
@@ -43,13 +45,13 @@ impl Seg {
 
 impl From<&str> for Seg {
     fn from(k: &str) -> Self {
-        Seg::Key(k.to_owned())
+        Seg::Key(Cow::Owned(k.to_owned()))
     }
 }
 
 impl From<String> for Seg {
     fn from(k: String) -> Self {
-        Seg::Key(k)
+        Seg::Key(Cow::Owned(k))
     }
 }
 
@@ -127,7 +129,7 @@ impl Path {
     /// The first reserved segment and its position, if any.
     pub fn reserved_segment(&self) -> Option<(usize, &str)> {
         self.0.iter().enumerate().find_map(|(i, s)| match s {
-            Seg::Key(k) if RESERVED.contains(&k.as_str()) => Some((i, k.as_str())),
+            Seg::Key(k) if RESERVED.contains(&k.as_ref()) => Some((i, k.as_ref())),
             _ => None,
         })
     }
@@ -188,7 +190,7 @@ impl fmt::Display for Path {
                     }
                     f.write_str(k)?;
                 }
-                Seg::Key(k) => write!(f, "[{}]", serde_json::Value::from(k.as_str()))?,
+                Seg::Key(k) => write!(f, "[{}]", serde_json::Value::from(k.as_ref()))?,
             }
         }
         Ok(())

@@ -156,7 +156,7 @@ pub(crate) fn path(value: Value) -> Result<Path> {
     let mut out = Vec::with_capacity(segs.len());
     for (i, seg) in segs.into_iter().enumerate() {
         let seg = match seg {
-            Value::String(k) => Seg::Key(k),
+            Value::String(k) => Seg::Key(k.into()),
             Value::Number(ref n) => match safe_integer(n) {
                 Some(n) => Seg::Index(n),
                 None => {
@@ -177,7 +177,7 @@ pub(crate) fn path(value: Value) -> Result<Path> {
         if seg.is_reserved() {
             if let Seg::Key(segment) = seg {
                 return Err(ErrorKind::ReservedSegment {
-                    segment,
+                    segment: segment.into_owned(),
                     position: i,
                 }
                 .into());

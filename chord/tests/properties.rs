@@ -181,7 +181,7 @@ fn check<S: Strategy>(
 
 fn key_name(seg: &Seg) -> String {
     match seg {
-        Seg::Key(k) => k.clone(),
+        Seg::Key(k) => k.to_string(),
         Seg::Index(i) => i.to_string(),
     }
 }
@@ -339,7 +339,7 @@ fn nodes(root: &Value) -> Vec<(Vec<Seg>, Shape)> {
                 for (k, child) in m {
                     if !RESERVED.contains(&k.as_str()) {
                         let mut s = segs.clone();
-                        s.push(Seg::Key(k.clone()));
+                        s.push(Seg::Key(k.clone().into()));
                         stack.push((s, child));
                     }
                 }
@@ -578,7 +578,7 @@ impl<'a> Gen<'a> {
                 }
                 let (parent, keys) = self.ch.pick(&with_keys);
                 let key = (*self.ch.pick(keys)).clone();
-                let path = non_empty(self.respell(&with(parent, Seg::Key(key))));
+                let path = non_empty(self.respell(&with(parent, Seg::Key(key.into()))));
                 Op::Set(path, self.value())
             }
             // Set a member that is probably new (a number on an object names its digits).
@@ -624,7 +624,7 @@ impl<'a> Gen<'a> {
                 } else {
                     (*self.ch.pick(PATH_KEYS)).to_owned()
                 };
-                Op::Delete(non_empty(self.respell(&with(parent, Seg::Key(key)))))
+                Op::Delete(non_empty(self.respell(&with(parent, Seg::Key(key.into())))))
             }
             // Remove an element.
             5 => {

@@ -166,7 +166,7 @@ pub(crate) fn flush<M: MapLike>(
     }
     for (key, child) in &mut node.children {
         let Key::Name(k) = key else { continue };
-        with_seg(path, Seg::Key(k.clone()), |p| match &child.state {
+        with_seg(path, Seg::Key(k.clone().into()), |p| match &child.state {
             State::Assigned(before) => {
                 let after = map.__get(k).map(|v| to_json(v, p)).transpose()?;
                 flush_assigned(p, before, after, out);

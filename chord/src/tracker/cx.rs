@@ -37,7 +37,7 @@ impl Link<'_> {
         while let Some(link) = at {
             match link.seg {
                 LinkSeg::Root | LinkSeg::Same => {}
-                LinkSeg::Key(k) => segs.push(Seg::Key(k.to_owned())),
+                LinkSeg::Key(k) => segs.push(Seg::Key((*k).to_owned().into())),
                 LinkSeg::Index(i) => segs.push(Seg::Index(i)),
             }
             at = link.parent;
