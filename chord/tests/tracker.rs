@@ -508,3 +508,34 @@ fn hash_maps_are_objects_too() {
         vec![Op::Append(path!["by_id", "a", "text"], "hi".into())]
     );
 }
+
+#[test]
+fn reads_through_proxies_record_nothing() {
+    let mut h = Harness::new(lane());
+    let mut s = h.t.state();
+    let mut op = s.operation();
+    let mut msg = op.streaming_message();
+    let text_len = msg.get_mut().unwrap().content().at(0).text().len();
+    assert_eq!(text_len, 3);
+    assert_eq!(s.transcript().len(), 3);
+    assert!(!h.t.is_dirty());
+    assert_eq!(h.flush(), vec![]);
+}
+
+#[test]
+fn a_parent_replacement_subsumes_dirty_children() {
+    let mut h = Harness::new(lane());
+    h.t.state().operation().status().push_str("-and-more");
+    let mut next = h.t.operation.clone();
+    next.status = "running!".into();
+    h.t.state().operation().set(next).unwrap();
+    // The child's append is not sent on its own: the parent is compared as a whole. Its
+    // accepted value is unknown after the child edit, so the struct is set.
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(
+            path!["operation"],
+            serde_json::to_value(&h.t.operation).unwrap()
+        )]
+    );
+}
