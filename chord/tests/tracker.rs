@@ -539,3 +539,18 @@ fn a_parent_replacement_subsumes_dirty_children() {
         )]
     );
 }
+
+#[test]
+fn reordering_is_compared_at_flush() {
+    let mut h = Harness::new(Page {
+        items: vec![3, 1, 2, 2, 5],
+    });
+    h.t.state().items().sort();
+    h.t.state().items().dedup();
+    let ops = h.flush();
+    assert!(!ops.is_empty());
+    assert_eq!(h.t.items, vec![1, 2, 3, 5]);
+    // Sorting an already sorted list emits nothing.
+    h.t.state().items().sort();
+    assert_eq!(h.flush(), vec![]);
+}

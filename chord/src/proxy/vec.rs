@@ -276,6 +276,22 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         self.rewrite(|v| v.sort_by_key(key));
     }
 
+    /// Sorts (see [`rewrite`](VecProxy::rewrite)).
+    pub fn sort(&mut self)
+    where
+        T: Ord,
+    {
+        self.rewrite(|v| v.sort());
+    }
+
+    /// Removes consecutive repeated elements (see [`rewrite`](VecProxy::rewrite)).
+    pub fn dedup(&mut self)
+    where
+        T: PartialEq,
+    {
+        self.rewrite(|v| v.dedup());
+    }
+
     /// Reverses the order (see [`rewrite`](VecProxy::rewrite)).
     pub fn reverse(&mut self) {
         self.rewrite(|v| v.reverse());
