@@ -1,7 +1,7 @@
 //! Load, on loopback and bounded in time: many Rust replicas over real HTTP connections on one
 //! stream, a producer publishing at a steady rate, and one subscriber that never reads.
 //!
-//! Defaults: 1,000 subscribers, 50 batches a second for 10 seconds, a queue of 256 batches.
+//! Defaults: 1,000 subscribers, 50 batches a second for 10 seconds, a queue of 512 batches (ten seconds of lag before a replica is cut).
 //! `CHORD_LOAD_SUBSCRIBERS`, `CHORD_LOAD_RATE`, `CHORD_LOAD_SECONDS` and `CHORD_LOAD_QUEUE`
 //! change them. The figures (peak memory, fan-out cost per batch) are printed; only
 //! correctness is asserted: every replica ends equal to the producer's value, the stalled
@@ -134,7 +134,7 @@ fn a_thousand_subscribers_on_one_stream() {
     let subscribers = env("CHORD_LOAD_SUBSCRIBERS", 1_000) as usize;
     let rate = env("CHORD_LOAD_RATE", 50).max(1);
     let seconds = env("CHORD_LOAD_SECONDS", 10);
-    let queue = env("CHORD_LOAD_QUEUE", 256) as usize;
+    let queue = env("CHORD_LOAD_QUEUE", 512) as usize;
     let batches = rate * seconds;
     let fds = raise_fd_limit(2 * subscribers as u64 + 256);
     assert!(
