@@ -76,11 +76,10 @@ pub fn flush_opaque_field<T: Serialize + ?Sized>(
 }
 
 /// Reassigns a whole struct through its proxy.
-pub fn assign<T: Serialize>(slot: &mut T, value: T, cx: &mut Cx<'_>) -> Result<()> {
+pub fn assign<T: Tracked>(slot: &mut T, value: T, cx: &mut Cx<'_>) -> Result<()> {
     cx.check(&value)?;
     if let Some(node) = cx.node.as_deref_mut() {
-        let old = &*slot;
-        node.assign(|| serde_json::to_value(old).ok());
+        node.assign_tracked(&*slot);
     }
     *slot = value;
     Ok(())

@@ -529,14 +529,40 @@ fn a_parent_replacement_subsumes_dirty_children() {
     let mut next = h.t.operation.clone();
     next.status = "running!".into();
     h.t.state().operation().set(next).unwrap();
-    // The child's append is not sent on its own: the parent is compared as a whole. Its
-    // accepted value is unknown after the child edit, so the struct is set.
+    // The edit recorded before the reassignment is kept as an op, then the struct is
+    // compared with what it replaced: only the status differs.
     assert_eq!(
         h.flush(),
-        vec![Op::Set(
-            path!["operation"],
-            serde_json::to_value(&h.t.operation).unwrap()
-        )]
+        vec![
+            Op::Append(path!["operation", "status"], "-and-more".into()),
+            Op::Set(path!["operation", "status"], "running!".into()),
+        ]
+    );
+}
+
+#[test]
+fn edits_then_a_reassignment_survive_splices_that_move_the_element() {
+    let mut h = Harness::new(lane()); // transcript m0 m1 m2
+    let mut s = h.t.state();
+    let mut tr = s.transcript();
+    tr.at(1).text().push_str("+");
+    let mut next = tr[1].clone();
+    next.role = "system".into();
+    tr.at(1).set(next).unwrap(); // m1 edited, then reassigned
+    tr.insert(0, Entry::default()).unwrap(); // m1 moves to index 2
+    let ops = h.flush();
+    assert_eq!(
+        ops,
+        vec![
+            Op::Splice {
+                path: path!["transcript"].into(),
+                index: 0,
+                remove: 0,
+                items: vec![json!({"role": "", "text": ""})]
+            },
+            Op::Append(path!["transcript", 2, "text"], "+".into()),
+            Op::Set(path!["transcript", 2, "role"], "system".into()),
+        ]
     );
 }
 

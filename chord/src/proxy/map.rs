@@ -100,14 +100,12 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
     /// The value is not faithful JSON; nothing is changed then.
     pub fn insert(&mut self, key: String, value: M::Value) -> Result<Option<M::Value>> {
         self.cx.check(&value)?;
-        let old = self.m.__get(&key).map(|v| serde_json::to_value(v).ok());
-        self.record_json(&key, old);
+        self.record(&key);
         Ok(self.m.__insert(key, value))
     }
 
-    /// Records a change of member `key`; `old` is its accepted JSON (`None`: absent;
-    /// `Some(None)`: present but not serializable).
-    fn record_json(&mut self, key: &str, old: Option<Option<Value>>) {
+    /// Records that member `key` is about to be replaced or removed.
+    fn record(&mut self, key: &str) {
         let Some(node) = self.cx.node.as_deref_mut() else {
             return;
         };
@@ -117,18 +115,17 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
             return;
         }
         if let Some(child) = node.child(Key::Name(key.to_owned())) {
-            match old {
+            match self.m.__get(key) {
                 None => child.assign_before(Before::Absent),
-                Some(json) => child.assign(|| json),
+                Some(old) => child.assign_tracked(old),
             }
         }
     }
 
     /// Removes a member, returning it.
     pub fn remove(&mut self, key: &str) -> Option<M::Value> {
-        let old = self.m.__get(key).map(|v| serde_json::to_value(v).ok());
-        if old.is_some() {
-            self.record_json(key, old);
+        if self.m.__get(key).is_some() {
+            self.record(key);
         }
         self.m.__remove(key)
     }

@@ -35,8 +35,7 @@ impl<'a, T: Tracked> OptionProxy<'a, T> {
     pub fn set(&mut self, value: Option<T>) -> Result<()> {
         self.cx.check(&value)?;
         if let Some(node) = self.cx.node.as_deref_mut() {
-            let v = &*self.v;
-            node.assign(|| serde_json::to_value(v).ok());
+            node.assign_tracked(&*self.v);
         }
         *self.v = value;
         Ok(())
@@ -45,8 +44,7 @@ impl<'a, T: Tracked> OptionProxy<'a, T> {
     /// Takes the contents out, leaving `None`.
     pub fn take(&mut self) -> Option<T> {
         if let Some(node) = self.cx.node.as_deref_mut() {
-            let v = &*self.v;
-            node.assign(|| serde_json::to_value(v).ok());
+            node.assign_tracked(&*self.v);
         }
         self.v.take()
     }

@@ -36,9 +36,17 @@ impl<'a> ValueProxy<'a> {
 
     /// Replaces the value; compared with the accepted one at flush.
     pub fn set(&mut self, value: impl Into<Value>) {
-        let old = std::mem::replace(self.v, value.into());
-        if let Some(node) = self.cx.node.as_deref_mut() {
-            node.assign(move || Some(old));
+        let value = value.into();
+        match self.cx.node.as_deref_mut() {
+            Some(node) if node.is_dirty() => {
+                node.assign_tracked(&*self.v);
+                *self.v = value;
+            }
+            Some(node) => {
+                let old = std::mem::replace(self.v, value);
+                node.assign(move || Some(old)); // the accepted value, moved: no copy
+            }
+            None => *self.v = value,
         }
     }
 

@@ -260,8 +260,7 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     /// and the changed vectors are compared at flush. Correct, not necessarily minimal.
     pub fn rewrite<R>(&mut self, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
         if let Some(node) = self.cx.node.as_deref_mut() {
-            let v = &*self.v;
-            node.assign(|| serde_json::to_value(v).ok());
+            node.assign_tracked(&*self.v);
         }
         f(self.v)
     }

@@ -8,9 +8,10 @@
 use serde_json::Value;
 
 use crate::op::Op;
-use crate::path::{Path, Seg};
+use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::seq::SeqEdit;
 use crate::tracker::text::TextEdit;
+use crate::tracker::Tracked;
 
 /// One touched location in the dirty tree.
 #[doc(hidden)]
@@ -43,7 +44,15 @@ pub(crate) enum Before {
     Existed,
     /// Present with this JSON.
     Value(Value),
+    /// Edited since the last flush, then reassigned: the ops that turned the accepted value
+    /// into `.1` (recorded relative to this node, each path starting with [`HERE`]), and the
+    /// value the reassignment replaced.
+    Edited(Vec<Op>, Value),
 }
+
+/// The placeholder first segment of ops recorded relative to a node; replaced by the node's
+/// path at flush, when that path is known (splices elsewhere may have moved it since).
+const HERE: Seg = Seg::Index(usize::MAX);
 
 #[derive(Debug, Default)]
 pub(crate) enum State {
@@ -98,7 +107,9 @@ impl Node {
     }
 
     /// Records a reassignment of the whole value at this node. `accepted` produces the JSON
-    /// of the value being replaced, and is only called when that is still the accepted value.
+    /// of the value being replaced; it is only called when that is still the accepted value
+    /// (when edits were recorded here since the last flush, the accepted value is no longer
+    /// known, and flush sends the new value whole; see [`assign_tracked`](Node::assign_tracked)).
     pub(crate) fn assign(&mut self, accepted: impl FnOnce() -> Option<Value>) {
         if matches!(self.state, State::Assigned(_)) {
             return; // the first baseline stays: it is what the replica has
@@ -115,6 +126,30 @@ impl Node {
         self.children.clear();
     }
 
+    /// Records a reassignment of `current`, the value at this node. When edits were recorded
+    /// here since the last flush, they are turned into ops now (relative to this node) and
+    /// kept, so that flush can send them followed by the difference between `current` and the
+    /// new value: an append and then a reassignment of the struct holding the text stay an
+    /// append and a few sets, not the whole struct.
+    pub(crate) fn assign_tracked<T: Tracked + ?Sized>(&mut self, current: &T) {
+        if matches!(self.state, State::Assigned(_)) {
+            return;
+        }
+        if !self.is_dirty() {
+            return self.assign(|| serde_json::to_value(current).ok());
+        }
+        let mut early = Vec::new();
+        let mut here = Path::from(vec![HERE]);
+        let before = match (
+            current.__flush(self, &mut here, &mut early),
+            serde_json::to_value(current),
+        ) {
+            (Ok(()), Ok(value)) => Before::Edited(early, value),
+            _ => Before::Existed,
+        };
+        self.state = State::Assigned(before);
+        self.children.clear();
+    }
     /// Records a reassignment where the accepted value is known to be absent or unknown.
     pub(crate) fn assign_before(&mut self, before: Before) {
         if matches!(self.state, State::Assigned(_)) {
@@ -141,8 +176,56 @@ pub(crate) fn flush_assigned(
             }
         }
         (Before::Value(b), Some(a)) => crate::diff::diff_into(path, b, &a, out),
+        (Before::Edited(early, b), Some(a)) => {
+            let mut rest = Vec::new();
+            crate::diff::diff_into(path, b, &a, &mut rest);
+            match rebased(path, early) {
+                // At the root a whole replacement is an `r`, which must stand alone.
+                Some(ops) if !rest.iter().any(|op| matches!(op, Op::Replace(_))) => {
+                    out.extend(ops);
+                    out.extend(rest);
+                }
+                // (or edits of a tracked root string, which no op but `r` can express)
+                _ => set(path, a, out),
+            }
+        }
         (Before::Absent | Before::Existed, Some(a)) => set(path, a, out),
     }
+}
+
+/// `ops` recorded relative to a node (paths starting with [`HERE`]), moved to `path`.
+/// `None` when one would be an `s`, `d`, `a` or `t` of the root, which no op can express.
+fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
+    let at = |rel: &Path| -> Path {
+        let mut p = path.clone();
+        for seg in rel.segments().iter().skip(1) {
+            p.push(seg.clone());
+        }
+        p
+    };
+    let non_empty = |rel: &Path| NonEmptyPath::try_from(at(rel)).ok();
+    ops.iter()
+        .map(|op| {
+            Some(match op {
+                Op::Replace(v) => Op::Replace(v.clone()),
+                Op::Set(p, v) => Op::Set(non_empty(p)?, v.clone()),
+                Op::Delete(p) => Op::Delete(non_empty(p)?),
+                Op::Append(p, t) => Op::Append(non_empty(p)?, t.clone()),
+                Op::Truncate(p, n) => Op::Truncate(non_empty(p)?, *n),
+                Op::Splice {
+                    path: p,
+                    index,
+                    remove,
+                    items,
+                } => Op::Splice {
+                    path: at(p),
+                    index: *index,
+                    remove: *remove,
+                    items: items.clone(),
+                },
+            })
+        })
+        .collect()
 }
 
 /// `s` of a whole value, or `r` at the root.
