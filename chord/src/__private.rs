@@ -26,7 +26,7 @@ pub fn flush_struct<T: Serialize>(
         flush_assigned(path, before, Some(to_json(value, path)?), out);
         return Ok(());
     }
-    for (key, child) in &mut node.children {
+    for (key, child) in node.children.iter_mut() {
         if let Key::Field(index) = *key {
             field(index, child, path, out)?;
         }

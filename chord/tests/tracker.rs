@@ -580,3 +580,36 @@ fn reordering_is_compared_at_flush() {
     h.t.state().items().sort();
     assert_eq!(h.flush(), vec![]);
 }
+
+#[test]
+fn many_dirty_children_in_one_flush() {
+    // Past the point where children are looked up through an index rather than a scan.
+    let mut start = lane();
+    start.transcript = (0..1000)
+        .map(|i| Entry {
+            role: "user".into(),
+            text: format!("m{i}"),
+        })
+        .collect();
+    let mut h = Harness::new(start);
+    let mut s = h.t.state();
+    let mut tr = s.transcript();
+    for i in (0..1000).rev() {
+        tr.at(i).text().push_str("!");
+        if i % 100 == 0 {
+            tr.at(i).role().set("system");
+        }
+    }
+    tr.insert(0, Entry::default()).unwrap();
+    for i in 0..1001 {
+        tr.at(i).text().push_str("?");
+    }
+    let mut config = s.config();
+    let mut labels = config.labels();
+    for k in 0..40 {
+        labels.insert(format!("k{k}"), "v".into()).unwrap();
+    }
+    let ops = h.flush();
+    // One splice for the new entry, one append per old entry, ten role sets, forty labels.
+    assert_eq!(ops.len(), 1 + 1000 + 10 + 40, "{}", ops.len());
+}

@@ -161,7 +161,7 @@ pub(crate) fn flush<M: MapLike>(
         flush_assigned(path, before, Some(to_json(map, path)?), out);
         return Ok(());
     }
-    for (key, child) in &mut node.children {
+    for (key, child) in node.children.iter_mut() {
         let Key::Name(k) = key else { continue };
         with_seg(path, Seg::Key(k.clone().into()), |p| match &child.state {
             State::Assigned(before) => {

@@ -5,6 +5,8 @@
 //! nodes of touched children. Flushing turns nodes into ops and resets the tree, so the
 //! tracker's memory is proportional to what changed, never to the state's size.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::op::Op;
@@ -21,11 +23,63 @@ pub struct Node {
     /// For fields serde may skip (`skip_serializing_if`): whether the field was present in the
     /// JSON at the last flush. Captured when the node is created.
     pub(crate) present: Option<bool>,
-    pub(crate) children: Vec<(Key, Node)>,
+    pub(crate) children: Children,
+}
+
+/// The touched children of a node, in the order they were first touched (which is the order
+/// their ops are emitted in). Looked up by a scan while there are few, through an index once
+/// there are many, so one flush interval that edits thousands of elements stays linear.
+#[derive(Debug, Default)]
+pub(crate) struct Children {
+    list: Vec<(Key, Node)>,
+    index: Option<HashMap<Key, usize>>,
+}
+
+/// How many children a scan handles before an index is built.
+const SCAN: usize = 16;
+
+impl Children {
+    fn position(&mut self, key: &Key) -> Option<usize> {
+        if self.list.len() > SCAN && self.index.is_none() {
+            let index = self
+                .list
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect();
+            self.index = Some(index);
+        }
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.list.iter().position(|(k, _)| k == key),
+        }
+    }
+
+    fn push(&mut self, key: Key, node: Node) -> usize {
+        let at = self.list.len();
+        if let Some(index) = &mut self.index {
+            index.insert(key.clone(), at);
+        }
+        self.list.push((key, node));
+        at
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.list.clear();
+        self.index = None;
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(Key, Node)> {
+        self.list.iter()
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut (Key, Node)> {
+        self.list.iter_mut()
+    }
 }
 
 /// How a child is addressed under its parent.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
     /// A struct field, by declaration index.
     Field(u32),
@@ -89,16 +143,15 @@ impl Node {
         if self.subsumes_children() {
             return None;
         }
-        let at = match self.children.iter().position(|(k, _)| *k == key) {
+        let at = match self.children.position(&key) {
             Some(at) => at,
             None => {
                 let mut node = Node::default();
                 init(&mut node);
-                self.children.push((key, node));
-                self.children.len() - 1
+                self.children.push(key, node)
             }
         };
-        Some(&mut self.children[at].1)
+        Some(&mut self.children.list[at].1)
     }
 
     /// Whether anything is recorded here or below.

@@ -225,7 +225,7 @@ pub(crate) fn flush<T: Tracked>(
     };
     let mut children = std::mem::take(&mut node.children);
     let result = (|| {
-        for (key, child) in &mut children {
+        for (key, child) in children.iter_mut() {
             let Key::Index(accepted) = *key else { continue };
             let current = match edit {
                 Some(edit) => edit.current_index(accepted),
