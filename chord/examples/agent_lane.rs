@@ -147,15 +147,11 @@ impl Stream {
         if ops.is_empty() {
             return Ok(());
         }
-        // The log's checkpoint policy asks for a base batch now and then, so that recovery
-        // replays at most 50 batches. The log gets the whole lane then; live replicas keep
-        // getting the delta.
-        if self.log.wants_base(&self.address) {
-            let base = [Op::Replace(serde_json::to_value(self.lane.get())?)];
-            self.log.append(&self.address, &base)?;
-        } else {
-            self.log.append(&self.address, &ops)?; // on disk when it returns
-        }
+        // On disk when it returns. Every 50 batches the log's checkpoint policy stores the
+        // whole lane instead, so recovery replays at most 50; live replicas keep the delta.
+        let lane = self.lane.get();
+        self.log
+            .append_checkpointed(&self.address, &ops, || Ok(serde_json::to_value(lane)?))?;
         if let Some(sink) = &mut self.sink {
             sink(&ops)?;
         }

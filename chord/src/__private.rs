@@ -12,7 +12,7 @@ pub use serde_json;
 pub use std::vec::Vec;
 
 use crate::path::Seg;
-use crate::tracker::{flush_assigned, to_json, with_seg, Key, State};
+use crate::tracker::{flush_assigned, to_json, with_seg, Before, Key, State};
 
 /// Flushes a struct: its own assignment if any, else each dirty field through `field`.
 pub fn flush_struct<T: Serialize>(
@@ -46,19 +46,15 @@ pub fn flush_field<T: Tracked + ?Sized>(
 ) -> Result<()> {
     with_seg(path, Seg::Key(name.into()), |p| {
         match (node.present, present) {
-            (Some(false), Some(false)) => Ok(()),
-            (Some(true), Some(false)) => {
-                if let Ok(p) = crate::NonEmptyPath::try_from(p.clone()) {
-                    out.push(Op::Delete(p));
-                }
+            // Present then and now (or never skipped): the field's own changes.
+            (Some(true), Some(true)) | (None, _) | (_, None) => value.__flush(node, p, out),
+            // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
+            (Some(was), Some(now)) => {
+                let before = if was { Before::Existed } else { Before::Absent };
+                let after = if now { Some(to_json(value, p)?) } else { None };
+                flush_assigned(p, &before, after, out);
                 Ok(())
             }
-            (Some(false), Some(true)) => {
-                let v = to_json(value, p)?;
-                crate::tracker::node_set(p, v, out);
-                Ok(())
-            }
-            _ => value.__flush(node, p, out),
         }
     })
 }

@@ -88,8 +88,9 @@ impl<T: Tracked, S: Store> Durable<T, S> {
         self.tracker.state()
     }
 
-    /// Flushes the recorded changes to the log: a base batch when the checkpoint policy asks
-    /// for one. Returns the record's seq, or `None` when nothing changed.
+    /// Flushes the recorded changes to the log: a base batch with the whole value when the
+    /// checkpoint policy asks for one (see [`LogWriter::append_checkpointed`]). Returns the
+    /// record's seq, or `None` when nothing changed.
     ///
     /// When the record is on disk is the store's [`Durability`](super::Durability); see
     /// [`Store::durable_seq`] and [`sync`](Durable::sync).
@@ -100,17 +101,20 @@ impl<T: Tracked, S: Store> Durable<T, S> {
     /// changes stay recorded), or the store's error. After a store error the next flush is a
     /// base batch, so the log never misses a change that was not stored.
     pub fn flush(&mut self) -> Result<Option<u64>> {
-        if self.writer.wants_base(&self.address) {
-            self.tracker.rebase();
-        }
         let ops = self.tracker.flush().map_err(|source| Error::Flush {
             address: self.address.clone(),
             source,
         })?;
-        self.writer.append(&self.address, &ops).inspect_err(|_| {
+        let tracker = &self.tracker;
+        let current = || crate::tracker::to_json(tracker.get(), &crate::Path::root());
+        let stored = self
+            .writer
+            .append_checkpointed(&self.address, &ops, current);
+        if stored.is_err() {
             // The tracker accepted these ops but the log did not: start over from a base.
             self.tracker.rebase();
-        })
+        }
+        stored
     }
 
     /// Forces what was appended to disk; returns the highest durable seq.

@@ -162,6 +162,52 @@ impl<S: Store> LogWriter<S> {
         }
     }
 
+    /// Appends a producer's batch, or a base batch in its place when the checkpoint policy
+    /// asks for one: `current` then gives the value *after* `batch`, stored as `["r", value]`.
+    /// Either way the stored history ends at the same value, and the producer's live replicas
+    /// keep receiving `batch` itself: checkpoints are a concern of the log only.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Flush`](super::Error::Flush) when `current` fails; otherwise as
+    /// [`append`](LogWriter::append).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chord::store::{recover, Address, Checkpoint, Durability, JsonlStore, LogWriter};
+    /// use chord::{path, Op};
+    /// use serde_json::json;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend)?;
+    /// let mut log = LogWriter::new(store, Checkpoint::EveryBatches(2));
+    /// let at = Address::new("tools", "build");
+    /// let mut value = json!({"n": 0});
+    /// for n in 1..=5 {
+    ///     value["n"] = json!(n);
+    ///     let batch = [Op::Set(path!["n"], json!(n))];
+    ///     log.append_checkpointed(&at, &batch, || Ok(value.clone()))?;
+    /// }
+    /// assert_eq!(recover(log.store(), &at)?, Some(json!({"n": 5})));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append_checkpointed(
+        &mut self,
+        address: &Address,
+        batch: &[Op],
+        current: impl FnOnce() -> crate::Result<serde_json::Value>,
+    ) -> Result<Option<u64>> {
+        if batch.is_empty() || is_base(batch) || !self.wants_base(address) {
+            return self.append(address, batch);
+        }
+        let value = current().map_err(|source| super::Error::Flush {
+            address: address.clone(),
+            source,
+        })?;
+        self.append(address, &[Op::Replace(value)])
+    }
+
     /// Whether the checkpoint policy asks for a base batch as `address`'s next batch. Always
     /// true for an address with no base record yet (a stream starts with a base batch).
     ///

@@ -17,7 +17,7 @@ use crate::path::Path;
 
 pub use cx::Cx;
 pub use node::Node;
-pub(crate) use node::{flush_assigned, set as node_set, with_seg, Before, Key, State};
+pub(crate) use node::{flush_assigned, with_seg, Before, Key, State};
 
 /// A type whose mutations chord can record as intent.
 ///
