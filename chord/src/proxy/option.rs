@@ -9,11 +9,21 @@ use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
 /// (`skip_serializing_if = "Option::is_none"`) emits `d`; otherwise it is `s` of `null`.
 ///
 /// ```
-/// use chord::track;
-/// let mut t = track(Some(String::from("a")));
+/// use chord::{path, track, Op, Tracked};
+/// use serde::Serialize;
+///
+/// #[derive(Tracked, Serialize)]
+/// struct Config {
+///     #[serde(skip_serializing_if = "Option::is_none")]
+///     model: Option<String>,
+/// }
+///
+/// let mut t = track(Config { model: Some("gpt".into()) });
 /// t.flush().unwrap();
-/// t.state().get_mut().unwrap().push_str("b");
-/// assert_eq!(t.flush().unwrap().len(), 0 + 1);
+/// t.state().model().get_mut().unwrap().push_str("-5");
+/// assert_eq!(t.flush().unwrap(), vec![Op::Append(path!["model"], "-5".into())]);
+/// t.state().model().set(None).unwrap();
+/// assert_eq!(t.flush().unwrap(), vec![Op::Delete(path!["model"])]);
 /// ```
 pub struct OptionProxy<'a, T> {
     v: &'a mut Option<T>,
