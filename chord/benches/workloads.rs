@@ -1,5 +1,5 @@
 //! chord against the alternatives a Rust user would pick, side by side on the workloads of
-//! `../shared/bench-data/README.md`: muon (derive `Observe`, one `observe!` per step) and
+//! `testdata/bench/README.md`: muon (derive `Observe`, one `observe!` per step) and
 //! json-patch (`diff` of a clone taken before the step).
 //!
 //! ```sh

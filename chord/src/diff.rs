@@ -591,11 +591,8 @@ mod tests {
     fn rolling_window_timings() {
         use std::time::Instant;
 
-        let shared = std::env::var_os("CHORD_SHARED").map_or_else(
-            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
-            std::path::PathBuf::from,
-        );
-        let text50k = std::fs::read_to_string(shared.join("bench-data/text50k.txt")).unwrap();
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/bench");
+        let text50k = std::fs::read_to_string(data.join("text50k.txt")).unwrap();
         let line = "[ 12%] Building CXX object src/foo.o\n";
         let log = line.repeat(50_000_usize.div_ceil(line.len()));
         let slide = |s: &str, _: usize| format!("{}!!!!", &s[4..]);

@@ -1,5 +1,5 @@
 //! Replays the conformance vectors generated from the TypeScript reference implementation
-//! (`../shared/conformance/vectors.jsonl`, format in its README) against chord.
+//! (`testdata/conformance/vectors.jsonl`, format in its README) against chord.
 //!
 //! Every case of the commands chord's core covers must match: the `ok` value exactly (encoded
 //! wire JSON byte for byte), or an error where the reference errs. Where chord deliberately
@@ -12,11 +12,7 @@ use chord::{apply, batch_from_value, is_base, Decoder, Encoder, ErrorKind, Op, W
 use serde_json::Value;
 
 fn vectors_path() -> std::path::PathBuf {
-    match std::env::var_os("CHORD_SHARED") {
-        Some(dir) => std::path::PathBuf::from(dir).join("conformance/vectors.jsonl"),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/conformance/vectors.jsonl"),
-    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/conformance/vectors.jsonl")
 }
 
 /// Cases where chord chooses differently from the reference, and why.

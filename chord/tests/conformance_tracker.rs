@@ -1,5 +1,5 @@
 //! Replays the tracker's conformance vectors, the `overlap` and `diff` cases of
-//! `../shared/conformance/vectors.jsonl` (format in its README), against chord.
+//! `testdata/conformance/vectors.jsonl` (format in its README), against chord.
 //!
 //! Every case must match, except those listed in `DEVIATIONS` with the reason; for those the
 //! test checks chord's own behaviour instead. Every `diff` is also replayed with `apply` and
@@ -15,11 +15,7 @@ mod overlap;
 use overlap::{overlap, OverlapConfig};
 
 fn vectors_path() -> std::path::PathBuf {
-    match std::env::var_os("CHORD_SHARED") {
-        Some(dir) => std::path::PathBuf::from(dir).join("conformance/vectors.jsonl"),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/conformance/vectors.jsonl"),
-    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/conformance/vectors.jsonl")
 }
 
 /// Cases where chord chooses differently from the reference, and why.

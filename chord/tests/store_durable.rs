@@ -15,7 +15,7 @@ struct Tool {
 fn text50k() -> String {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/bench-data/text50k.txt"
+        "/../testdata/bench/text50k.txt"
     );
     std::fs::read_to_string(path).expect("bench data")
 }

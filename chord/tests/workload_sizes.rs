@@ -1,4 +1,4 @@
-//! chord's structural targets on the benchmark workloads (`../shared/bench-data/README.md`):
+//! chord's structural targets on the benchmark workloads (`testdata/bench/README.md`):
 //! the ops each step emits, checked op by op, with every stream decoded and applied to a
 //! replica that must end equal to the state. Prints the ops and wire bytes per workload
 //! (`cargo test --test workload_sizes -- --nocapture`); `benches/workloads.rs` prints the same

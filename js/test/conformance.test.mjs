@@ -1,5 +1,5 @@
 // Replays every case of the shared conformance vectors (generated from the TypeScript
-// reference implementation; format in ../../../shared/conformance/README.md) against the
+// reference implementation; format in ../../testdata/conformance/README.md) against the
 // JavaScript replica, the way chord/tests/conformance.rs replays them against chord.
 //
 // Producer-side commands (encode, overlap, diff) are skipped and counted. Where chord
@@ -9,14 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { apply, checkOp, checkWireOp, ChordError, createDecoder, isBase, validOp, validWireOp } from '../chord-replica.mjs';
 
-const vectorsFile = process.env.CHORD_SHARED
-  ? join(process.env.CHORD_SHARED, 'conformance', 'vectors.jsonl')
-  : fileURLToPath(new URL('../../../shared/conformance/vectors.jsonl', import.meta.url));
+const vectorsFile = fileURLToPath(new URL('../../testdata/conformance/vectors.jsonl', import.meta.url));
 
 const cases = readFileSync(vectorsFile, 'utf8')
   .split('\n')

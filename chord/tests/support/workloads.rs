@@ -1,4 +1,4 @@
-//! The benchmark workloads of `../shared/bench-data/README.md` (W1–W7, W4r, W4L, W5big,
+//! The benchmark workloads of `testdata/bench/README.md` (W1–W7, W4r, W4L, W5big,
 //! W6big), each written once per library so that chord, muon and json-patch do exactly the
 //! same work on the same inputs. Shared by `benches/workloads.rs` (timing, and the size table
 //! it prints) and `tests/workload_sizes.rs` (chord's structural targets).
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 fn bench_data(name: &str) -> String {
     let path = format!(
-        "{}/../../shared/bench-data/{name}",
+        "{}/../testdata/bench/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
