@@ -6,12 +6,26 @@
 export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype']);
 
 /**
- * The default bounds on what one batch may make of a document, the same as chord's `Limits`:
- * nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB of UTF-8.
- * Only growth is bounded: `a` and `p`/`s` that lengthen, values that nest.
- * @type {Readonly<{maxDepth: number, maxArrayLen: number, maxStringLen: number}>}
+ * The most segments a path may have, on both grammars (decoded ops and wire ops, `#`
+ * definitions included), as in chord. No location within the depth limit is deeper, and a
+ * bounded path keeps the cost of every op bounded.
  */
-export const DEFAULT_LIMITS = Object.freeze({ maxDepth: 120, maxArrayLen: 1 << 24, maxStringLen: 256 << 20 });
+export const MAX_PATH_SEGMENTS = 128;
+
+/**
+ * The default bounds on what one batch may make of a document, the same as chord's `Limits`:
+ * nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB of UTF-8, and
+ * 67,108,864 (2^26) units of work per batch (see `apply` and js/README.md for the units).
+ * Depth and lengths bound growth only: `a` and `p`/`s` that lengthen, values that nest. The
+ * work budget bounds the time a batch may take beyond reading its own payloads.
+ * @type {Readonly<{maxDepth: number, maxArrayLen: number, maxStringLen: number, maxWork: number}>}
+ */
+export const DEFAULT_LIMITS = Object.freeze({
+  maxDepth: 120,
+  maxArrayLen: 1 << 24,
+  maxStringLen: 256 << 20,
+  maxWork: 2 ** 26,
+});
 
 const show = (v) => (Object.is(v, -0) ? '-0' : typeof v === 'number' ? String(v) : JSON.stringify(v));
 
@@ -117,10 +131,16 @@ function tuple(op) {
   return [op[0], op.length - 1];
 }
 
-/** An inline path: an array of strings and non-negative integers, no reserved segment. */
+/**
+ * An inline path: an array of at most {@link MAX_PATH_SEGMENTS} strings and non-negative
+ * integers, no reserved segment. The length is checked before any segment is looked at.
+ */
 function checkPath(path) {
   if (!Array.isArray(path)) {
     throw fail('InvalidPath', { reason: `expected an array of segments, found ${jsonType(path)}` });
+  }
+  if (path.length > MAX_PATH_SEGMENTS) {
+    throw fail('InvalidPath', { reason: `${path.length} segments; a path has at most ${MAX_PATH_SEGMENTS}` });
   }
   path.forEach((seg, i) => {
     if (typeof seg === 'number') {
@@ -163,9 +183,9 @@ const SHORT = new Map([['s', 1], ['a', 1], ['t', 1], ['d', 0], ['p', 3]]);
 
 /**
  * Checks one decoded op (what `apply` takes): a known verb with exactly its arity, inline
- * paths only (no ids, no `#`, no short forms), non-empty except for `p`, no reserved segment,
- * counts that are non-negative safe integers, append text a string, splice items an array.
- * Values are not inspected.
+ * paths only (no ids, no `#`, no short forms), non-empty except for `p`, at most
+ * {@link MAX_PATH_SEGMENTS} segments and no reserved one, counts that are non-negative safe
+ * integers, append text a string, splice items an array. Values are not inspected.
  * @param {unknown} op
  * @returns {Array} the op itself
  * @throws {ChordError} the first violation
@@ -288,6 +308,9 @@ function eachOp(batch, check) {
 
 // ---- the decoder (chord/src/wire/decoder.rs) ----
 
+/** A checked wire path as decoded ops hold it: copied once, frozen, then shared by every use. */
+const shared = (path) => Object.freeze(path.slice());
+
 /**
  * @typedef {object} Decoder
  * @property {(wireBatch: unknown) => Array} decode decodes one parsed wire batch into ops
@@ -303,6 +326,11 @@ function eachOp(batch, check) {
  * A failed batch poisons the decoder: every later call throws `DecoderPoisoned`, because
  * later batches may use ids the failed one defined. Start again from a base batch with a
  * fresh decoder. Decoded ops share their values with the wire batch; `apply` copies them.
+ *
+ * Decoded ops share their resolved paths too: an inline path is copied once and frozen, and
+ * every op that reuses it (a short form, an interned id, in this batch or a later one) holds
+ * that same frozen array. So a decoded batch takes memory proportional to its wire text, never
+ * to the number of reuses times the path's length.
  * @returns {Decoder}
  */
 export function createDecoder() {
@@ -315,16 +343,16 @@ export function createDecoder() {
     let previous = null;
     const resolve = (hasPath, ref) => {
       let path = previous;
-      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : ref;
+      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : shared(ref);
       if (!path) throw hasPath ? fail('UnknownId', { id: ref }) : fail('NoPreviousPath');
       previous = path;
-      return path.slice();
+      return path;
     };
     batch.forEach((w, i) => {
       const [verb, n] = [w[0], w.length - 1];
       try {
         if (verb === '#') {
-          ids.set(w[1], w[2].slice());
+          ids.set(w[1], shared(w[2]));
         } else if (verb === 'r') {
           ids.clear();
           previous = null;
@@ -421,13 +449,23 @@ function copyJson(value, depth, limits) {
   return top;
 }
 
-/** Replaces `remove` elements at `index` with `inserted`, in place, without spreading arguments. */
+/**
+ * Replaces `remove` elements at `index` with `inserted`, in place, without spreading
+ * arguments, and returns the removed ones. The tail moves only when the length changes, so
+ * this costs what the work budget charges a `p`.
+ */
 function splice(arr, index, remove, inserted) {
+  const k = inserted.length;
   const removed = arr.slice(index, index + remove);
-  const tail = arr.slice(index + remove);
-  arr.length = index;
-  for (const x of inserted) arr.push(x);
-  for (const x of tail) arr.push(x);
+  if (k < remove) {
+    arr.splice(index + k, remove - k);
+  } else if (k > remove) {
+    const len = arr.length;
+    const grow = k - remove;
+    for (let j = 0; j < grow; j++) arr.push(null);
+    for (let j = len - 1; j >= index + remove; j--) arr[j + grow] = arr[j];
+  }
+  for (let j = 0; j < k; j++) arr[index + j] = inserted[j];
   return removed;
 }
 
@@ -474,18 +512,64 @@ function utf8Len(s) {
   return n;
 }
 
-function tooLong(s, add, max) {
-  const units = s.length + add.length; // each unit is 1 to 3 bytes of UTF-8
-  return units * 3 > max && (units > max || utf8Len(s) + utf8Len(add) > max);
+/**
+ * What one batch has done so far: the undo log, the work spent against `maxWork`, the objects
+ * whose key order is already recorded, and the UTF-8 lengths of long strings it appended to.
+ */
+class Batch {
+  constructor(limits) {
+    this.limits = limits;
+    /** @type {Array<() => void>} inverses, run last first */
+    this.undo = [];
+    this.work = 0;
+    /** @type {Set<object>} objects whose key order a delete recorded in this batch */
+    this.ordered = new Set();
+    /** @type {Map<object, Map<string|number, [string, number]>>} parent -> last -> [string, UTF-8 length] */
+    this.bytes = new Map();
+  }
+
+  /** Adds `units` of work; over `maxWork` is a `LimitExceeded` error. */
+  spend(units) {
+    this.work += units;
+    if (this.work > this.limits.maxWork) throw fail('LimitExceeded', { limit: 'max_work', max: this.limits.maxWork });
+  }
+
+  /** The UTF-8 length of `s`, the string at `parent[last]`: counted once per batch, not per append. */
+  utf8At(parent, last, s) {
+    const known = this.bytes.get(parent)?.get(last);
+    return known !== undefined && known[0] === s ? known[1] : utf8Len(s);
+  }
+
+  remember(parent, last, s, bytes) {
+    let byKey = this.bytes.get(parent);
+    if (byKey === undefined) this.bytes.set(parent, (byKey = new Map()));
+    byKey.set(last, [s, bytes]);
+  }
+
+  rollback() {
+    for (let j = this.undo.length - 1; j >= 0; j--) this.undo[j]();
+  }
 }
 
-/** Applies one op, pushing its inverse onto `undo`; returns the (possibly new) root. */
-function step(root, op, limits, undo) {
+/**
+ * The work of walking a path: one unit per segment plus the length (in UTF-16 units) of
+ * every key segment. Every op but `r` pays it.
+ */
+function walkCost(path) {
+  let units = path.length;
+  for (const seg of path) if (typeof seg === 'string') units += seg.length;
+  return units;
+}
+
+/** Applies one op, pushing its inverse onto the batch's undo log; returns the (possibly new) root. */
+function step(root, op, batch) {
+  const { limits, undo } = batch;
   const verb = op[0];
   if (verb === 'r') return copyJson(op[1], 0, limits);
   if (root === undefined) throw fail('NoValue');
   const path = op[1];
   const last = path[path.length - 1];
+  batch.spend(walkCost(path));
   if (verb === 's') {
     const value = copyJson(op[2], path.length, limits);
     const parent = walk(root, path, path.length - 1);
@@ -514,15 +598,25 @@ function step(root, op, limits, undo) {
     if (Array.isArray(parent)) {
       const i = indexOf(last, parent.length);
       if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
+      batch.spend(parent.length - i - 1);
       const removed = splice(parent, i, 1, []);
       undo.push(() => splice(parent, i, 0, removed));
     } else if (isObject(parent)) {
       const key = String(last);
       if (Object.hasOwn(parent, key)) {
-        const position = Object.keys(parent).indexOf(key);
+        if (batch.ordered.has(parent)) {
+          batch.spend(1);
+        } else {
+          // The first delete on this object in this batch records its key order, once; a
+          // rollback restores it in one pass after every later change to the object is undone.
+          const order = Object.keys(parent);
+          batch.spend(order.length);
+          batch.ordered.add(parent);
+          undo.push(() => restoreOrder(parent, order));
+        }
         const value = parent[key];
         delete parent[key];
-        undo.push(() => reinsert(parent, position, key, value));
+        undo.push(() => define(parent, key, value));
       }
     } else {
       throw fail('NotAContainer', { found: jsonType(parent) });
@@ -533,15 +627,25 @@ function step(root, op, limits, undo) {
     if (typeof s !== 'string') throw fail('NotAString', { found: jsonType(s) });
     let next;
     if (verb === 'a') {
-      if (op[2] !== '' && tooLong(s, op[2], limits.maxStringLen)) {
-        throw fail('LimitExceeded', { limit: 'max_string_len', max: limits.maxStringLen });
+      const add = op[2];
+      const units = s.length + add.length;
+      const max = limits.maxStringLen;
+      // Each UTF-16 unit is 1 to 3 bytes of UTF-8: count bytes only when the units cannot tell,
+      // and a long string's bytes once per batch (counting them per append would be quadratic).
+      let bytes;
+      if (add !== '' && units * 3 > max) {
+        if (units > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
+        bytes = batch.utf8At(parent, last, s) + utf8Len(add);
+        if (bytes > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
       }
-      next = s + op[2];
+      next = s + add;
+      if (bytes !== undefined) batch.remember(parent, last, next, bytes);
     } else {
       const n = op[2];
       if (n > 0 && n < s.length && isHigh(s.charCodeAt(n - 1)) && isLow(s.charCodeAt(n))) {
         throw fail('SplitsCharacter', { count: n });
       }
+      batch.spend(n >= s.length ? 0 : s.length - n);
       next = n >= s.length ? '' : s.slice(n);
     }
     const write = (v) => (Array.isArray(parent) ? (parent[last] = v) : define(parent, String(last), v));
@@ -554,6 +658,7 @@ function step(root, op, limits, undo) {
     const index = Math.min(op[2], arr.length);
     const remove = Math.min(op[3], arr.length - index);
     if (inserted.length > remove) checkLen(arr.length - remove + inserted.length, limits);
+    batch.spend(remove + inserted.length + (inserted.length === remove ? 0 : arr.length - index - remove));
     const removed = splice(arr, index, remove, inserted);
     undo.push(() => splice(arr, index, inserted.length, removed));
   }
@@ -563,12 +668,15 @@ function step(root, op, limits, undo) {
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
 
-/** Puts a deleted member back at its position, so key order is restored too. */
-function reinsert(obj, position, key, value) {
-  const after = Object.keys(obj).slice(position).map((k) => [k, obj[k]]);
-  for (const [k] of after) delete obj[k];
-  define(obj, key, value);
-  for (const [k, v] of after) define(obj, k, v);
+/**
+ * Puts an object's keys back in `order`, the order recorded before this batch's first delete
+ * on it. Runs after every later change to the object was undone, so it has exactly these
+ * keys again, perhaps in another order (a restored member comes back last): one pass.
+ */
+function restoreOrder(obj, order) {
+  const values = order.map((k) => obj[k]);
+  for (const k of order) delete obj[k];
+  order.forEach((k, j) => define(obj, k, values[j]));
 }
 
 /**
@@ -588,6 +696,14 @@ function reinsert(obj, position, key, value) {
  * count; a numeric segment on an object names the member spelled with those digits; a string
  * segment on an array is an error; missing parents are errors, never created.
  *
+ * Cost: proportional to the ops' payloads and paths, plus what `limits.maxWork` bounds per
+ * batch. Units of work, per op: every op but `r` pays one per path segment plus the length
+ * of every key segment; `d` of an element pays the elements after it; the first `d` of a
+ * member of an object in a batch pays the object's member count (its key order is recorded
+ * for rollback), later ones 1; `p` pays the items removed and inserted, plus the tail after
+ * them when the length changes; `t` pays the UTF-16 units left after the cut; `s`, `a` and
+ * `r` pay nothing more. Going over is a `LimitExceeded` error (`limit: 'max_work'`).
+ *
  * @param {unknown} target the current value, or `undefined`
  * @param {ReadonlyArray<unknown>} ops the batch
  * @param {Partial<typeof DEFAULT_LIMITS>} [limits] bounds; missing fields take the defaults
@@ -596,15 +712,14 @@ function reinsert(obj, position, key, value) {
  *   `path`; the target is then exactly as it was, key order included
  */
 export function apply(target, ops, limits) {
-  const bounds = { ...DEFAULT_LIMITS, ...limits };
+  const batch = new Batch({ ...DEFAULT_LIMITS, ...limits });
   eachOp(ops, checkOp);
-  const undo = [];
   let root = target;
   for (let i = 0; i < ops.length; i++) {
     try {
-      root = step(root, ops[i], bounds, undo);
+      root = step(root, ops[i], batch);
     } catch (e) {
-      for (let j = undo.length - 1; j >= 0; j--) undo[j]();
+      batch.rollback();
       throw at(e, i, ops[i][0] === 'r' ? undefined : ops[i][1]);
     }
   }

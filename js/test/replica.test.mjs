@@ -235,7 +235,7 @@ test('values must be JSON', () => {
 });
 
 test('limits: the defaults are chord\'s', () => {
-  assert.deepEqual({ ...DEFAULT_LIMITS }, { maxDepth: 120, maxArrayLen: 16777216, maxStringLen: 268435456 });
+  assert.deepEqual({ ...DEFAULT_LIMITS }, { maxDepth: 120, maxArrayLen: 16777216, maxStringLen: 268435456, maxWork: 67108864 });
 });
 
 test('limits: depth counts the path and the value, for r, s and p', () => {
@@ -283,9 +283,10 @@ test('decoder: ids live across batches until an r; omission lives within a batch
   assert.deepEqual(dec.decodeText('[["#",0,["out"]],["a",0,"b"],["t",2]]'), [['a', ['out'], 'b'], ['t', ['out'], 2]]);
   assert.deepEqual(dec.decode([['a', 0, 'c'], ['p', 1, 0, []]]), [['a', ['out'], 'c'], ['p', ['out'], 1, 0, []]]);
   assert.deepEqual(dec.decode([['r', {}], ['#', 0, ['x']], ['s', 0, 1]]), [['r', {}], ['s', ['x'], 1]]);
-  // Decoded paths are fresh arrays: mutating one cannot corrupt the id table.
+  // Decoded paths are shared and frozen: mutating one cannot corrupt the id table.
   const [op] = dec.decode([['s', 0, 2]]);
-  op[1].push('y');
+  assert.ok(Object.isFrozen(op[1]));
+  assert.throws(() => op[1].push('y'), TypeError);
   assert.deepEqual(dec.decode([['s', 0, 3]]), [['s', ['x'], 3]]);
   assert.throws(() => dec.decode([['a', 'c']]), (e) => e.kind === 'NoPreviousPath' && e.opIndex === 0);
 });
