@@ -1,5 +1,6 @@
-//! The JSONL backend's own guarantees: its file format, torn-tail repair at every byte offset,
-//! corrupt records reported by file and line, read-only access beside a writer.
+//! The JSONL backend's own guarantees: its file format (checksums included), torn-tail repair
+//! at every byte offset, corrupt records reported by file and line, read-only access beside a
+//! writer. Damage of every kind, bit by bit and line by line: `store_integrity.rs`.
 
 use std::fs;
 use std::path::Path;
@@ -40,15 +41,36 @@ fn file_format_interns_addresses() {
     drop(log);
     let text = fs::read_to_string(&path).unwrap();
     let expected = concat!(
-        "{\"chord\":1}\n",
-        "{\"def\":0,\"ns\":\"a/very/long/namespace\",\"key\":\"and-an-even-longer-key-for-this-value\"}\n",
-        "{\"s\":1,\"a\":0,\"t\":\"base\",\"b\":[[\"r\",{\"x\":1}]]}\n",
-        "{\"s\":2,\"a\":0,\"b\":[[\"s\",[\"x\"],2]]}\n",
-        "{\"def\":1,\"ns\":\"ns\",\"key\":\"k\\\"ey\"}\n",
-        "{\"s\":3,\"a\":1,\"t\":\"base\",\"b\":[[\"r\",[]]]}\n",
-        "{\"s\":4,\"a\":0,\"t\":\"note\",\"b\":[[\"s\",[\"x\"],3]]}\n",
+        "{\"chord\":2,\"c\":\"ad243606\"}\n",
+        "{\"def\":0,\"ns\":\"a/very/long/namespace\",\"key\":\"and-an-even-longer-key-for-this-value\",\"c\":\"3f268fc9\"}\n",
+        "{\"s\":1,\"a\":0,\"t\":\"base\",\"b\":[[\"r\",{\"x\":1}]],\"c\":\"d425d5db\"}\n",
+        "{\"s\":2,\"a\":0,\"b\":[[\"s\",[\"x\"],2]],\"c\":\"7dfa7e12\"}\n",
+        "{\"def\":1,\"ns\":\"ns\",\"key\":\"k\\\"ey\",\"c\":\"67fa3dac\"}\n",
+        "{\"s\":3,\"a\":1,\"t\":\"base\",\"b\":[[\"r\",[]]],\"c\":\"916b65ad\"}\n",
+        "{\"s\":4,\"a\":0,\"t\":\"note\",\"b\":[[\"s\",[\"x\"],3]],\"c\":\"79fd91d3\"}\n",
     );
     assert_eq!(text, expected);
+    // The checksum, recomputed from its definition: CRC-32C of the bytes before
+    // `,"c":"…"}`, continued from the previous line's.
+    let mut crc = 0;
+    for line in text.lines() {
+        let (checked, suffix) = line.split_at(line.len() - 16);
+        crc = crc32c::crc32c_append(crc, checked.as_bytes());
+        assert_eq!(suffix, format!(",\"c\":\"{crc:08x}\"}}"), "{line}");
+    }
+}
+
+/// `checked` (a line without its checksum suffix) sealed with a valid checksum continuing
+/// `previous` (the line before it, or `None` for the first line).
+fn seal(checked: &[u8], previous: Option<&[u8]>) -> Vec<u8> {
+    let seed = previous.map_or(0, |line| {
+        let hex = std::str::from_utf8(&line[line.len() - 10..line.len() - 2]).unwrap();
+        u32::from_str_radix(hex, 16).unwrap()
+    });
+    let crc = crc32c::crc32c_append(seed, checked);
+    let mut line = checked.to_vec();
+    line.extend_from_slice(format!(",\"c\":\"{crc:08x}\"}}").as_bytes());
+    line
 }
 
 #[test]
@@ -70,7 +92,13 @@ fn grouped_writers_lease_seqs_so_restarts_never_reuse_them() {
     assert_eq!(first, [1, 2, 3]);
     drop(log);
     let text = fs::read_to_string(&path).unwrap();
-    assert_eq!(text.lines().nth(1), Some("{\"lease\":1024}"));
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("{\"lease\":1024,\"c\":"),
+        "{text}"
+    );
     assert_eq!(text.matches("lease").count(), 1);
 
     // Simulate a crash that lost the unflushed tail: cut the last two records. Seqs 2 and 3
@@ -143,16 +171,23 @@ fn torn_tail_is_discarded_at_every_offset() {
     assert!(full.torn_tail().is_none());
 
     let path = dir.path().join("log.jsonl");
+    let end = bytes.len() as u64;
     let mut cuts = 0;
-    for len in def_at..bytes.len() as u64 {
+    for len in def_at..end {
         fs::write(&path, &bytes[..len as usize]).unwrap();
         // The torn line starts at the definition line while that line is incomplete, at the
-        // record line after that; a cut exactly between lines leaves nothing torn.
+        // record line after that; a cut exactly between lines leaves nothing torn, and so
+        // does a cut just before a `\n`: the line is complete (its checksum verifies), and
+        // the writer restores its terminator.
         let torn_at = if len < record_at { def_at } else { record_at };
+        let complete = len + 1 == record_at || len + 1 == end;
         let mut log =
             JsonlStore::open(&path, every()).unwrap_or_else(|e| panic!("cut at {len}: {e}"));
         match log.torn_tail() {
-            None => assert!(len == def_at || len == record_at, "cut at {len}"),
+            None => assert!(
+                len == def_at || len == record_at || complete,
+                "cut at {len}"
+            ),
             Some(torn) => {
                 assert_eq!(
                     (torn.offset, torn.len),
@@ -162,11 +197,18 @@ fn torn_tail_is_discarded_at_every_offset() {
                 cuts += 1;
             }
         }
+        assert_eq!(log.unterminated_line().is_some(), complete, "cut at {len}");
         // Repaired: the file ends at the last complete line, every earlier record intact.
-        assert_eq!(fs::metadata(&path).unwrap().len(), torn_at.min(len));
+        let repaired = if complete { len + 1 } else { torn_at.min(len) };
+        assert_eq!(fs::metadata(&path).unwrap().len(), repaired);
+        assert_eq!(fs::read(&path).unwrap(), bytes[..repaired as usize]);
         assert_eq!(
             log.addresses().unwrap(),
-            [a.clone(), b.clone()],
+            if len + 1 == end {
+                vec![a.clone(), b.clone(), c.clone()]
+            } else {
+                vec![a.clone(), b.clone()]
+            },
             "cut at {len}"
         );
         assert_eq!([all_records(&log, &a), all_records(&log, &b)], lists);
@@ -174,7 +216,8 @@ fn torn_tail_is_discarded_at_every_offset() {
             [recover(&log, &a).unwrap(), recover(&log, &b).unwrap()],
             values
         );
-        assert_eq!(recover(&log, &c).unwrap(), None);
+        let expected_c = (len + 1 == end).then(|| json!({"text": "naïve 😀 last"}));
+        assert_eq!(recover(&log, &c).unwrap(), expected_c);
         // The repaired log takes new records and reopens cleanly.
         let seq = log
             .append(&c, r#"[["r",{"again":true}]]"#, Some(BASE))
@@ -185,21 +228,23 @@ fn torn_tail_is_discarded_at_every_offset() {
         assert_eq!(log.durable_seq(), Some(seq));
         assert_eq!(recover(&log, &c).unwrap(), Some(json!({"again": true})));
     }
-    assert_eq!(cuts, bytes.len() as u64 - def_at - 2);
+    assert_eq!(cuts, end - def_at - 4);
 }
 
 #[test]
 fn torn_header_is_repaired() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.jsonl");
-    let header = b"{\"chord\":1}\n";
+    drop(JsonlStore::open(&path, every()).unwrap());
+    let header = fs::read(&path).unwrap();
+    assert!(header.starts_with(b"{\"chord\":2,\"c\":\""), "{header:?}");
     for len in 0..header.len() {
         fs::write(&path, &header[..len]).unwrap();
         let mut log = JsonlStore::open(&path, every()).unwrap();
         assert!(log.is_empty());
         log.append(&Address::new("n", "k"), "[]", None).unwrap();
         drop(log);
-        assert!(fs::read(&path).unwrap().starts_with(header));
+        assert!(fs::read(&path).unwrap().starts_with(&header));
     }
 }
 
@@ -254,63 +299,82 @@ fn corrupt_records_are_errors_naming_file_line_and_reason() {
         .map(|(i, _)| i)
         .unwrap();
     let path = dir.path().join("log.jsonl");
-    let cases: &[(usize, &[u8], &str)] = &[
-        (k, b"garbage", "expected value"),
-        (k, b"", "EOF while parsing"),
+    let line = |i: usize| lines[i].as_bytes();
+    // Line k with its checksum intact, and with its first flipped bit.
+    let mut flipped = line(k).to_vec();
+    flipped[7] ^= 0x10;
+    let sealed = |checked: &str| seal(checked.as_bytes(), Some(line(k - 1)));
+    let cases: Vec<(usize, Vec<u8>, &str)> = vec![
+        (k, b"garbage".to_vec(), "no checksum"),
+        (k, b"".to_vec(), "no checksum"),
+        (k, b"[1,2,3]".to_vec(), "no checksum"),
+        (k, b"\xff\xfe{}".to_vec(), "no checksum"),
+        (k, b"\0\0\0\0\0\0".to_vec(), "no checksum"),
+        (k, line(k)[..line(k).len() - 1].to_vec(), "no checksum"),
+        (k, flipped, "checksum mismatch"),
+        // A line from elsewhere in the log: its checksum continues another line.
+        (k, line(k - 2).to_vec(), "checksum mismatch"),
+        // Lines with valid checksums that still make no sense.
         (
             k,
-            b"{\"s\":999,\"a\":0,\"b\":[[\"s\",[\"n\"],1]]",
-            "EOF while parsing",
+            sealed(r#"{"s":999,"a":0,"b":[["s",["n"],1]"#),
+            "expected",
         ),
         (
             k,
-            b"{\"s\":1,\"a\":0,\"b\":[]}",
+            sealed(r#"{"s":1,"a":0,"b":[]"#),
             "is not greater than the previous seq",
         ),
         (
             k,
-            b"{\"s\":999,\"a\":7,\"b\":[]}",
+            sealed(r#"{"s":999,"a":7,"b":[]"#),
             "address id 7 is not defined",
         ),
-        (k, b"{\"s\":999,\"a\":0}", "missing field `b`"),
+        (k, sealed(r#"{"s":999,"a":0"#), "missing field `b`"),
         (
             k,
-            b"{\"s\":999,\"a\":0,\"b\":{\"r\":1}}",
+            sealed(r#"{"s":999,"a":0,"b":{"r":1}"#),
             "not a JSON array",
         ),
         (
             k,
-            b"{\"s\":999,\"a\":0,\"b\":[],\"x\":1}",
+            sealed(r#"{"s":999,"a":0,"b":[],"x":1"#),
             "unknown field `x`",
         ),
         (
             k,
-            b"{\"s\":999,\"a\":0,\"b\":[],\"b\":[]}",
+            sealed(r#"{"s":999,"a":0,"b":[],"b":[]"#),
             "duplicate field `b`",
         ),
-        (k, b"{\"s\":-4,\"a\":0,\"b\":[]}", "invalid value"),
-        (k, b"[1,2,3]", "invalid type"),
-        (k, b"{}", "not a log line"),
-        (k, b"\xff\xfe{}", "not UTF-8"),
-        (k, b"\0\0\0\0\0\0", "expected value"),
-        (k, b"{\"chord\":1}", "a header in the middle"),
         (
             k,
-            b"{\"def\":0,\"ns\":\"lanes\",\"key\":\"a\"}",
+            sealed(r#"{"s":999,"a":0,"b":[],"c":"00000000""#),
+            "duplicate field `c`",
+        ),
+        (k, sealed(r#"{"s":-4,"a":0,"b":[]"#), "invalid value"),
+        (
+            k,
+            seal(b"{\"s\":999,\"a\":0,\"b\":[\"\xff\"]", Some(line(k - 1))),
+            "not UTF-8",
+        ),
+        (k, sealed(r#"{"chord":2"#), "a header in the middle"),
+        (
+            k,
+            sealed(r#"{"def":0,"ns":"lanes","key":"a""#),
             "out of order",
         ),
-        (k, b"{\"def\":0,\"ns\":\"lanes\"}", "missing field `key`"),
-        (0, b"{\"chord\":2}", "format version 2 is not supported"),
-        (0, b"{\"s\":1,\"a\":0,\"b\":[]}", "not a chord log"),
+        (k, sealed(r#"{"def":0,"ns":"lanes""#), "missing field `key`"),
+        (0, seal(br#"{"s":1,"a":0,"b":[]"#, None), "not a chord log"),
+        (0, b"{\"s\":1,\"a\":0,\"b\":[]}".to_vec(), "not a chord log"),
         // The last complete line is a record like any other: damage there is an error too,
         // never mistaken for a torn write.
-        (lines.len() - 1, b"{\"s\":", "EOF while parsing"),
+        (lines.len() - 1, b"{\"s\":".to_vec(), "no checksum"),
     ];
-    for &(index, replacement, reason) in cases {
+    for (index, replacement, reason) in cases {
         let mut damaged = Vec::new();
         for (i, line) in lines.iter().enumerate() {
             damaged.extend_from_slice(if i == index {
-                replacement
+                &replacement
             } else {
                 line.as_bytes()
             });
@@ -331,7 +395,7 @@ fn corrupt_records_are_errors_naming_file_line_and_reason() {
                 panic!("line {}: not a corrupt-record error: {err}", index + 1);
             };
             assert_eq!((p.as_path(), *line), (path.as_path(), index as u64 + 1));
-            assert!(r.contains(reason), "{err}");
+            assert!(r.contains(reason), "line {}: {err}", index + 1);
             let shown = err.to_string();
             assert!(
                 shown.starts_with(&format!("{}:{}: ", path.display(), index + 1)),

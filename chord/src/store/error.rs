@@ -14,10 +14,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Each variant names what failed and where: the file, the line, the address, the seq.
 ///
 /// ```
+/// use std::io::Write;
 /// use chord::store::{Durability, Error, JsonlStore};
 /// let dir = tempfile::tempdir()?;
 /// let log = dir.path().join("log.jsonl");
-/// std::fs::write(&log, "{\"chord\":1}\nnot json\n{\"lease\":1024}\n")?;
+/// drop(JsonlStore::open(&log, Durability::EveryAppend)?); // writes the header line
+/// std::fs::OpenOptions::new().append(true).open(&log)?.write_all(b"not json\n")?;
 /// let err = JsonlStore::open(&log, Durability::EveryAppend).unwrap_err();
 /// assert!(matches!(err, Error::Corrupt { line: 2, .. }));
 /// assert!(err.to_string().contains("log.jsonl:2:"));
@@ -35,7 +37,9 @@ pub enum Error {
         /// The operating system's error.
         source: io::Error,
     },
-    /// A complete record of a log cannot be read: the log is damaged. Never skipped.
+    /// A complete line of a JSONL log cannot be trusted: the log is damaged (a checksum that
+    /// does not match, a line that is missing or out of place, a line that does not parse).
+    /// Never skipped.
     Corrupt {
         /// The log file.
         path: PathBuf,
@@ -43,6 +47,50 @@ pub enum Error {
         line: u64,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A record of a database (the SQLite backend) cannot be trusted: its checksum does not
+    /// match, or a record of its address is missing. Never skipped.
+    CorruptRecord {
+        /// The database file.
+        path: PathBuf,
+        /// The address the record belongs to.
+        address: Address,
+        /// The record's seq (for a missing record, the seq next to the gap).
+        seq: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A database's bookkeeping (its address table or metadata) cannot be trusted.
+    CorruptDatabase {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The log was written in a format version this build does not read (an older or newer
+    /// chord). Nothing was changed.
+    Version {
+        /// The log file.
+        path: PathBuf,
+        /// The version the log says it has.
+        found: u64,
+        /// The one version this build reads and writes.
+        supported: u64,
+    },
+    /// The path is not a regular file (a FIFO, a device, a directory, ...): a log is a
+    /// regular file. Refused before anything is read.
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead, e.g. `"a FIFO"`.
+        found: &'static str,
+    },
+    /// Every sequence number has been handed out: the log takes no more records.
+    SeqsExhausted {
+        /// The log file.
+        path: PathBuf,
+        /// The last seq handed out or reserved.
+        last: u64,
     },
     /// Another writer holds the log (an operating-system lock): one writer per log.
     Locked {
@@ -61,10 +109,22 @@ pub enum Error {
         reason: String,
     },
     /// The text passed to [`Store::append`](super::Store::append) is not one line of JSON
-    /// array text.
+    /// array text that recovery can parse (including serde_json's nesting limit), is longer
+    /// than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES), or carries the [`BASE`](super::BASE)
+    /// tag without starting with an `r` op. Nothing was stored.
     InvalidBatch {
         /// What is wrong with it.
         reason: String,
+    },
+    /// A batch recovery could never decode or apply, refused before anything was stored: it
+    /// breaks the wire grammar or the decoder's rules, or one of its ops exceeds a bound of
+    /// [`Limits::default`](crate::Limits) whatever the state (see
+    /// [`LogWriter::append`](super::LogWriter::append)). Acknowledged means recoverable.
+    Unrecoverable {
+        /// The value the batch was for.
+        address: Address,
+        /// Why it could not be recovered: the op's position, its path, the rule or limit.
+        source: crate::Error,
     },
     /// A [`ReadOptions`](super::ReadOptions) value makes no sense.
     InvalidOptions {
@@ -118,6 +178,42 @@ impl fmt::Display for Error {
             Error::Corrupt { path, line, reason } => {
                 write!(f, "{}:{line}: corrupt record: {reason}", path.display())
             }
+            Error::CorruptRecord {
+                path,
+                address,
+                seq,
+                reason,
+            } => write!(
+                f,
+                "{}: {address}: record {seq}: corrupt record: {reason}",
+                path.display()
+            ),
+            Error::CorruptDatabase { path, reason } => {
+                write!(f, "{}: corrupt database: {reason}", path.display())
+            }
+            Error::Version {
+                path,
+                found,
+                supported,
+            } => {
+                let age = if found < supported { "an older" } else { "a newer" };
+                write!(
+                    f,
+                    "{}: log format version {found} is not supported: this build reads and \
+                     writes version {supported} only (the log was written by {age} chord)",
+                    path.display()
+                )
+            }
+            Error::NotAFile { path, found } => write!(
+                f,
+                "{}: not a regular file ({found}); a log is a regular file",
+                path.display()
+            ),
+            Error::SeqsExhausted { path, last } => write!(
+                f,
+                "{}: no sequence number left after {last}: the log takes no more records",
+                path.display()
+            ),
             Error::Locked { path } => write!(
                 f,
                 "{}: another writer has this log open (one writer per log; open it read-only to look inside)",
@@ -131,6 +227,10 @@ impl fmt::Display for Error {
                 "an earlier flush to disk failed ({reason}); reopen the store"
             ),
             Error::InvalidBatch { reason } => write!(f, "invalid batch text: {reason}"),
+            Error::Unrecoverable { address, source } => write!(
+                f,
+                "refused a batch for {address} that recovery could not read back: {source}"
+            ),
             Error::InvalidOptions { reason } => write!(f, "invalid read options: {reason}"),
             Error::Replay {
                 address,
@@ -155,7 +255,9 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
-            Error::Replay { source, .. } | Error::Flush { source, .. } => Some(source),
+            Error::Replay { source, .. }
+            | Error::Flush { source, .. }
+            | Error::Unrecoverable { source, .. } => Some(source),
             Error::Deserialize { source, .. } => Some(source),
             #[cfg(feature = "sqlite")]
             Error::Sqlite { source, .. } => Some(source),

@@ -10,30 +10,52 @@ use std::sync::Arc;
 
 use self::line::{Line, RecordLine};
 use super::group::Syncer;
-use super::{check_batch, Address, Durability, Error, Order, Page, ReadOptions, Record, Result};
-use super::{Store, BASE, LEASE};
+use super::{check, regular_file, Address, Durability, Error, Order, Page};
+use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 
-/// A log in one JSONL file: no server, no dependency beyond `serde_json`.
+/// A log in one JSONL file: no server, no dependency beyond `serde_json` and a CRC.
 ///
-/// The file holds one JSON object per line (the format is described below). Addresses are
-/// interned within the file: the first record of an address is preceded by a definition line
-/// giving it a short id, and every record names the id, so a long namespace and key are not
-/// repeated on every line. Sequence numbers are global to the file.
+/// The file holds one JSON object per line, format version 2. Addresses are interned within
+/// the file: the first record of an address is preceded by a definition line giving it a short
+/// id, and every record names the id, so a long namespace and key are not repeated on every
+/// line. Sequence numbers are global to the file.
 ///
 /// ```text
-/// {"chord":1}
-/// {"def":0,"ns":"lanes","key":"main"}
-/// {"s":1,"a":0,"t":"base","b":[["r",{"text":""}]]}
-/// {"s":2,"a":0,"b":[["a",["text"],"Hello"]]}
+/// {"chord":2,"c":"e3a1c1a4"}
+/// {"def":0,"ns":"lanes","key":"main","c":"5f0b6d2e"}
+/// {"s":1,"a":0,"t":"base","b":[["r",{"text":""}]],"c":"0c6c1f5a"}
+/// {"s":2,"a":0,"b":[["a",["text"],"Hello"]],"c":"9a7d3b21"}
 /// ```
 ///
-/// **Opening** reads the whole file once and keeps a small index in memory (per address: each
-/// record's seq, byte offset and tag, and where the base records are), so reads never rescan
-/// the file: a page costs one positioned read per record. A torn final line, left by a
-/// process that died in the middle of a write, is detected, discarded whole and cut off the
-/// file ([`torn_tail`](JsonlStore::torn_tail) reports it); every earlier record survives. A
-/// damaged complete line anywhere is [`Error::Corrupt`], naming the file, the line and what is
-/// wrong: never skipped.
+/// **Checksums.** Every line ends with `,"c":"<8 lowercase hex digits>"}`: the CRC-32C of the
+/// line's bytes before that suffix (seq, address, tag and batch exactly as stored, field names
+/// and punctuation included), continued from the previous line's checksum (the header's
+/// starts from 0). A changed bit anywhere fails that line's checksum; a missing, duplicated or
+/// moved line fails the next line's. Either is [`Error::Corrupt`], naming the file, the line
+/// and what is wrong: a damaged log is never read as a different state. One loss cannot be
+/// seen in the file itself: complete lines cut off the end at a line boundary look like
+/// appends that never happened.
+///
+/// **Torn tail.** What a process that died in the middle of a write left behind is the last
+/// line without its `\n`. An append is acknowledged only once its whole line, `\n` included,
+/// was written, so:
+///
+/// - a last line without `\n` whose checksum does not verify was never completely written,
+///   hence never acknowledged: it is discarded and cut off the file by a writer
+///   ([`torn_tail`](JsonlStore::torn_tail) reports it), and so is an unterminated last line
+///   longer than [`MAX_RECORD_BYTES`] (no append writes one), without ever being held in
+///   memory;
+/// - a last line whose content verifies but whose `\n` is missing, or is another byte (a
+///   damaged terminator), is a complete record: it is kept, and a writer restores the `\n`
+///   ([`unterminated_line`](JsonlStore::unterminated_line) reports it);
+/// - a `\n`-terminated line that does not verify is damage, never a torn write: an error.
+///
+/// **Opening** checks that the path is a regular file (a FIFO, a device or a directory is
+/// [`Error::NotAFile`], refused before anything is read), reads the whole file once, verifying
+/// every checksum, and keeps a small index in memory (per address: each record's seq, byte
+/// offset and tag, and where the base records are), so reads never rescan the file: a page
+/// costs one positioned read per record, whose checksum is verified again. A log of another
+/// format version is [`Error::Version`], and nothing is changed.
 ///
 /// **One writer per log.** [`open`](JsonlStore::open) takes an exclusive operating-system
 /// lock on the file; a second writer, in this process or another, gets [`Error::Locked`].
@@ -43,7 +65,8 @@ use super::{Store, BASE, LEASE};
 /// **Sequence numbers are never reused**, also across restarts: under
 /// [`Durability::Grouped`] the writer reserves seqs in blocks of 1,024 with a `{"lease":N}`
 /// line flushed to disk before any of them is handed out, and a reopened log continues after
-/// the last lease. Seqs therefore have gaps after a restart.
+/// the last lease. Seqs therefore have gaps after a restart. Once seq `u64::MAX` is handed out
+/// the log takes no more records ([`Error::SeqsExhausted`]).
 ///
 /// # Examples
 ///
@@ -76,6 +99,8 @@ pub struct JsonlStore {
     /// Byte length of the complete lines: where the next line goes.
     end: u64,
     lines: u64,
+    /// The checksum of the last complete line: the seed of the next line's.
+    crc: u32,
     addresses: Vec<Address>,
     ids: HashMap<Address, u32>,
     lists: Vec<List>,
@@ -83,9 +108,11 @@ pub struct JsonlStore {
     last_seq: u64,
     /// Every seq handed out so far is at most this (see the lease lines).
     lease_end: u64,
-    /// The seq the next append gets: past every seq in the file and every lease.
-    next_seq: u64,
+    /// The seq the next append gets: past every seq in the file and every lease. `None` once
+    /// `u64::MAX` was handed out or reserved.
+    next_seq: Option<u64>,
     torn: Option<TornTail>,
+    unterminated: Option<Unterminated>,
 }
 
 struct Writer {
@@ -113,16 +140,29 @@ struct List {
 struct Entry {
     seq: u64,
     offset: u64,
+    line: u64,
     /// Line length without its newline.
     len: u32,
     /// 0: no tag; otherwise an index into `tags`, plus one.
     tag: u32,
+    /// The previous line's checksum, which this line's continues.
+    seed: u32,
+}
+
+/// A last line found complete but without its `\n`.
+#[derive(Clone, Copy, Debug)]
+struct Unterminated {
     line: u64,
+    /// Where its `\n` belongs.
+    offset: u64,
+    /// Whether a byte stands there instead (a damaged terminator) rather than nothing.
+    damaged: bool,
 }
 
 /// A torn final line found when a log was opened: what a process that died in the middle of
-/// a write left behind. A writer discards it (the file is cut back to `offset`); a reader
-/// ignores it.
+/// a write left behind (a last line without `\n` whose checksum does not verify, or that is
+/// longer than [`MAX_RECORD_BYTES`]). A writer discards it (the file is cut back to
+/// `offset`); a reader ignores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TornTail {
     /// Its line number (1-based).
@@ -136,28 +176,98 @@ pub struct TornTail {
 /// Bytes between two progress reports while a log is read at open.
 const PROGRESS_STEP: u64 = 1 << 20;
 
+/// What [`read_segment`] found.
+enum Segment {
+    /// The end of the file.
+    End,
+    /// A line and its `\n` (`buf` holds the line without it).
+    Line,
+    /// The last bytes of the file, with no `\n` (`buf` holds them).
+    Unterminated,
+    /// More than the maximum line length: `len` bytes besides a `\n`, not held.
+    TooLong { len: u64, terminated: bool },
+}
+
+/// Reads up to the next `\n`, holding at most `max` bytes: a longer line is skipped through
+/// (to learn whether it ends with a `\n`), never held whole. Returns what it found and how
+/// many bytes it consumed.
+fn read_segment(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(Segment, u64)> {
+    buf.clear();
+    let mut len: u64 = 0;
+    let mut too_long = false;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            let segment = match (len, too_long) {
+                (0, _) => Segment::End,
+                (_, true) => Segment::TooLong {
+                    len,
+                    terminated: false,
+                },
+                _ => Segment::Unterminated,
+            };
+            return Ok((segment, len));
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = newline.unwrap_or(available.len());
+        if !too_long {
+            if buf.len() + chunk > max {
+                too_long = true;
+                *buf = Vec::new();
+            } else {
+                buf.extend_from_slice(&available[..chunk]);
+            }
+        }
+        len += chunk as u64;
+        reader.consume(chunk + usize::from(newline.is_some()));
+        if newline.is_some() {
+            let segment = if too_long {
+                Segment::TooLong {
+                    len,
+                    terminated: true,
+                }
+            } else {
+                Segment::Line
+            };
+            return Ok((segment, len + 1));
+        }
+    }
+}
+
 impl JsonlStore {
     /// Opens (or creates) a log for writing, with the given durability.
     ///
-    /// Takes an exclusive lock on the file, reads it once to build the index, repairs a torn
-    /// final line, and flushes the file so that everything in it is durable.
+    /// Takes an exclusive lock on the file, reads it once to build the index (verifying every
+    /// checksum), repairs the tail (cuts off a torn final line, or restores the `\n` of a
+    /// complete one), and flushes the file so that everything in it is durable.
     ///
     /// Cost: `O(file size)`, once.
     ///
     /// # Errors
     ///
-    /// [`Error::Locked`] when another writer has the log open; [`Error::Corrupt`] for a
-    /// damaged complete line (file, line and reason), or a file that is not a chord log;
-    /// [`Error::Io`] when the file cannot be opened, read, repaired or flushed.
+    /// [`Error::NotAFile`] when the path is a FIFO, device or directory; [`Error::Locked`]
+    /// when another writer has the log open; [`Error::Version`] for a log of another format
+    /// version; [`Error::Corrupt`] for a damaged or missing line (file, line and reason), or a
+    /// file that is not a chord log; [`Error::Io`] when the file cannot be opened, read,
+    /// repaired or flushed. A failed open changes nothing.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<JsonlStore> {
         let path = path.as_ref().to_path_buf();
-        let existed = path.exists();
+        let existed = regular_file(&path)?;
         let file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
             .open(&path)
             .map_err(io_error(&path, "open"))?;
+        check_opened(&path, &file)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Err(Error::Locked { path }),
@@ -170,12 +280,25 @@ impl JsonlStore {
                 .set_len(torn.offset)
                 .map_err(io_error(&store.path, "repair a torn tail"))?;
         }
-        if store.end == 0 {
+        if let Some(u) = store.unterminated {
+            if u.damaged {
+                store
+                    .file
+                    .set_len(u.offset)
+                    .map_err(io_error(&store.path, "repair a line terminator"))?;
+            }
             (&store.file)
-                .write_all(line::header().as_bytes())
+                .write_all(b"\n")
+                .map_err(io_error(&store.path, "repair a line terminator"))?;
+        }
+        if store.end == 0 {
+            let header = line::header();
+            (&store.file)
+                .write_all(header.text.as_bytes())
                 .map_err(io_error(&store.path, "write the header"))?;
-            store.end = line::header().len() as u64;
+            store.end = header.text.len() as u64;
             store.lines = 1;
+            store.crc = header.crc;
         }
         store
             .file
@@ -209,8 +332,9 @@ impl JsonlStore {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupt`] for a damaged complete line; [`Error::Io`] when the file cannot be
-    /// opened or read.
+    /// [`Error::NotAFile`] when the path is a FIFO, device or directory (refused before it is
+    /// opened, so a FIFO never blocks); [`Error::Version`], [`Error::Corrupt`] as
+    /// [`open`](JsonlStore::open); [`Error::Io`] when the file cannot be opened or read.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<JsonlStore> {
         JsonlStore::open_read_only_with_progress(path, |_, _| {})
     }
@@ -226,7 +350,12 @@ impl JsonlStore {
         mut progress: impl FnMut(u64, u64),
     ) -> Result<JsonlStore> {
         let path = path.as_ref().to_path_buf();
+        if !regular_file(&path)? {
+            let missing = io::Error::from(io::ErrorKind::NotFound);
+            return Err(io_error(&path, "open")(missing));
+        }
         let file = File::open(&path).map_err(io_error(&path, "open"))?;
+        check_opened(&path, &file)?;
         JsonlStore::load(path, file, &mut progress)
     }
 
@@ -238,6 +367,14 @@ impl JsonlStore {
     /// The torn final line found at open, if any (discarded by a writer, ignored by a reader).
     pub fn torn_tail(&self) -> Option<TornTail> {
         self.torn
+    }
+
+    /// The line number of the last line when it was found complete (its checksum verifies)
+    /// but without its `\n`: missing (a write that stopped just short of it) or another byte
+    /// in its place (a damaged terminator). Its record counts; a writer restored the `\n` at
+    /// open, a reader leaves the file alone.
+    pub fn unterminated_line(&self) -> Option<u64> {
+        self.unterminated.map(|u| u.line)
     }
 
     /// The log's durability, `None` when it was opened read-only.
@@ -260,7 +397,8 @@ impl JsonlStore {
         self.lists.iter().all(|l| l.entries.is_empty())
     }
 
-    /// Bytes in the log's complete lines.
+    /// Bytes in the log's complete lines (counting the `\n` of an
+    /// [`unterminated_line`](JsonlStore::unterminated_line)).
     pub fn size(&self) -> u64 {
         self.end
     }
@@ -288,7 +426,7 @@ impl JsonlStore {
         self.ids.get(address).map(|&id| &self.lists[id as usize])
     }
 
-    /// Reads the file once, building the index.
+    /// Reads the file once, verifying every line and building the index.
     fn load(path: PathBuf, file: File, progress: &mut dyn FnMut(u64, u64)) -> Result<JsonlStore> {
         let total = file
             .metadata()
@@ -300,14 +438,16 @@ impl JsonlStore {
             writer: None,
             end: 0,
             lines: 0,
+            crc: 0,
             addresses: Vec::new(),
             ids: HashMap::new(),
             lists: Vec::new(),
             tags: Vec::new(),
             last_seq: 0,
             lease_end: 0,
-            next_seq: 1,
+            next_seq: Some(1),
             torn: None,
+            unterminated: None,
         };
         // A second handle to read through, so the index can grow while it reads.
         let handle = store
@@ -318,25 +458,45 @@ impl JsonlStore {
         let mut buf = Vec::new();
         let mut next_report = 0;
         loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
+            let (segment, n) = read_segment(&mut reader, &mut buf, MAX_RECORD_BYTES)
                 .map_err(io_error(&store.path, "read"))?;
-            if n == 0 {
-                break;
-            }
             let line = store.lines + 1;
-            if buf.last() != Some(&b'\n') {
-                store.torn = Some(TornTail {
-                    line,
-                    offset: store.end,
-                    len: n as u64,
-                });
-                break;
+            match segment {
+                Segment::End => break,
+                Segment::Line => {
+                    store.crc = store.index_line(&buf, line)?;
+                    store.lines = line;
+                    store.end += n;
+                }
+                Segment::TooLong {
+                    len,
+                    terminated: true,
+                } => {
+                    return Err(Error::Corrupt {
+                        path: store.path.clone(),
+                        line,
+                        reason: format!(
+                            "the line is {len} bytes long; a line holds at most \
+                             {MAX_RECORD_BYTES}"
+                        ),
+                    })
+                }
+                Segment::TooLong {
+                    len,
+                    terminated: false,
+                } => {
+                    store.torn = Some(TornTail {
+                        line,
+                        offset: store.end,
+                        len,
+                    });
+                    break;
+                }
+                Segment::Unterminated => {
+                    store.last_line(&buf, line)?;
+                    break;
+                }
             }
-            store.index_line(&buf[..n - 1], line)?;
-            store.lines = line;
-            store.end += n as u64;
             if store.end >= next_report {
                 progress(store.end, total);
                 next_report = store.end + PROGRESS_STEP;
@@ -344,28 +504,93 @@ impl JsonlStore {
         }
         drop(reader);
         progress(total, total);
-        store.next_seq = store.last_seq.max(store.lease_end) + 1;
+        store.next_seq = store.last_seq.max(store.lease_end).checked_add(1);
         Ok(store)
     }
 
-    fn index_line(&mut self, text: &[u8], line: u64) -> Result<()> {
+    /// The last bytes of the file, with no `\n`: a complete line whose terminator is missing or
+    /// damaged (kept), or a torn write (discarded).
+    fn last_line(&mut self, text: &[u8], line: u64) -> Result<()> {
+        let n = text.len();
+        let complete = if line::verify(text, self.crc).is_ok() {
+            Some((n, false))
+        } else if n > 1 && line::verify(&text[..n - 1], self.crc).is_ok() {
+            Some((n - 1, true))
+        } else {
+            None
+        };
+        if let Some((len, damaged)) = complete {
+            self.crc = self.index_line(&text[..len], line)?;
+            self.lines = line;
+            self.unterminated = Some(Unterminated {
+                line,
+                offset: self.end + len as u64,
+                damaged,
+            });
+            self.end += len as u64 + 1;
+            return Ok(());
+        }
+        if let Some(len) = line::embedded_line(text, self.crc) {
+            return Err(Error::Corrupt {
+                path: self.path.clone(),
+                line,
+                reason: format!(
+                    "a complete line of {len} bytes is followed by {} bytes instead of its \
+                     `\\n`: its terminator is damaged",
+                    n - len
+                ),
+            });
+        }
+        self.torn = Some(TornTail {
+            line,
+            offset: self.end,
+            len: n as u64,
+        });
+        Ok(())
+    }
+
+    /// Verifies and indexes one complete line (without its `\n`); returns its checksum.
+    fn index_line(&mut self, text: &[u8], line: u64) -> Result<u32> {
         let corrupt = |reason: String| Error::Corrupt {
             path: self.path.clone(),
             line,
             reason,
         };
+        let seed = self.crc;
+        if line == 1 {
+            match line::declared_version(text) {
+                Some(line::VERSION) => {}
+                Some(found) => {
+                    return Err(Error::Version {
+                        path: self.path.clone(),
+                        found,
+                        supported: line::VERSION,
+                    })
+                }
+                None => {
+                    let why = line::verify(text, seed).err().unwrap_or_default();
+                    return Err(corrupt(format!(
+                        "not a chord log, or its header is damaged: the first line must be the \
+                         header {{\"chord\":{},\"c\":\"…\"}} {why}",
+                        line::VERSION
+                    )));
+                }
+            }
+        }
+        let crc = line::verify(text, seed).map_err(corrupt)?;
         let parsed = Line::parse(text).map_err(corrupt)?;
         if line == 1 {
             return match parsed {
                 Line::Header {
                     version: line::VERSION,
-                } => Ok(()),
-                Line::Header { version } => Err(corrupt(format!(
-                    "format version {version} is not supported (this build reads version {})",
-                    line::VERSION
-                ))),
+                } => Ok(crc),
+                Line::Header { version } => Err(Error::Version {
+                    path: self.path.clone(),
+                    found: version,
+                    supported: line::VERSION,
+                }),
                 _ => Err(corrupt(
-                    "not a chord log: the first line must be the header {\"chord\":1}".into(),
+                    "not a chord log: the first line must be the header".into(),
                 )),
             };
         }
@@ -383,11 +608,11 @@ impl JsonlStore {
                     return Err(corrupt(format!("address {address} defined twice")));
                 }
                 self.define(address);
-                Ok(())
+                Ok(crc)
             }
             Line::Lease { end } => {
                 self.lease_end = self.lease_end.max(end);
-                Ok(())
+                Ok(crc)
             }
             Line::Record(RecordLine {
                 seq, address, tag, ..
@@ -401,10 +626,18 @@ impl JsonlStore {
                         self.last_seq
                     )));
                 }
-                let len = u32::try_from(text.len())
-                    .map_err(|_| corrupt("a record longer than 4 GiB".into()))?;
-                self.push(address as u32, seq, self.end, len, tag.as_deref(), line);
-                Ok(())
+                // At most MAX_RECORD_BYTES, which fits.
+                let len = text.len() as u32;
+                let entry = Entry {
+                    seq,
+                    offset: self.end,
+                    line,
+                    len,
+                    tag: 0,
+                    seed,
+                };
+                self.push(address as u32, entry, tag.as_deref());
+                Ok(crc)
             }
         }
     }
@@ -428,20 +661,14 @@ impl JsonlStore {
         }
     }
 
-    fn push(&mut self, id: u32, seq: u64, offset: u64, len: u32, tag: Option<&str>, line: u64) {
-        let tag = self.tag_id(tag);
+    fn push(&mut self, id: u32, mut entry: Entry, tag: Option<&str>) {
+        entry.tag = self.tag_id(tag);
         let list = &mut self.lists[id as usize];
-        if tag != 0 && self.tags[tag as usize - 1] == BASE {
+        if entry.tag != 0 && self.tags[entry.tag as usize - 1] == BASE {
             list.bases.push(list.entries.len());
         }
-        list.entries.push(Entry {
-            seq,
-            offset,
-            len,
-            tag,
-            line,
-        });
-        self.last_seq = seq;
+        list.entries.push(entry);
+        self.last_seq = entry.seq;
     }
 
     fn read_record(&self, entry: &Entry) -> Result<Record> {
@@ -452,9 +679,9 @@ impl JsonlStore {
             line: entry.line,
             reason,
         };
-        match Line::parse(&buf)
-            .map_err(|e| corrupt(format!("{e} (changed since it was opened?)")))?
-        {
+        let changed = |e: String| corrupt(format!("{e} (changed since it was opened?)"));
+        line::verify(&buf, entry.seed).map_err(changed)?;
+        match Line::parse(&buf).map_err(changed)? {
             Line::Record(r) if r.seq == entry.seq => Ok(Record {
                 seq: r.seq,
                 batch: r.batch.get().to_owned(),
@@ -465,6 +692,46 @@ impl JsonlStore {
                 entry.seq
             ))),
         }
+    }
+
+    /// The line(s) appending `batch` writes, continuing the checksum `seed`: the address's
+    /// definition when it is new, then the record.
+    fn lines_for(
+        &self,
+        seed: u32,
+        address: &Address,
+        seq: u64,
+        tag: Option<&str>,
+        batch: &str,
+    ) -> Result<Lines> {
+        let mut text = String::new();
+        let mut seed = seed;
+        let id = match self.ids.get(address) {
+            Some(&id) => id,
+            None => {
+                let id = self.addresses.len() as u32;
+                let define = line::define(seed, u64::from(id), &address.namespace, &address.key);
+                check_line_len(&define.text, "the address definition")?;
+                seed = define.crc;
+                text = define.text;
+                id
+            }
+        };
+        let defines = !text.is_empty();
+        let record = line::record(seed, seq, u64::from(id), tag, batch);
+        check_line_len(&record.text, "the record")?;
+        text.push_str(&record.text);
+        Ok(Lines {
+            text,
+            id,
+            defines,
+            seed,
+            record: RecordWritten {
+                // At most MAX_RECORD_BYTES, which fits.
+                len: (record.text.len() - 1) as u32,
+                crc: record.crc,
+            },
+        })
     }
 
     fn writer(&self) -> Result<&Writer> {
@@ -494,52 +761,97 @@ impl JsonlStore {
     }
 }
 
+/// What one append writes.
+struct Lines {
+    /// The definition line (for a new address) and the record line.
+    text: String,
+    id: u32,
+    defines: bool,
+    /// The checksum the record line continues.
+    seed: u32,
+    record: RecordWritten,
+}
+
+struct RecordWritten {
+    /// Without the `\n`.
+    len: u32,
+    crc: u32,
+}
+
+/// Refuses a line longer than [`MAX_RECORD_BYTES`] (its `\n` aside).
+fn check_line_len(text: &str, what: &str) -> Result<()> {
+    let len = text.len() - 1;
+    if len > MAX_RECORD_BYTES {
+        return Err(Error::InvalidBatch {
+            reason: format!("{what} would be {len} bytes; a line holds at most {MAX_RECORD_BYTES}"),
+        });
+    }
+    Ok(())
+}
+
+/// Re-checks, on the open handle, that the file is a regular file (it may have been replaced
+/// since the path was checked).
+fn check_opened(path: &Path, file: &File) -> Result<()> {
+    let meta = file.metadata().map_err(io_error(path, "read metadata"))?;
+    if !meta.is_file() {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            found: super::file_kind(&meta.file_type()),
+        });
+    }
+    Ok(())
+}
+
 impl Store for JsonlStore {
     fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
         let writer = self.writer()?;
         writer.syncer.check()?;
         let grouped = matches!(writer.durability, Durability::Grouped { .. });
-        check_batch(batch)?;
-        let seq = self.next_seq;
+        check::batch(address, batch, tag)?;
+        let seq = self.next_seq.ok_or_else(|| Error::SeqsExhausted {
+            path: self.path.clone(),
+            last: u64::MAX,
+        })?;
+        let mut lines = self.lines_for(self.crc, address, seq, tag, batch)?;
         if grouped && seq > self.lease_end {
             // Reserve seqs on disk before handing any out, so a restart never reuses one
             // that a crashed writer acknowledged.
-            let end = seq + LEASE - 1;
-            let text = line::lease(end);
-            self.write_lines(&text)?;
-            self.end += text.len() as u64;
+            let end = seq.saturating_add(LEASE - 1);
+            let lease = line::lease(self.crc, end);
+            self.write_lines(&lease.text)?;
+            self.end += lease.text.len() as u64;
             self.lines += 1;
+            self.crc = lease.crc;
             self.lease_end = end;
             self.writer()?.syncer.sync()?;
+            // The lines after the lease continue its checksum.
+            lines = self.lines_for(self.crc, address, seq, tag, batch)?;
         }
-        let mut text = String::new();
-        let id = match self.ids.get(address) {
-            Some(&id) => id,
-            None => {
-                text = line::define(
-                    self.addresses.len() as u64,
-                    &address.namespace,
-                    &address.key,
-                );
-                self.addresses.len() as u32
-            }
+        let Lines {
+            text,
+            id,
+            defines,
+            seed,
+            record,
+        } = lines;
+        let record_at = self.end + (text.len() - record.len as usize - 1) as u64;
+        let entry = Entry {
+            seq,
+            offset: record_at,
+            line: self.lines + 1 + u64::from(defines),
+            len: record.len,
+            tag: 0,
+            seed,
         };
-        let record_at = self.end + text.len() as u64;
-        let record = line::record(seq, u64::from(id), tag, batch);
-        let len = u32::try_from(record.len() - 1).map_err(|_| Error::InvalidBatch {
-            reason: "a record longer than 4 GiB".into(),
-        })?;
-        let defines = !text.is_empty();
-        text.push_str(&record);
         self.write_lines(&text)?;
         if defines {
             self.define(address.clone());
-            self.lines += 1;
         }
-        self.lines += 1;
+        self.lines = entry.line;
         self.end += text.len() as u64;
-        self.push(id, seq, record_at, len, tag, self.lines);
-        self.next_seq = seq + 1;
+        self.crc = record.crc;
+        self.push(id, entry, tag);
+        self.next_seq = seq.checked_add(1);
         self.writer()?.syncer.appended(seq)?;
         Ok(seq)
     }

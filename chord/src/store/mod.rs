@@ -3,8 +3,19 @@
 //! A tracked value lives at an [`Address`] (a namespace and a key). Its history is a list of
 //! [`Record`]s: a sequence number global to the store, the *statefully encoded* wire batch
 //! (the text [`WireBatch::to_json`](crate::WireBatch::to_json) produced), and an optional tag.
-//! A batch that starts with `r` is stored with the tag [`BASE`]. Storage never parses ops: the
-//! tag is decided by whoever encodes, which is what [`LogWriter`] does for you.
+//! A batch that starts with `r` is stored with the tag [`BASE`]: the tag is decided by whoever
+//! encodes, which is what [`LogWriter`] does for you.
+//!
+//! **Acknowledged means recoverable.** An append that returns `Ok` stored a batch recovery can
+//! read back: [`Store::append`] parses it as recovery does and checks it against the wire
+//! grammar, the decoder's rules and the bounds of [`Limits::default`](crate::Limits) that
+//! hold whatever the state; [`LogWriter`] also checks the unencoded ops, whose paths it knows
+//! in full. What depends on the state (growth of an array or a string, a missing parent) can
+//! only be found by applying, and recovery names the record ([`Error::Replay`]).
+//!
+//! **Damage is never silent.** Every record carries a CRC-32C checksum over its exact stored
+//! bytes, and a continuity check finds a record that is missing; a damaged or missing record
+//! is an error naming where it is, never a different state. See each backend for its format.
 //!
 //! Recovery ([`recover`]) reads backwards to the last base record and applies forward with a
 //! fresh [`Decoder`](crate::Decoder), so its cost is bounded by the distance to the last base
@@ -43,6 +54,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod check;
 mod durable;
 mod error;
 mod group;
@@ -251,9 +263,14 @@ pub trait Store {
     /// Appends one encoded batch to `address`'s list and returns its sequence number, which
     /// is greater than every seq the store has handed out before, also across restarts.
     ///
-    /// `batch` is JSON text on one line, an array (what [`WireBatch::to_json`] produces); the
-    /// store checks its syntax but never parses ops. `tag` is stored beside it: pass
-    /// [`BASE`] for a base batch (or use a [`LogWriter`], which does).
+    /// `batch` is JSON text on one line, an array (what [`WireBatch::to_json`] produces), at
+    /// most [`MAX_RECORD_BYTES`] with its tag. The store refuses, before writing anything, a
+    /// batch recovery could not read back: it parses the text as recovery does (serde_json,
+    /// with its nesting limit), checks each op against the wire grammar
+    /// ([`WireOp::from_value`](crate::WireOp::from_value)) and the decoder's rules, and checks
+    /// the bounds of [`Limits::default`](crate::Limits) that every state breaks. `tag` is
+    /// stored beside it: pass [`BASE`] for a base batch (or use a [`LogWriter`], which does);
+    /// a batch tagged [`BASE`] must start with an `r` op.
     ///
     /// The batch is on disk when [`durable_seq`](Store::durable_seq) reaches the returned seq:
     /// at once under [`Durability::EveryAppend`], within the stated bound under
@@ -263,8 +280,10 @@ pub trait Store {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidBatch`] when `batch` is not one line of JSON array text;
-    /// [`Error::ReadOnly`] on a store opened for reading; [`Error::Poisoned`] after an earlier
+    /// [`Error::InvalidBatch`] when `batch` is not one line of JSON array text recovery can
+    /// parse; [`Error::Unrecoverable`] when recovery could never decode or apply it;
+    /// [`Error::SeqsExhausted`] when no seq is left; [`Error::ReadOnly`] on a store opened for
+    /// reading; [`Error::Poisoned`] after an earlier
     /// flush failed; an I/O or database error. A failed append stores nothing, except when
     /// the flush to disk fails after the write: the store is then poisoned, and whether that
     /// record survived shows when the log is reopened.
@@ -276,7 +295,7 @@ pub trait Store {
     /// # Errors
     ///
     /// [`Error::InvalidOptions`] for a zero limit; an I/O or database error; a record that
-    /// cannot be read back ([`Error::Corrupt`]).
+    /// cannot be read back or is missing ([`Error::Corrupt`], [`Error::CorruptRecord`]).
     fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page>;
 
     /// Every address that has at least one record, sorted by namespace, then key.
@@ -321,17 +340,52 @@ impl<S: Store + ?Sized> Store for Box<S> {
 /// crashed writer may have handed out are never handed out again.
 pub(crate) const LEASE: u64 = 1024;
 
-/// Checks that `batch` is JSON array text on one line. A syntax check only: ops are not parsed.
-pub(crate) fn check_batch(batch: &str) -> Result<()> {
-    let invalid = |reason: String| Err(Error::InvalidBatch { reason });
-    if batch.contains('\n') {
-        return invalid("a batch must be JSON text on one line".into());
+/// The longest record a store takes: a JSONL line (seq, address, tag, batch, checksum; an
+/// address definition line too), or a record's batch plus its tag in SQLite. Appends beyond it
+/// are refused ([`Error::InvalidBatch`]); reading a JSONL log never holds a longer line in
+/// memory: a complete line beyond it is [`Error::Corrupt`], an unterminated last one is a torn
+/// tail (it was never acknowledged, since no append could have written it).
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
+
+/// Whether `path` names an existing regular file (following symbolic links): `false` when
+/// nothing is there, [`Error::NotAFile`] for a FIFO, device, socket or directory, which a store
+/// refuses before opening it (opening a FIFO to read blocks until someone writes to it).
+pub(crate) fn regular_file(path: &std::path::Path) -> Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(true),
+        Ok(meta) => Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            found: file_kind(&meta.file_type()),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(Error::Io {
+            path: path.to_path_buf(),
+            action: "read metadata",
+            source,
+        }),
     }
-    if !batch.trim_start().starts_with('[') {
-        return invalid("a batch must be a JSON array".into());
+}
+
+/// What a file that is not a regular file is, in words.
+pub(crate) fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        return "a directory";
     }
-    match serde_json::from_str::<serde::de::IgnoredAny>(batch) {
-        Ok(_) => Ok(()),
-        Err(e) => invalid(format!("invalid JSON: {e}")),
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
     }
+    "not a regular file"
 }

@@ -1,6 +1,7 @@
 //! The SQLite backend (cargo feature `sqlite`; SQLite is bundled, nothing to install).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -8,28 +9,65 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use super::group::Syncer;
-use super::{check_batch, Address, Durability, Error, Order, Page, ReadOptions, Record, Result};
-use super::{Store, LEASE};
+use super::{check, regular_file, Address, Durability, Error, Order, Page, ReadOptions, Record};
+use super::{Result, Store, LEASE};
+
+/// The format version this code reads and writes (`chord_meta.format`). Version 1 had no
+/// checksums and no `prev`/`last` links.
+const VERSION: u64 = 2;
+
+/// The largest seq SQLite's signed 64-bit integers hold.
+const MAX_SEQ: u64 = i64::MAX as u64;
 
 /// A log in a SQLite database: one list table keyed by (address, seq), so every page is a
 /// range scan of the primary-key index.
 ///
 /// ```sql
+/// CREATE TABLE chord_meta (        -- 'format' = 2, 'lease_end', 'addresses' (how many)
+///     name  TEXT PRIMARY KEY,
+///     value INTEGER NOT NULL
+/// ) WITHOUT ROWID;
+/// CREATE TABLE chord_addresses (
+///     id        INTEGER PRIMARY KEY, -- 1, 2, 3, ... in the order addresses appear
+///     namespace TEXT NOT NULL,
+///     key       TEXT NOT NULL,
+///     last      INTEGER NOT NULL,    -- the seq of the address's newest record
+///     crc       INTEGER NOT NULL,    -- CRC-32C of id, namespace and key
+///     UNIQUE (namespace, key)
+/// );
 /// CREATE TABLE chord_records (
-///     address INTEGER NOT NULL,   -- chord_addresses.id (namespace, key interned)
+///     address INTEGER NOT NULL,   -- chord_addresses.id
 ///     seq     INTEGER NOT NULL,   -- global to the database, never reused
+///     prev    INTEGER NOT NULL,   -- the seq of the address's previous record; 0 for its first
 ///     tag     TEXT,               -- 'base' for a base batch
 ///     batch   TEXT NOT NULL,      -- the encoded wire batch, as appended
+///     crc     INTEGER NOT NULL,   -- CRC-32C of seq, address, prev, tag and batch
 ///     PRIMARY KEY (address, seq)
 /// ) WITHOUT ROWID;
 /// ```
+///
+/// **Checksums.** A record's `crc` is the CRC-32C of the text
+/// `{"s":<seq>,"a":<address id>,"p":<prev>,"t":<tag as a JSON string>,"b":<batch>` (the
+/// `"t"` member left out when there is no tag): the exact stored bytes of the batch and tag,
+/// and the numbers in decimal. An address's `crc` is that of
+/// `{"def":<id>,"ns":<namespace as a JSON string>,"key":<key as a JSON string>`.
+///
+/// **Continuity.** Each record names its address's previous record (`prev`), and each address
+/// its newest (`last`), updated in the same transaction as the insert. Every page read checks
+/// the links of the records it returns and of their neighbours (one more record on each side,
+/// or `last` at the newest end, `prev = 0` at the oldest), so a record that is missing, the
+/// newest one included, is an error, as is a record whose checksum does not match:
+/// [`Error::CorruptRecord`], naming the address and the seq. At open, every address row's
+/// checksum is checked, ids must run 1, 2, ... up to the `addresses` count, and no record may
+/// name an address that is not there ([`Error::CorruptDatabase`]). A database of another
+/// format version is [`Error::Version`], and nothing is changed.
 ///
 /// The database runs in WAL mode with `synchronous = FULL`, so a committed append is on disk.
 /// Under [`Durability::EveryAppend`] each append is its own transaction; under
 /// [`Durability::Grouped`] appends share a transaction that commits by the stated bound.
 /// The connection holds SQLite's exclusive lock for its whole life: a second writer gets
 /// [`Error::Locked`]. Seqs are reserved in leases as in [`JsonlStore`](super::JsonlStore), so
-/// a restart never reuses one.
+/// a restart never reuses one; they end at `i64::MAX` ([`Error::SeqsExhausted`]).
 ///
 /// # Examples
 ///
@@ -54,12 +92,22 @@ struct Conn {
     conn: Connection,
     /// A grouped transaction is open.
     in_tx: bool,
-    ids: HashMap<Address, i64>,
+    ids: HashMap<Address, AddressRow>,
+    /// How many addresses the database has (the largest id).
+    address_count: i64,
     last_seq: u64,
     /// Every seq handed out so far is at most this.
     lease_end: u64,
-    /// The seq the next append gets: past every stored seq and every lease.
-    next_seq: u64,
+    /// The seq the next append gets: past every stored seq and every lease. `None` once
+    /// [`MAX_SEQ`] was handed out or reserved.
+    next_seq: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct AddressRow {
+    id: i64,
+    /// The seq of its newest record; 0 for none.
+    last: u64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -72,24 +120,54 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS chord_meta (
+CREATE TABLE chord_meta (
     name  TEXT PRIMARY KEY,
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chord_addresses (
+CREATE TABLE chord_addresses (
     id        INTEGER PRIMARY KEY,
     namespace TEXT NOT NULL,
     key       TEXT NOT NULL,
+    last      INTEGER NOT NULL,
+    crc       INTEGER NOT NULL,
     UNIQUE (namespace, key)
 );
-CREATE TABLE IF NOT EXISTS chord_records (
+CREATE TABLE chord_records (
     address INTEGER NOT NULL REFERENCES chord_addresses (id),
     seq     INTEGER NOT NULL,
+    prev    INTEGER NOT NULL,
     tag     TEXT,
     batch   TEXT NOT NULL,
+    crc     INTEGER NOT NULL,
     PRIMARY KEY (address, seq)
 ) WITHOUT ROWID;
+INSERT INTO chord_meta (name, value) VALUES ('format', 2), ('lease_end', 0), ('addresses', 0);
 ";
+
+/// The checksum of an address row.
+fn address_crc(id: i64, namespace: &str, key: &str) -> u32 {
+    let text = format!(
+        "{{\"def\":{id},\"ns\":{},\"key\":{}",
+        json_string(namespace),
+        json_string(key)
+    );
+    crc32c::crc32c(text.as_bytes())
+}
+
+/// The checksum of a record row.
+fn record_crc(seq: u64, address: i64, prev: u64, tag: Option<&str>, batch: &str) -> u32 {
+    let mut head = format!("{{\"s\":{seq},\"a\":{address},\"p\":{prev},");
+    if let Some(tag) = tag {
+        let _ = write!(head, "\"t\":{},", json_string(tag));
+    }
+    head.push_str("\"b\":");
+    crc32c::crc32c_append(crc32c::crc32c(head.as_bytes()), batch.as_bytes())
+}
+
+fn json_string(s: &str) -> String {
+    // Serializing a string cannot fail.
+    serde_json::to_string(s).unwrap_or_default()
+}
 
 impl SqliteStore {
     /// Opens (or creates) a database for writing, with the given durability, and takes its
@@ -97,10 +175,14 @@ impl SqliteStore {
     ///
     /// # Errors
     ///
-    /// [`Error::Locked`] when another connection holds the database; [`Error::Sqlite`] when
-    /// it cannot be opened or is not a chord database.
+    /// [`Error::NotAFile`] when the path is a FIFO, device or directory; [`Error::Locked`]
+    /// when another connection holds the database; [`Error::Version`] for a database of
+    /// another format version; [`Error::CorruptDatabase`] when its address table or
+    /// metadata does not check out; [`Error::Sqlite`] when it cannot be opened or is not a
+    /// chord database.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
+        regular_file(&path)?;
         let sql = |action| sql_error(&path, action);
         let conn = Connection::open(&path).map_err(sql("open"))?;
         conn.busy_timeout(Duration::ZERO).map_err(sql("open"))?;
@@ -117,48 +199,27 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(locked)?;
         // Takes the exclusive lock now, and keeps it (locking_mode) until the connection closes.
-        conn.execute_batch(&format!("BEGIN EXCLUSIVE; {SCHEMA} COMMIT;"))
-            .map_err(locked)?;
-        let lease_end: u64 = conn
-            .query_row(
-                "SELECT value FROM chord_meta WHERE name = 'lease_end'",
-                [],
-                |row| row.get::<_, i64>(0),
-            )
-            .optional()
-            .map_err(sql("open"))?
-            .map_or(0, |v| v as u64);
-        let last_seq: u64 = conn
-            .query_row(
-                "SELECT max((SELECT max(seq) FROM chord_records r WHERE r.address = a.id))
-                 FROM chord_addresses a",
-                [],
-                |row| row.get::<_, Option<i64>>(0),
-            )
-            .map_err(sql("open"))?
-            .map_or(0, |v| v as u64);
-        let mut ids = HashMap::new();
-        {
-            let mut stmt = conn
-                .prepare("SELECT id, namespace, key FROM chord_addresses")
-                .map_err(sql("open"))?;
-            let rows = stmt
-                .query_map([], |row| {
-                    Ok((row.get::<_, i64>(0)?, row.get(1)?, row.get(2)?))
-                })
-                .map_err(sql("open"))?;
-            for row in rows {
-                let (id, namespace, key) = row.map_err(sql("open"))?;
-                ids.insert(Address { namespace, key }, id);
-            }
-        }
+        conn.execute_batch("BEGIN EXCLUSIVE").map_err(locked)?;
+        let setup = prepare(&path, &conn);
+        let finish = match &setup {
+            Ok(()) => conn.execute_batch("COMMIT"),
+            Err(_) => conn.execute_batch("ROLLBACK"),
+        };
+        setup?;
+        finish.map_err(sql("open"))?;
+        let state = load(&path, &conn)?;
         let conn = Arc::new(Mutex::new(Conn {
             conn,
             in_tx: false,
-            ids,
-            last_seq,
-            lease_end,
-            next_seq: last_seq.max(lease_end) + 1,
+            ids: state.ids,
+            address_count: state.address_count,
+            last_seq: state.last_seq,
+            lease_end: state.lease_end,
+            next_seq: state
+                .last_seq
+                .max(state.lease_end)
+                .checked_add(1)
+                .filter(|&s| s <= MAX_SEQ),
         }));
         let flush_conn = Arc::clone(&conn);
         let flush_path = path.clone();
@@ -168,7 +229,7 @@ impl SqliteStore {
             Ok(target.max(c.last_seq))
         });
         Ok(SqliteStore {
-            syncer: Syncer::new(durability, last_seq, flush),
+            syncer: Syncer::new(durability, state.last_seq, flush),
             path,
             conn,
             durability,
@@ -186,6 +247,146 @@ impl SqliteStore {
     }
 }
 
+/// Creates the schema in a new database, or checks the format version of an existing one.
+fn prepare(path: &Path, conn: &Connection) -> Result<()> {
+    let sql = |action| sql_error(path, action);
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master
+             WHERE type = 'table' AND name IN ('chord_meta', 'chord_addresses', 'chord_records')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql("open"))?;
+    if tables == 0 {
+        return conn.execute_batch(SCHEMA).map_err(sql("create the schema"));
+    }
+    // Version 1 had no `format` row.
+    let format: Option<i64> = conn
+        .query_row(
+            "SELECT value FROM chord_meta WHERE name = 'format'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql("read the format version"))?;
+    let found = format.map_or(1, |v| u64::try_from(v).unwrap_or(0));
+    if found != VERSION {
+        return Err(Error::Version {
+            path: path.to_path_buf(),
+            found,
+            supported: VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// What [`SqliteStore::open`] reads from a database.
+struct Loaded {
+    ids: HashMap<Address, AddressRow>,
+    address_count: i64,
+    last_seq: u64,
+    lease_end: u64,
+}
+
+/// Reads and checks the metadata and the address table.
+fn load(path: &Path, conn: &Connection) -> Result<Loaded> {
+    let sql = |action| sql_error(path, action);
+    let corrupt = |reason: String| Error::CorruptDatabase {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let meta = |name: &str| -> Result<u64> {
+        let value: Option<i64> = conn
+            .query_row(
+                "SELECT value FROM chord_meta WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sql("open"))?;
+        match value {
+            Some(v) if v >= 0 => Ok(v as u64),
+            Some(v) => Err(corrupt(format!("chord_meta.{name} is {v}"))),
+            None => Err(corrupt(format!("chord_meta.{name} is missing"))),
+        }
+    };
+    let lease_end = meta("lease_end")?;
+    let address_count = meta("addresses")?;
+    let mut ids = HashMap::new();
+    let mut last_seq = 0;
+    {
+        let mut stmt = conn
+            .prepare("SELECT id, namespace, key, last, crc FROM chord_addresses ORDER BY id")
+            .map_err(sql("open"))?;
+        let mut rows = stmt.query([]).map_err(sql("open"))?;
+        let mut expected = 1;
+        while let Some(row) = rows.next().map_err(sql("open"))? {
+            let id: i64 = row.get(0).map_err(sql("open"))?;
+            let namespace: String = row.get(1).map_err(sql("open"))?;
+            let key: String = row.get(2).map_err(sql("open"))?;
+            let last: i64 = row.get(3).map_err(sql("open"))?;
+            let crc: i64 = row.get(4).map_err(sql("open"))?;
+            let address = Address { namespace, key };
+            if id != expected {
+                return Err(corrupt(format!(
+                    "address {address} has id {id}, expected {expected}: an address row is \
+                     missing or out of place"
+                )));
+            }
+            let computed = address_crc(id, &address.namespace, &address.key);
+            if crc != i64::from(computed) {
+                return Err(corrupt(format!(
+                    "address id {id} ({address}): checksum mismatch (stored {crc:08x}, \
+                     computed {computed:08x})"
+                )));
+            }
+            let last = u64::try_from(last)
+                .map_err(|_| corrupt(format!("address {address}: newest record is {last}")))?;
+            last_seq = last_seq.max(last);
+            ids.insert(address, AddressRow { id, last });
+            expected += 1;
+        }
+        if expected - 1 != address_count as i64 {
+            return Err(corrupt(format!(
+                "{} address rows, but chord_meta says {address_count}: an address row is \
+                 missing",
+                expected - 1
+            )));
+        }
+    }
+    // No record may belong to an address that is not there (a range seek on the key).
+    let orphan: Option<i64> = conn
+        .query_row(
+            "SELECT address FROM chord_records WHERE address < 1 OR address > ?1 LIMIT 1",
+            [address_count as i64],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql("open"))?;
+    if let Some(id) = orphan {
+        return Err(corrupt(format!(
+            "records of address id {id}, which is not defined"
+        )));
+    }
+    // Also past a newest record whose link was lost: seqs are never reused.
+    let stored: Option<i64> = conn
+        .query_row(
+            "SELECT max((SELECT max(seq) FROM chord_records r WHERE r.address = a.id))
+             FROM chord_addresses a",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql("open"))?;
+    last_seq = last_seq.max(stored.map_or(0, |v| v.max(0) as u64));
+    Ok(Loaded {
+        ids,
+        address_count: address_count as i64,
+        last_seq,
+        lease_end,
+    })
+}
+
 fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
     conn.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -198,8 +399,18 @@ fn sql_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(rusqlite::Erro
     }
 }
 
+/// A seq as SQLite stores it (every seq handed out is at most [`MAX_SEQ`]).
 fn to_sql(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+/// One record row as read, before it is checked.
+struct Row {
+    seq: i64,
+    prev: i64,
+    tag: Option<String>,
+    batch: String,
+    crc: i64,
 }
 
 impl Conn {
@@ -211,31 +422,217 @@ impl Conn {
         Ok(())
     }
 
-    fn address_id(&mut self, address: &Address) -> rusqlite::Result<i64> {
-        if let Some(&id) = self.ids.get(address) {
-            return Ok(id);
-        }
-        self.conn
-            .prepare_cached("INSERT INTO chord_addresses (namespace, key) VALUES (?1, ?2)")?
-            .execute(params![address.namespace, address.key])?;
-        let id = self.conn.last_insert_rowid();
-        self.ids.insert(address.clone(), id);
-        Ok(id)
-    }
-
+    /// Inserts the record (and the address, when new) and moves the address's `last` link.
+    /// Returns the address's row as it is after the insert.
     fn insert(
         &mut self,
         address: &Address,
         seq: u64,
         batch: &str,
         tag: Option<&str>,
-    ) -> rusqlite::Result<()> {
-        let id = self.address_id(address)?;
+    ) -> rusqlite::Result<AddressRow> {
+        let row = match self.ids.get(address) {
+            Some(&row) => row,
+            None => {
+                let id = self.address_count + 1;
+                let crc = address_crc(id, &address.namespace, &address.key);
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO chord_addresses (id, namespace, key, last, crc)
+                         VALUES (?1, ?2, ?3, 0, ?4)",
+                    )?
+                    .execute(params![id, address.namespace, address.key, crc])?;
+                self.conn
+                    .prepare_cached("UPDATE chord_meta SET value = ?1 WHERE name = 'addresses'")?
+                    .execute([id])?;
+                AddressRow { id, last: 0 }
+            }
+        };
+        let crc = record_crc(seq, row.id, row.last, tag, batch);
         self.conn
             .prepare_cached(
-                "INSERT INTO chord_records (address, seq, tag, batch) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO chord_records (address, seq, prev, tag, batch, crc)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
-            .execute(params![id, to_sql(seq), tag, batch])?;
+            .execute(params![
+                row.id,
+                to_sql(seq),
+                to_sql(row.last),
+                tag,
+                batch,
+                crc
+            ])?;
+        self.conn
+            .prepare_cached("UPDATE chord_addresses SET last = ?2 WHERE id = ?1")?
+            .execute(params![row.id, to_sql(seq)])?;
+        Ok(AddressRow {
+            id: row.id,
+            last: seq,
+        })
+    }
+
+    /// Reads the rows of one page (one more than `limit`, to know whether more follow).
+    fn rows(&self, id: i64, options: &ReadOptions) -> rusqlite::Result<Vec<Row>> {
+        let (query, bound) = match (options.order, options.cursor) {
+            (Order::Asc, Some(c)) if c >= MAX_SEQ => return Ok(Vec::new()),
+            (Order::Asc, cursor) => (
+                "SELECT seq, prev, tag, batch, crc FROM chord_records
+                 WHERE address = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3",
+                cursor.map_or(-1, |c| c as i64),
+            ),
+            (Order::Desc, Some(0)) => return Ok(Vec::new()),
+            (Order::Desc, cursor) => (
+                "SELECT seq, prev, tag, batch, crc FROM chord_records
+                 WHERE address = ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT ?3",
+                cursor.map_or(i64::MAX, |c| to_sql(c - 1)),
+            ),
+        };
+        let fetch = i64::try_from(options.limit).unwrap_or(i64::MAX - 1) + 1;
+        let mut stmt = self.conn.prepare_cached(query)?;
+        let rows = stmt.query_map(params![id, bound, fetch], |row| {
+            Ok(Row {
+                seq: row.get(0)?,
+                prev: row.get(1)?,
+                tag: row.get(2)?,
+                batch: row.get(3)?,
+                crc: row.get(4)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    /// The record next to `seq` (included) on one side: `Asc`, the oldest at or after it;
+    /// `Desc`, the newest at or before it. Its (seq, prev).
+    fn neighbour(&self, id: i64, seq: i64, side: Order) -> rusqlite::Result<Option<(i64, i64)>> {
+        let query = match side {
+            Order::Asc => {
+                "SELECT seq, prev FROM chord_records WHERE address = ?1 AND seq >= ?2
+                 ORDER BY seq ASC LIMIT 1"
+            }
+            Order::Desc => {
+                "SELECT seq, prev FROM chord_records WHERE address = ?1 AND seq <= ?2
+                 ORDER BY seq DESC LIMIT 1"
+            }
+        };
+        self.conn
+            .prepare_cached(query)?
+            .query_row(params![id, seq], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()
+    }
+}
+
+impl SqliteStore {
+    /// Checks one page's rows (fetched in `options.order`, one more than the page when more
+    /// follow): every checksum, and the links among them and to their neighbours.
+    fn verify(
+        &self,
+        c: &Conn,
+        address: &Address,
+        row: AddressRow,
+        options: &ReadOptions,
+        rows: &[Row],
+        reached_end: bool,
+    ) -> Result<()> {
+        let sql = |action| sql_error(&self.path, action);
+        let corrupt = |seq: i64, reason: String| Error::CorruptRecord {
+            path: self.path.clone(),
+            address: address.clone(),
+            seq: seq as u64,
+            reason,
+        };
+        for r in rows {
+            if r.seq < 1 || r.prev < 0 || r.prev >= r.seq {
+                return Err(corrupt(
+                    r.seq,
+                    format!("impossible seq {} with previous record {}", r.seq, r.prev),
+                ));
+            }
+            let computed = record_crc(
+                r.seq as u64,
+                row.id,
+                r.prev as u64,
+                r.tag.as_deref(),
+                &r.batch,
+            );
+            if r.crc != i64::from(computed) {
+                return Err(corrupt(
+                    r.seq,
+                    format!(
+                        "checksum mismatch (stored {:08x}, computed {computed:08x})",
+                        r.crc
+                    ),
+                ));
+            }
+        }
+        let missing = |seq: i64, expected: i64, found: i64| {
+            corrupt(
+                seq,
+                format!(
+                    "its previous record should be {expected}, but the record before it is \
+                     {found}: a record of {address} is missing or out of place"
+                ),
+            )
+        };
+        // Oldest first, with the neighbours: `older` the record just before the first row,
+        // `newer` (seq, prev) just after the last.
+        let mut asc: Vec<&Row> = rows.iter().collect();
+        let (older, newer) = match options.order {
+            Order::Asc => {
+                let older = match options.cursor {
+                    Some(cursor) => c
+                        .neighbour(row.id, to_sql(cursor), Order::Desc)
+                        .map_err(sql("read"))?
+                        .map(|(seq, _)| seq),
+                    None => None,
+                };
+                (older, None)
+            }
+            Order::Desc => {
+                asc.reverse();
+                // The oldest record at or past the cursor: the one after this page's newest.
+                let newer = match options.cursor {
+                    Some(cursor) if cursor <= MAX_SEQ => c
+                        .neighbour(row.id, cursor as i64, Order::Asc)
+                        .map_err(sql("read"))?,
+                    _ => None,
+                };
+                (None, newer)
+            }
+        };
+        let (first_known, last_known) = match options.order {
+            // The page starts at the list's beginning when there is no cursor (or nothing
+            // before it), and ends at its end when fewer rows came than asked for.
+            Order::Asc => (true, reached_end),
+            Order::Desc => (reached_end, newer.is_none()),
+        };
+        let mut before = older.unwrap_or(0);
+        for (i, r) in asc.iter().enumerate() {
+            let checked = i > 0 || first_known || older.is_some();
+            if checked && r.prev != before {
+                return Err(missing(r.seq, r.prev, before));
+            }
+            before = r.seq;
+        }
+        if let Some((seq, prev)) = newer {
+            if prev != before {
+                return Err(missing(seq, prev, before));
+            }
+        }
+        if last_known && before != to_sql(row.last) {
+            let seq = if row.last > 0 {
+                to_sql(row.last)
+            } else {
+                before
+            };
+            return Err(corrupt(
+                seq,
+                format!(
+                    "the newest record of {address} should be {}, but it is {before}: a record \
+                     is missing",
+                    row.last
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -243,46 +640,58 @@ impl Conn {
 impl Store for SqliteStore {
     fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
         self.syncer.check()?;
-        check_batch(batch)?;
+        check::batch(address, batch, tag)?;
         let grouped = matches!(self.durability, Durability::Grouped { .. });
         let sql = |action| sql_error(&self.path, action);
         let mut c = lock(&self.conn);
-        let seq = c.next_seq;
+        let seq = c.next_seq.ok_or_else(|| Error::SeqsExhausted {
+            path: self.path.clone(),
+            last: MAX_SEQ,
+        })?;
         if grouped && seq > c.lease_end {
             // Reserve seqs durably before handing any out: commit what is pending, then the
             // lease, in its own synchronous transaction.
             c.commit().map_err(sql("commit"))?;
-            let end = seq + LEASE - 1;
+            let end = seq.saturating_add(LEASE - 1).min(MAX_SEQ);
             c.conn
                 .execute(
-                    "INSERT INTO chord_meta (name, value) VALUES ('lease_end', ?1)
-                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    "UPDATE chord_meta SET value = ?1 WHERE name = 'lease_end'",
                     params![to_sql(end)],
                 )
                 .map_err(sql("reserve seqs"))?;
             c.lease_end = end;
         }
-        if grouped && !c.in_tx {
+        if !c.in_tx {
             c.conn
                 .execute_batch("BEGIN IMMEDIATE")
                 .map_err(sql("append"))?;
-            c.in_tx = true;
+            c.in_tx = grouped;
         }
         let inserted = c.insert(address, seq, batch, tag);
-        if let Err(e) = inserted {
-            if !c.in_tx {
-                // A failed autocommit statement leaves nothing behind, but it may have
-                // interned the address before failing.
-                c.ids.remove(address);
+        let inserted = match inserted {
+            Ok(row) if !grouped => c.conn.execute_batch("COMMIT").map(|()| row),
+            other => other,
+        };
+        let row = match inserted {
+            Ok(row) => row,
+            Err(e) if !grouped => {
+                // Nothing of this append stays: its own transaction is rolled back.
+                let _ = c.conn.execute_batch("ROLLBACK");
                 return Err(sql("append")(e));
             }
-            drop(c);
-            let reason = format!("an append inside a grouped transaction failed: {e}");
-            self.syncer.poison(reason.clone());
-            return Err(Error::Poisoned { reason });
+            Err(e) => {
+                drop(c);
+                let reason = format!("an append inside a grouped transaction failed: {e}");
+                self.syncer.poison(reason.clone());
+                return Err(Error::Poisoned { reason });
+            }
+        };
+        if !c.ids.contains_key(address) {
+            c.address_count = row.id;
         }
+        c.ids.insert(address.clone(), row);
         c.last_seq = seq;
-        c.next_seq = seq + 1;
+        c.next_seq = seq.checked_add(1).filter(|&s| s <= MAX_SEQ);
         drop(c);
         self.syncer.appended(seq)?;
         Ok(seq)
@@ -292,40 +701,19 @@ impl Store for SqliteStore {
         options.check()?;
         let sql = |action| sql_error(&self.path, action);
         let c = lock(&self.conn);
-        let Some(&id) = c.ids.get(address) else {
+        let Some(&row) = c.ids.get(address) else {
             return Ok(Page::default());
         };
-        let query = match options.order {
-            Order::Asc => {
-                "SELECT seq, tag, batch FROM chord_records
-                 WHERE address = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3"
-            }
-            Order::Desc => {
-                "SELECT seq, tag, batch FROM chord_records
-                 WHERE address = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3"
-            }
-        };
-        let cursor = match (options.cursor, options.order) {
-            (Some(c), _) => to_sql(c),
-            (None, Order::Asc) => -1,
-            (None, Order::Desc) => i64::MAX,
-        };
-        let mut stmt = c.conn.prepare_cached(query).map_err(sql("read"))?;
-        // One row more than the page, to know whether another page follows.
-        let fetch = i64::try_from(options.limit).unwrap_or(i64::MAX - 1) + 1;
-        let mut rows = stmt
-            .query(params![id, cursor, fetch])
-            .map_err(sql("read"))?;
+        let rows = c.rows(row.id, options).map_err(sql("read"))?;
+        let reached_end = rows.len() <= options.limit;
+        self.verify(&c, address, row, options, &rows, reached_end)?;
+        let fetched = rows.len();
         let mut records = Vec::new();
-        while records.len() < options.limit {
-            let Some(row) = rows.next().map_err(sql("read"))? else {
-                break;
-            };
-            let seq: i64 = row.get(0).map_err(sql("read"))?;
+        for r in rows.into_iter().take(options.limit) {
             let record = Record {
-                seq: seq as u64,
-                tag: row.get(1).map_err(sql("read"))?,
-                batch: row.get(2).map_err(sql("read"))?,
+                seq: r.seq as u64,
+                tag: r.tag,
+                batch: r.batch,
             };
             let stop = record.tag.is_some() && record.tag == options.stop_at_tag;
             records.push(record);
@@ -333,8 +721,7 @@ impl Store for SqliteStore {
                 break;
             }
         }
-        let more = rows.next().map_err(sql("read"))?.is_some();
-        let next_cursor = if more {
+        let next_cursor = if fetched > records.len() {
             records.last().map(|r| r.seq)
         } else {
             None

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::{Address, ReadOptions, Result, Store, BASE};
+use super::{check, Address, Error, ReadOptions, Result, Store, BASE};
+use crate::error::ErrorKind;
 use crate::{is_base, Encoder, Op};
 
 /// When a stored value should get a new base batch, so that recovery's work is bounded by a
@@ -129,14 +130,32 @@ impl<S: Store> LogWriter<S> {
     /// When it is on disk is the store's [`Durability`](super::Durability): compare the seq
     /// with [`Store::durable_seq`], or call [`sync`](LogWriter::sync).
     ///
+    /// **Acknowledged means recoverable.** Before encoding, each op is checked against the
+    /// bounds of [`Limits::default`](crate::Limits) (what recovery applies with) that no state
+    /// can satisfy: an op's path length plus the nesting depth of its value (for a splice,
+    /// path length + 1 + each item's depth) at most 120, counted iteratively; at most
+    /// `max_array_len` splice items; append text at most `max_string_len`; paths within the
+    /// grammar. A batch for an address with no base record must be a base batch (recovery
+    /// would have no value to apply it to). Bounds that depend on the state (an array or
+    /// string growing past its limit, the applier's per-batch work) cannot be checked here;
+    /// see the `store::check` module. Then the store checks the encoded text
+    /// ([`Store::append`]).
+    ///
     /// # Errors
     ///
-    /// The store's error. The address's encoder is then dropped and the next batch starts a
-    /// fresh one, so no later batch refers to a path id whose definition was not stored.
+    /// [`Error::Unrecoverable`](super::Error::Unrecoverable) for a batch recovery could not
+    /// apply: nothing is stored and the encoder is untouched. Otherwise the store's error;
+    /// the address's encoder is then dropped and the next batch starts a fresh one, so no
+    /// later batch refers to a path id whose definition was not stored.
     pub fn append(&mut self, address: &Address, batch: &[Op]) -> Result<Option<u64>> {
         if batch.is_empty() {
             return Ok(None);
         }
+        let unrecoverable = |source: crate::Error| Error::Unrecoverable {
+            address: address.clone(),
+            source,
+        };
+        check::ops(batch).map_err(unrecoverable)?;
         if !self.streams.contains_key(address) {
             let since = since_base(&self.store, address, self.policy)?;
             let stream = Stream {
@@ -149,6 +168,10 @@ impl<S: Store> LogWriter<S> {
             return Ok(None);
         };
         let base = is_base(batch);
+        if !base && !stream.since.has_base {
+            let first = ErrorKind::NoValue.into();
+            return Err(unrecoverable(crate::Error::at_op(first, 0)));
+        }
         let wire = stream.encoder.encode(batch).to_json();
         match self.store.append(address, &wire, base.then_some(BASE)) {
             Ok(seq) => {

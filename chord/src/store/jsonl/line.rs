@@ -1,21 +1,36 @@
-//! The lines of a JSONL log: one JSON object per line, of four kinds.
+//! The lines of a JSONL log, format version 2: one JSON object per line, of four kinds, each
+//! ending with its checksum.
 //!
 //! | line | meaning |
 //! | --- | --- |
-//! | `{"chord":1}` | the header: a chord log, format version 1; always the first line |
-//! | `{"def":0,"ns":"lanes","key":"main"}` | defines address id 0, before its first record |
-//! | `{"lease":2048}` | a writer may hand out seqs up to 2048: a restart continues after it |
-//! | `{"s":17,"a":0,"t":"base","b":[["r",{}]]}` | a record: seq, address id, tag (optional), batch |
+//! | `{"chord":2,"c":"…"}` | the header: a chord log, format version 2; always the first line |
+//! | `{"def":0,"ns":"lanes","key":"main","c":"…"}` | defines address id 0, before its first record |
+//! | `{"lease":2048,"c":"…"}` | a writer may hand out seqs up to 2048: a restart continues after it |
+//! | `{"s":17,"a":0,"t":"base","b":[["r",{}]],"c":"…"}` | a record: seq, address id, tag (optional), batch |
 //!
-//! The batch is kept as raw JSON text (`b`), checked for syntax and never parsed into ops.
+//! **The checksum** is the last field of every line, always spelled `,"c":"` + 8 lowercase hex
+//! digits + `"}`: the 16 bytes before the `\n`. Its value is the CRC-32C (Castagnoli) of the
+//! line's bytes before those 16 (from the `{` through the end of the previous field, exactly as
+//! stored), *continued from the previous line's checksum* (the header starts from 0): it is
+//! the CRC-32C of every line's checked bytes from the start of the file through this line.
+//! So a changed bit anywhere in a line fails that line's checksum, and a line that is missing,
+//! duplicated or moved fails the checksum of the line after it.
+//!
+//! The batch is kept as raw JSON text (`b`): parsed when it is appended (to refuse what
+//! recovery could not read back), kept byte for byte.
 
-use std::fmt;
+use std::fmt::{self, Write};
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 /// The format version this code reads and writes.
-pub(super) const VERSION: u64 = 1;
+pub(super) const VERSION: u64 = 2;
+
+/// The checksum suffix: `,"c":"` + 8 hex digits + `"}`.
+pub(super) const SUFFIX_LEN: usize = 16;
+const SUFFIX_START: &[u8] = b",\"c\":\"";
+const SUFFIX_END: &[u8] = b"\"}";
 
 /// One parsed line, borrowing the batch text from the line.
 #[derive(Debug)]
@@ -43,31 +58,107 @@ pub(super) struct RecordLine<'a> {
 }
 
 impl<'a> Line<'a> {
-    /// Parses one line (without its newline).
+    /// Parses one line (without its newline). Call [`verify`] first: parsing ignores the
+    /// checksum's value.
     pub(super) fn parse(text: &'a [u8]) -> Result<Line<'a>, String> {
         let text = std::str::from_utf8(text).map_err(|e| format!("not UTF-8: {e}"))?;
         serde_json::from_str(text).map_err(|e| e.to_string())
     }
 }
 
-pub(super) fn header() -> String {
-    format!("{{\"chord\":{VERSION}}}\n")
+/// Checks a line's checksum (`text` without its `\n`), continuing from `seed`, the previous
+/// line's checksum (0 before the header). Returns this line's checksum.
+pub(super) fn verify(text: &[u8], seed: u32) -> Result<u32, String> {
+    let stored = stored_checksum(text).ok_or_else(|| {
+        "no checksum: a line must end with ,\"c\":\"<8 lowercase hex digits>\"}".to_owned()
+    })?;
+    let computed = crc32c::crc32c_append(seed, &text[..text.len() - SUFFIX_LEN]);
+    if computed != stored {
+        return Err(format!(
+            "checksum mismatch (stored {stored:08x}, computed {computed:08x}): this line was \
+             changed, or a line before it is missing, was changed or was moved"
+        ));
+    }
+    Ok(computed)
 }
 
-pub(super) fn define(id: u64, namespace: &str, key: &str) -> String {
-    format!(
-        "{{\"def\":{id},\"ns\":{},\"key\":{}}}\n",
+/// The checksum a line ends with, if it ends with a well-formed suffix.
+fn stored_checksum(text: &[u8]) -> Option<u32> {
+    let n = text.len();
+    if n < SUFFIX_LEN + 1 || text[0] != b'{' {
+        return None;
+    }
+    let suffix = &text[n - SUFFIX_LEN..];
+    if !suffix.starts_with(SUFFIX_START) || !suffix.ends_with(SUFFIX_END) {
+        return None;
+    }
+    let hex = &suffix[SUFFIX_START.len()..SUFFIX_START.len() + 8];
+    let mut value = 0u32;
+    for &b in hex {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => return None,
+        };
+        value = value << 4 | u32::from(digit);
+    }
+    Some(value)
+}
+
+/// Where, in an unterminated last segment, a complete line ends that is followed by more bytes
+/// instead of its `\n` (a damaged terminator followed by a torn write): the length of that
+/// line, if any.
+pub(super) fn embedded_line(segment: &[u8], seed: u32) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = find(&segment[from..], SUFFIX_START) {
+        let end = from + at + SUFFIX_LEN;
+        if end < segment.len() && verify(&segment[..end], seed).is_ok() {
+            return Some(end);
+        }
+        from += at + 1;
+    }
+    None
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A finished line: its text (with the checksum and `\n`) and its checksum, the seed of the
+/// next line.
+pub(super) struct Written {
+    pub(super) text: String,
+    pub(super) crc: u32,
+}
+
+/// Ends `checked` (a line's bytes up to its checksum) with the checksum and `\n`.
+fn finish(mut checked: String, seed: u32) -> Written {
+    let crc = crc32c::crc32c_append(seed, checked.as_bytes());
+    // Writing to a String cannot fail.
+    let _ = write!(checked, ",\"c\":\"{crc:08x}\"}}\n");
+    Written { text: checked, crc }
+}
+
+pub(super) fn header() -> Written {
+    finish(format!("{{\"chord\":{VERSION}"), 0)
+}
+
+pub(super) fn define(seed: u32, id: u64, namespace: &str, key: &str) -> Written {
+    let checked = format!(
+        "{{\"def\":{id},\"ns\":{},\"key\":{}",
         json_string(namespace),
         json_string(key)
-    )
+    );
+    finish(checked, seed)
 }
 
-pub(super) fn lease(end: u64) -> String {
-    format!("{{\"lease\":{end}}}\n")
+pub(super) fn lease(seed: u32, end: u64) -> Written {
+    finish(format!("{{\"lease\":{end}"), seed)
 }
 
-pub(super) fn record(seq: u64, address: u64, tag: Option<&str>, batch: &str) -> String {
-    let mut line = format!("{{\"s\":{seq},\"a\":{address},");
+pub(super) fn record(seed: u32, seq: u64, address: u64, tag: Option<&str>, batch: &str) -> Written {
+    let mut line = String::with_capacity(batch.len() + 64);
+    let _ = write!(line, "{{\"s\":{seq},\"a\":{address},");
     if let Some(tag) = tag {
         line.push_str("\"t\":");
         line.push_str(&json_string(tag));
@@ -75,8 +166,14 @@ pub(super) fn record(seq: u64, address: u64, tag: Option<&str>, batch: &str) -> 
     }
     line.push_str("\"b\":");
     line.push_str(batch);
-    line.push_str("}\n");
-    line
+    finish(line, seed)
+}
+
+/// The version a first line declares, read leniently (whatever its checksum), so that a log
+/// of another version is named as such.
+pub(super) fn declared_version(text: &[u8]) -> Option<u64> {
+    let value: serde_json::Value = serde_json::from_slice(text).ok()?;
+    value.get("chord")?.as_u64()
 }
 
 fn json_string(s: &str) -> String {
@@ -94,6 +191,7 @@ enum Field {
     Address,
     Tag,
     Batch,
+    Checksum,
 }
 
 impl<'de> Deserialize<'de> for Field {
@@ -115,6 +213,7 @@ impl<'de> Deserialize<'de> for Field {
                     "a" => Field::Address,
                     "t" => Field::Tag,
                     "b" => Field::Batch,
+                    "c" => Field::Checksum,
                     other => return Err(E::custom(format_args!("unknown field `{other}`"))),
                 })
             }
@@ -155,6 +254,7 @@ impl<'de> Visitor<'de> for LineVisitor {
         let mut address = None;
         let mut tag = None;
         let mut batch: Option<&'de RawValue> = None;
+        let mut checksum = None;
         while let Some(field) = map.next_key::<Field>()? {
             match field {
                 Field::Chord => set(&mut chord, map.next_value::<u64>()?, "chord")?,
@@ -165,17 +265,21 @@ impl<'de> Visitor<'de> for LineVisitor {
                 Field::Seq => set(&mut seq, map.next_value::<u64>()?, "s")?,
                 Field::Address => set(&mut address, map.next_value::<u64>()?, "a")?,
                 Field::Tag => set(&mut tag, map.next_value::<String>()?, "t")?,
+                Field::Checksum => set(&mut checksum, map.next_value::<IgnoredAny>()?, "c")?,
                 Field::Batch => {
                     let raw: &'de RawValue = map.next_value()?;
                     if !raw.get().starts_with('[') {
                         return Err(de::Error::custom("the batch `b` is not a JSON array"));
                     }
-                    // Syntax was checked by RawValue; the ops themselves are not parsed.
+                    // Syntax was checked by RawValue; the ops were checked when appended.
                     set(&mut batch, raw, "b")?;
                 }
             }
         }
         let missing = |name: &str| de::Error::custom(format_args!("missing field `{name}`"));
+        if checksum.is_none() {
+            return Err(missing("c"));
+        }
         let extra =
             |kind: &str| de::Error::custom(format_args!("unexpected fields in a {kind} line"));
         if let Some(version) = chord {

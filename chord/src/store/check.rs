@@ -1,0 +1,287 @@
+//! "Acknowledged means recoverable": what a store refuses before it writes anything.
+//!
+//! Two checks, one for each boundary:
+//!
+//! - [`batch`], run by both backends' [`Store::append`](super::Store::append) on the batch
+//!   *text*: it must be one line, at most [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES), parse
+//!   with serde_json exactly as recovery parses it (the same nesting limit), follow the wire
+//!   grammar ([`WireOp::from_value`](crate::WireOp::from_value) on each element), follow the
+//!   decoder's rules as far as they do not depend on earlier batches, and break no bound of
+//!   [`Limits::default`] that every state breaks (see [`ops`]).
+//! - [`ops`], run by [`LogWriter`](super::LogWriter) on the *unencoded* ops, which still carry
+//!   every path in full: the same static bounds, exactly.
+//!
+//! # What can be checked without the state
+//!
+//! Recovery applies with [`apply`](crate::apply), i.e. with [`Limits::default`]. Some of its
+//! bounds are broken by an op whatever document it is applied to, and are refused here:
+//!
+//! - **Depth.** An `r` value nested deeper than `max_depth` (120); an `s` whose path length
+//!   plus its value's nesting exceeds it; a `p` whose path length plus one plus an item's
+//!   nesting exceeds it. `apply` checks these before it looks at the document.
+//! - **Splice size.** A `p` inserting more than `max_array_len` items: whatever it removes,
+//!   the array ends up longer than the bound.
+//! - **Append size.** An `a` whose text alone is longer than `max_string_len`.
+//! - **Paths.** No path longer than the grammar allows and no reserved segment (the wire
+//!   grammar, and `validate::check_paths` for ops built in memory).
+//!
+//! Others depend on the state and so cannot be checked statically; a batch breaking them is
+//! acknowledged, and recovery reports it by record ([`Error::Replay`](super::Error::Replay)):
+//!
+//! - **Growth.** `max_array_len` for an `s` one past the end or a `p` that removes fewer items
+//!   than it inserts, and `max_string_len` for an `a`: both depend on the current length.
+//! - **Structure.** A missing parent, an index past the end, an `a` on a number, an op other
+//!   than `r` on an address with no value yet, a `t` splitting a surrogate pair.
+//! - **The per-batch work budget**, where the applier has one: what a batch costs depends on
+//!   the sizes of the strings and arrays it shifts.
+//! - **Ids from earlier batches.** The store sees one batch: an id used before any `r` of the
+//!   batch may have been defined by an earlier one. (After an `r`, which clears the id
+//!   table, every id must be defined in the batch itself, and that is checked.)
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::{Address, Error, Result, BASE, MAX_RECORD_BYTES};
+use crate::error::ErrorKind;
+use crate::{Op, PathRef, WireOp};
+
+/// `Limits::default().max_depth`: the deepest a document may nest.
+pub(crate) const MAX_DEPTH: usize = 120;
+/// `Limits::default().max_array_len`.
+pub(crate) const MAX_ARRAY_LEN: usize = 1 << 24;
+/// `Limits::default().max_string_len`.
+pub(crate) const MAX_STRING_LEN: usize = 256 << 20;
+
+/// Checks batch text for [`Store::append`](super::Store::append): everything recovery will
+/// do with it that does not depend on the records before it.
+///
+/// # Errors
+///
+/// [`Error::InvalidBatch`] for text that is not one line of parseable JSON array text, is too
+/// long, or is tagged [`BASE`] without starting with an `r`; [`Error::Unrecoverable`] for a
+/// batch that breaks the wire grammar, the decoder's rules or a static bound.
+pub(crate) fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
+    let invalid = |reason: String| Err(Error::InvalidBatch { reason });
+    let size = batch.len() + tag.map_or(0, str::len);
+    if size > MAX_RECORD_BYTES {
+        return invalid(format!(
+            "{size} bytes of batch and tag; a record holds at most {MAX_RECORD_BYTES}"
+        ));
+    }
+    if batch.contains('\n') {
+        return invalid("a batch must be JSON text on one line".into());
+    }
+    if !batch.trim_start().starts_with('[') {
+        return invalid("a batch must be a JSON array".into());
+    }
+    // Exactly what recovery does (`Decoder::decode_str`): serde_json's parser, with its
+    // nesting limit, into a `Value`.
+    let value: Value = match serde_json::from_str(batch) {
+        Ok(v) => v,
+        Err(e) => return invalid(format!("invalid JSON: {e}")),
+    };
+    let unrecoverable = |source: crate::Error| Error::Unrecoverable {
+        address: address.clone(),
+        source,
+    };
+    let ops = crate::validate::wire_batch_from_value(value).map_err(unrecoverable)?;
+    if tag == Some(BASE) && !WireOp::is_base(&ops) {
+        return invalid(format!(
+            "a record tagged {BASE:?} must start with an `r` op: recovery starts there with no \
+             value"
+        ));
+    }
+    wire_ops(&ops).map_err(unrecoverable)
+}
+
+/// Checks ops before they are encoded: the static bounds of [`Limits::default`] and the path
+/// rules (see the module documentation for what cannot be checked here).
+///
+/// # Errors
+///
+/// The first op that recovery could never apply, with its position and path.
+pub(crate) fn ops(batch: &[Op]) -> crate::Result<()> {
+    for (i, op) in batch.iter().enumerate() {
+        let at = |e: crate::Error| match op.path() {
+            Some(p) if e.path().is_none() => e.at_op(i).at_path(p.clone()),
+            _ => e.at_op(i),
+        };
+        crate::validate::check_paths(op).map_err(at)?;
+        let path_len = op.path().map_or(0, |p| p.len());
+        match op {
+            Op::Replace(v) => fits(v, 0).map_err(at)?,
+            Op::Set(_, v) => fits(v, path_len).map_err(at)?,
+            Op::Append(_, text) => append_fits(text).map_err(at)?,
+            Op::Splice { items, .. } => splice_fits(items, path_len).map_err(at)?,
+            Op::Delete(_) | Op::Truncate(..) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The decoder's rules that hold whatever came before, plus the static bounds, on one parsed
+/// wire batch. Path lengths are known for inline paths, short forms whose path is known, and
+/// ids defined in this batch; otherwise a lower bound is used (1 for the verbs that need a
+/// non-empty path, 0 for `p`), so nothing recoverable is ever refused.
+fn wire_ops(batch: &[WireOp]) -> crate::Result<()> {
+    // Path lengths of the ids defined in this batch.
+    let mut ids: HashMap<usize, usize> = HashMap::new();
+    // Whether an `r` cleared the id table: from then on, only ids defined here resolve.
+    let mut cleared = false;
+    // The previous op's path length, for short forms: `None` when there is none (an `r`
+    // resets it, as at the start of a batch), `Some(None)` when its length is unknown.
+    let mut previous: Option<Option<usize>> = None;
+    for (i, op) in batch.iter().enumerate() {
+        let mut resolve = |path: &Option<PathRef>| -> crate::Result<Option<usize>> {
+            let len = match path {
+                None => previous.ok_or(ErrorKind::NoPreviousPath)?,
+                Some(PathRef::Path(p)) => Some(p.len()),
+                Some(PathRef::Id(id)) => match ids.get(id) {
+                    Some(&len) => Some(len),
+                    None if cleared => return Err(ErrorKind::UnknownId(*id).into()),
+                    None => None,
+                },
+            };
+            previous = Some(len);
+            Ok(len)
+        };
+        let non_empty = |len: Option<usize>, verb: char| -> crate::Result<usize> {
+            match len {
+                Some(0) => Err(ErrorKind::EmptyPath { verb }.into()),
+                Some(len) => Ok(len),
+                None => Ok(1),
+            }
+        };
+        let result = match op {
+            WireOp::Define { id, path } => {
+                ids.insert(*id, path.len());
+                Ok(())
+            }
+            WireOp::Replace(v) => {
+                ids.clear();
+                cleared = true;
+                previous = None;
+                fits(v, 0)
+            }
+            WireOp::Set(p, v) => resolve(p)
+                .and_then(|len| non_empty(len, 's'))
+                .and_then(|len| fits(v, len)),
+            WireOp::Delete(p) => resolve(p).and_then(|len| non_empty(len, 'd')).map(drop),
+            WireOp::Append(p, text) => resolve(p)
+                .and_then(|len| non_empty(len, 'a'))
+                .and_then(|_| append_fits(text)),
+            WireOp::Truncate(p, _) => resolve(p).and_then(|len| non_empty(len, 't')).map(drop),
+            WireOp::Splice { path, items, .. } => {
+                resolve(path).and_then(|len| splice_fits(items, len.unwrap_or(0)))
+            }
+        };
+        result.map_err(|e| e.at_op(i))?;
+    }
+    Ok(())
+}
+
+fn limit(limit: &'static str, max: usize) -> crate::Error {
+    ErrorKind::LimitExceeded { limit, max }.into()
+}
+
+/// Whether `value`, placed `at` containers deep, keeps the document within [`MAX_DEPTH`]:
+/// what `apply` checks before it looks at the document.
+fn fits(value: &Value, at: usize) -> crate::Result<()> {
+    if at.saturating_add(depth(value, MAX_DEPTH.saturating_sub(at))) > MAX_DEPTH {
+        return Err(limit("max_depth", MAX_DEPTH));
+    }
+    Ok(())
+}
+
+fn append_fits(text: &str) -> crate::Result<()> {
+    if text.len() > MAX_STRING_LEN {
+        return Err(limit("max_string_len", MAX_STRING_LEN));
+    }
+    Ok(())
+}
+
+fn splice_fits(items: &[Value], path_len: usize) -> crate::Result<()> {
+    if items.len() > MAX_ARRAY_LEN {
+        return Err(limit("max_array_len", MAX_ARRAY_LEN));
+    }
+    items.iter().try_for_each(|item| fits(item, path_len + 1))
+}
+
+/// How deeply `value`'s containers nest (a scalar: 0, `[]`: 1, `[{}]`: 2), counting no
+/// further than `stop + 1`. Iterative: a hostile value cannot overflow the stack here.
+pub(crate) fn depth(value: &Value, stop: usize) -> usize {
+    let mut deepest = 0;
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((v, above)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        let here = above + 1;
+        deepest = deepest.max(here);
+        if deepest > stop {
+            return deepest;
+        }
+        stack.extend(children.map(|c| (c, here)));
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Limits;
+    use serde_json::json;
+
+    #[test]
+    fn static_bounds_are_the_default_limits() {
+        // `Limits` keeps its fields private; equality pins the three numbers.
+        let ours = Limits::default()
+            .max_depth(MAX_DEPTH)
+            .max_array_len(MAX_ARRAY_LEN)
+            .max_string_len(MAX_STRING_LEN);
+        assert_eq!(ours, Limits::default());
+    }
+
+    fn nested(n: usize) -> Value {
+        let mut v = json!(1);
+        for _ in 0..n {
+            v = Value::Array(vec![v]);
+        }
+        v
+    }
+
+    #[test]
+    fn depth_counts_containers_and_stops_early() {
+        assert_eq!(depth(&json!(1), 10), 0);
+        assert_eq!(depth(&json!([]), 10), 1);
+        assert_eq!(depth(&json!({"a": [1, {"b": []}]}), 10), 3);
+        assert_eq!(depth(&nested(50), 100), 50);
+        assert_eq!(depth(&nested(50), 10), 11);
+    }
+
+    #[test]
+    fn the_static_check_agrees_with_apply() {
+        let doc = Some(json!({"a": {"b": []}}));
+        for n in 110..125 {
+            let value = nested(n);
+            let batches = [
+                vec![Op::Replace(value.clone())],
+                vec![Op::Set(crate::path!["a", "b"], value.clone())],
+                vec![Op::Splice {
+                    path: crate::path!["a", "b"].into(),
+                    index: 0,
+                    remove: 0,
+                    items: vec![value.clone()],
+                }],
+            ];
+            for batch in batches {
+                let mut copy = doc.clone();
+                let applied = crate::apply(&mut copy, batch.iter()).is_ok();
+                assert_eq!(ops(&batch).is_ok(), applied, "{n}: {batch:?}");
+            }
+        }
+    }
+}
