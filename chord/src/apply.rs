@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
-use crate::path::{Path, Seg};
+use crate::path::{NonEmptyPath, Path, Seg};
 use crate::utf16;
 use crate::validate;
 
@@ -26,10 +26,12 @@ pub struct Limits {
     depth: usize,
     array_len: usize,
     string_len: usize,
+    work: usize,
 }
 
 impl Default for Limits {
-    /// Nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB.
+    /// Nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB, and
+    /// 67,108,864 (2^26) units of work per batch (see [`Limits::max_work`]).
     ///
     /// The depth leaves room under serde_json's parser limit (128 levels) for the batch and
     /// op tuple that carry a document on the wire, so any document `apply` accepts can also
@@ -39,6 +41,7 @@ impl Default for Limits {
             depth: 120,
             array_len: 1 << 24,
             string_len: 256 << 20,
+            work: 1 << 26,
         }
     }
 }
@@ -59,6 +62,44 @@ impl Limits {
     /// Maximum length, in bytes, of any string an op grows.
     pub fn max_string_len(mut self, len: usize) -> Self {
         self.string_len = len;
+        self
+    }
+
+    /// Maximum work one batch may do beyond reading its own payloads, so that a small batch
+    /// cannot freeze a replica with ops that each cost the size of a large container.
+    ///
+    /// Units, per op (the JavaScript replica counts the same way):
+    ///
+    /// - every op but `r`: one per path segment walked, plus the length of every key in the
+    ///   path (each is hashed at its step);
+    /// - `d` of an element: the elements after it (they shift down);
+    /// - `d` of a member: the members after it (object keys keep their order, so the later
+    ///   ones shift; deleting the last member costs nothing);
+    /// - `p`: the items removed and inserted, plus the tail after them when the array's
+    ///   length changes (it shifts);
+    /// - `t`: the bytes left after the cut (they shift to the front);
+    /// - `s`, `a` and `r` cost nothing beyond the walk: their cost is their payload's size.
+    ///
+    /// A batch that goes over is refused with [`ErrorKind::LimitExceeded`] (`max_work`) and
+    /// rolled back; the rollback costs at most what the batch did. An honest producer stays
+    /// far below: the tracker emits one splice per array, a `t` per string, and clears a map
+    /// from its last member backwards.
+    ///
+    /// ```
+    /// use chord::{apply_with, path, ErrorKind, Limits, Op};
+    /// let front = || Op::Delete(path!["xs", 0]);
+    /// // Each delete walks "xs" (1 + 2) and 0 (1), then shifts the elements after it: 4 + 3,
+    /// // then 4 + 2: 13 units for the two.
+    /// let mut doc = Some(serde_json::json!({"xs": [1, 2, 3, 4]}));
+    /// let err = apply_with(&mut doc, [front(), front()], &Limits::default().max_work(12))
+    ///     .unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::LimitExceeded { limit: "max_work", max: 12 }));
+    /// assert_eq!(doc, Some(serde_json::json!({"xs": [1, 2, 3, 4]}))); // rolled back
+    /// apply_with(&mut doc, [front(), front()], &Limits::default().max_work(13)).unwrap();
+    /// assert_eq!(doc, Some(serde_json::json!({"xs": [3, 4]})));
+    /// ```
+    pub fn max_work(mut self, units: usize) -> Self {
+        self.work = units;
         self
     }
 }
@@ -102,8 +143,9 @@ impl IntoOp for &Op {
 /// numeric segment on an object names the member spelled with those digits; a string segment
 /// on an array is an error; missing parents are errors, never created.
 ///
-/// Cost: proportional to the ops' payloads and path depths, not to the document's size
-/// (except `t` and `p`, which shift the string's or array's tail).
+/// Cost: proportional to the ops' payloads and paths, plus the shifting that `d`, `t` and
+/// `p` do inside one container, which [`Limits::max_work`] bounds per batch. Never
+/// proportional to the document's size otherwise.
 ///
 /// # Errors
 ///
@@ -143,11 +185,40 @@ where
     I::Item: IntoOp,
 {
     let mut undo = Vec::new();
-    for (i, op) in ops.into_iter().enumerate() {
-        let op = op.into_op();
-        let path = op.path().cloned();
-        let result = validate::check_paths(&op).and_then(|()| step(target, op, limits, &mut undo));
-        if let Err(e) = result {
+    let mut budget = Budget {
+        used: 0,
+        max: limits.work,
+    };
+    let mut ops = ops.into_iter().map(IntoOp::into_op).enumerate().peekable();
+    while let Some((i, op)) = ops.next() {
+        // A run of member deletes under one parent (a map being cleared, say) is done in one
+        // ordered pass over the object instead of one shifting removal each.
+        let mut run = Vec::new();
+        if let Op::Delete(first) = &op {
+            while let Some((_, Op::Delete(next))) = ops.peek() {
+                if next.split_last().0 != first.split_last().0 {
+                    break;
+                }
+                let Some((_, Op::Delete(next))) = ops.next() else {
+                    unreachable!("just peeked")
+                };
+                run.push(next);
+            }
+        }
+        let result = if run.is_empty() {
+            let path = op.path().cloned();
+            validate::check_paths(&op)
+                .and_then(|()| step(target, op, limits, &mut budget, &mut undo))
+                .map_err(|e| (i, e, path))
+        } else {
+            let Op::Delete(first) = op else {
+                unreachable!("runs start with a delete")
+            };
+            run.insert(0, first);
+            delete_run(target, &run, limits, &mut budget, &mut undo)
+                .map_err(|(k, e)| (i + k, e, Some(run[k].as_path().clone())))
+        };
+        if let Err((i, e, path)) = result {
             rollback(target, undo);
             let e = e.at_op(i);
             return Err(match (e.path().is_some(), path) {
@@ -159,21 +230,88 @@ where
     Ok(())
 }
 
-/// How to put back what one op changed.
+/// Runs at least this long of member deletes under one object take one ordered pass over it
+/// (`O(members + run)`); shorter ones delete one by one (`O(members after each)`), which is
+/// cheaper near the end of a large object.
+const DELETE_RUN: usize = 16;
+
+/// Applies `d` ops that share a parent. On an object with a long enough run, one pass removes
+/// every named member, keeping the others' order; otherwise each op applies on its own.
+///
+/// An error comes with the position in the run of the op it concerns.
+fn delete_run(
+    target: &mut Option<Value>,
+    run: &[NonEmptyPath],
+    limits: &Limits,
+    budget: &mut Budget,
+    undo: &mut Vec<Undo>,
+) -> std::result::Result<(), (usize, Error)> {
+    let (parent, _) = run[0].split_last();
+    let is_object = matches!(
+        target.as_mut().map(|root| walk(root, parent)),
+        Some(Ok(Value::Object(_)))
+    );
+    if run.len() < DELETE_RUN || !is_object {
+        for (k, path) in run.iter().enumerate() {
+            let op = Op::Delete(path.clone());
+            validate::check_paths(&op)
+                .and_then(|()| step(target, op, limits, budget, undo))
+                .map_err(|e| (k, e))?;
+        }
+        return Ok(());
+    }
+    for (k, path) in run.iter().enumerate() {
+        validate::check_paths(&Op::Delete(path.clone()))
+            .and_then(|()| budget.spend(walk_cost(path)))
+            .map_err(|e| (k, e))?;
+    }
+    let Some(Ok(Value::Object(map))) = target.as_mut().map(|root| walk(root, parent)) else {
+        unreachable!("checked above")
+    };
+    budget.spend(map.len()).map_err(|e| (run.len() - 1, e))?;
+    let keys: std::collections::HashSet<Cow<'_, str>> =
+        run.iter().map(|p| key_of(p.split_last().1)).collect();
+    let mut removed = Vec::new();
+    let mut position = 0;
+    map.retain(|k, v| {
+        let keep = !keys.contains(k.as_str());
+        if !keep {
+            removed.push((position, k.clone(), std::mem::take(v)));
+        }
+        position += 1;
+        keep
+    });
+    if !removed.is_empty() {
+        undo.push(Undo::DeleteKeys(run[0].as_path().clone(), removed));
+    }
+    Ok(())
+}
+
+/// How to put back what one op changed. Paths are the op's own (shared, not copied: see
+/// [`Path`]); the parent of a member or element is every segment but the last.
 enum Undo {
     Root(Option<Value>),
     /// A member was set; `None` means it did not exist (it was added at the end).
-    SetKey(Path, String, Option<Value>),
+    SetKey(Path, Option<Value>),
     /// An element was set; `None` means it was pushed one past the end.
-    SetIndex(Path, usize, Option<Value>),
+    SetIndex(Path, Option<Value>),
+    /// A member was removed from this position.
     DeleteKey(Path, usize, String, Value),
-    DeleteIndex(Path, usize, Value),
+    /// Members removed in one pass from the parent of this path, with their positions
+    /// before the pass, in ascending order.
+    DeleteKeys(Path, Vec<(usize, String, Value)>),
+    DeleteIndex(Path, Value),
     /// The string's byte length before an append.
     Append(Path, usize),
     /// The prefix a truncate removed.
     Truncate(Path, String),
     /// Where a splice happened, how many items it inserted, what it removed.
     Splice(Path, usize, usize, Vec<Value>),
+}
+
+/// The parent segments and the last segment of a non-empty path.
+fn split(path: &Path) -> Option<(&[Seg], &Seg)> {
+    path.split_last().map(|(last, parent)| (parent, last))
 }
 
 fn rollback(target: &mut Option<Value>, undo: Vec<Undo>) {
@@ -186,25 +324,34 @@ fn rollback(target: &mut Option<Value>, undo: Vec<Undo>) {
             continue;
         };
         // Every step below re-walks a path that the forward op just walked; after undoing
-        // the later ops the document is in the same shape again, so the walks succeed.
+        // the later ops the document is in the same shape again, so the walks succeed. Each
+        // costs what its forward op cost, so a rollback stays within the work budget too.
         match u {
             Undo::Root(_) => {}
-            Undo::SetKey(parent, key, previous) => {
-                if let Ok(Value::Object(map)) = walk(root, &parent) {
+            Undo::SetKey(path, previous) => {
+                let Some((parent, last)) = split(&path) else {
+                    continue;
+                };
+                if let Ok(Value::Object(map)) = walk(root, parent) {
+                    let key = key_of(last);
                     match previous {
                         Some(v) => {
-                            map.insert(key, v);
+                            map.insert(key.into_owned(), v);
                         }
                         None => {
-                            map.shift_remove(&key);
+                            // Added at the end, so this removes the last member: O(1).
+                            map.shift_remove(key.as_ref());
                         }
                     }
                 }
             }
-            Undo::SetIndex(parent, index, previous) => {
-                if let Ok(Value::Array(arr)) = walk(root, &parent) {
+            Undo::SetIndex(path, previous) => {
+                let Some((parent, Seg::Index(index))) = split(&path) else {
+                    continue;
+                };
+                if let Ok(Value::Array(arr)) = walk(root, parent) {
                     match previous {
-                        Some(v) if index < arr.len() => arr[index] = v,
+                        Some(v) if *index < arr.len() => arr[*index] = v,
                         Some(_) => {}
                         None => {
                             arr.pop();
@@ -212,15 +359,41 @@ fn rollback(target: &mut Option<Value>, undo: Vec<Undo>) {
                     }
                 }
             }
-            Undo::DeleteKey(parent, position, key, value) => {
-                if let Ok(Value::Object(map)) = walk(root, &parent) {
+            Undo::DeleteKey(path, position, key, value) => {
+                let Some((parent, _)) = split(&path) else {
+                    continue;
+                };
+                if let Ok(Value::Object(map)) = walk(root, parent) {
                     let position = position.min(map.len());
                     map.shift_insert(position, key, value);
                 }
             }
-            Undo::DeleteIndex(parent, index, value) => {
-                if let Ok(Value::Array(arr)) = walk(root, &parent) {
-                    arr.insert(index.min(arr.len()), value);
+            Undo::DeleteKeys(path, removed) => {
+                let Some((parent, _)) = split(&path) else {
+                    continue;
+                };
+                if let Ok(Value::Object(map)) = walk(root, parent) {
+                    // One merge of the kept and the removed members, in their old order.
+                    let kept = std::mem::take(map);
+                    let mut kept = kept.into_iter();
+                    for (position, key, value) in removed {
+                        while map.len() < position {
+                            match kept.next() {
+                                Some((k, v)) => map.insert(k, v),
+                                None => break,
+                            };
+                        }
+                        map.insert(key, value);
+                    }
+                    map.extend(kept);
+                }
+            }
+            Undo::DeleteIndex(path, value) => {
+                let Some((parent, Seg::Index(index))) = split(&path) else {
+                    continue;
+                };
+                if let Ok(Value::Array(arr)) = walk(root, parent) {
+                    arr.insert((*index).min(arr.len()), value);
                 }
             }
             Undo::Append(path, len) => {
@@ -244,55 +417,102 @@ fn rollback(target: &mut Option<Value>, undo: Vec<Undo>) {
     }
 }
 
-fn step(target: &mut Option<Value>, op: Op, limits: &Limits, undo: &mut Vec<Undo>) -> Result<()> {
+/// The work one batch has done so far, against [`Limits::max_work`].
+struct Budget {
+    used: usize,
+    max: usize,
+}
+
+impl Budget {
+    fn spend(&mut self, units: usize) -> Result<()> {
+        self.used = self.used.saturating_add(units);
+        if self.used > self.max {
+            return Err(limit("max_work", self.max));
+        }
+        Ok(())
+    }
+}
+
+/// What walking a path costs: one unit per segment plus the length of every key, which is
+/// hashed at each step.
+fn walk_cost(path: &[Seg]) -> usize {
+    path.iter()
+        .map(|seg| match seg {
+            Seg::Key(k) => 1 + k.len(),
+            Seg::Index(_) => 1,
+        })
+        .sum()
+}
+
+fn step(
+    target: &mut Option<Value>,
+    op: Op,
+    limits: &Limits,
+    budget: &mut Budget,
+    undo: &mut Vec<Undo>,
+) -> Result<()> {
     if let Op::Replace(v) = op {
         check_depth(&v, 0, limits)?;
         undo.push(Undo::Root(target.replace(v)));
         return Ok(());
     }
     let root = target.as_mut().ok_or(ErrorKind::NoValue)?;
+    if let Some(path) = op.path() {
+        budget.spend(walk_cost(path))?;
+    }
     match op {
         Op::Replace(_) => unreachable!("handled above"),
         Op::Set(path, value) => {
-            let (parent_segs, last) = path.split_last();
+            let (parent, last) = path.split_last();
             check_depth(&value, path.len(), limits)?;
-            let parent_path = Path::from(parent_segs.to_vec());
-            match walk(root, &parent_path)? {
+            match walk(root, parent)? {
                 Value::Object(map) => {
                     let key = key_of(last);
                     let previous = match map.get_mut(key.as_ref()) {
                         Some(slot) => Some(std::mem::replace(slot, value)),
                         None => {
-                            map.insert(key.clone().into_owned(), value);
+                            map.insert(key.into_owned(), value);
                             None
                         }
                     };
-                    undo.push(Undo::SetKey(parent_path, key.into_owned(), previous));
+                    undo.push(Undo::SetKey(path.into(), previous));
                 }
                 Value::Array(arr) => {
                     let index = index_of(last, arr.len())?;
                     if index == arr.len() {
                         check_len(arr.len() + 1, limits)?;
                         arr.push(value);
-                        undo.push(Undo::SetIndex(parent_path, index, None));
+                        undo.push(Undo::SetIndex(path.into(), None));
                     } else {
                         let previous = std::mem::replace(&mut arr[index], value);
-                        undo.push(Undo::SetIndex(parent_path, index, Some(previous)));
+                        undo.push(Undo::SetIndex(path.into(), Some(previous)));
                     }
                 }
                 other => return Err(not_a_container(other)),
             }
         }
         Op::Delete(path) => {
-            let (parent_segs, last) = path.split_last();
-            let parent_path = Path::from(parent_segs.to_vec());
-            match walk(root, &parent_path)? {
+            let (parent, last) = path.split_last();
+            match walk(root, parent)? {
                 Value::Object(map) => {
                     let key = key_of(last);
-                    if let Some(position) = map.keys().position(|k| *k == key) {
-                        if let Some((k, v)) = map.shift_remove_entry(key.as_ref()) {
-                            undo.push(Undo::DeleteKey(parent_path, position, k, v));
-                        }
+                    // A missing member is a no-op, found by hash alone.
+                    let Some((found, _)) = map.get_key_value(key.as_ref()) else {
+                        return Ok(());
+                    };
+                    // Its position, counted from the end by address: the members after it
+                    // are exactly the ones the ordered removal shifts, so finding it costs no
+                    // more than removing it (and deleting the last member is O(1)).
+                    let found: *const String = found;
+                    let after = map
+                        .keys()
+                        .rev()
+                        .position(|k| std::ptr::eq(k, found))
+                        .unwrap_or(0);
+                    budget.spend(after)?;
+                    let position = map.len() - 1 - after;
+                    if let Some((k, v)) = map.shift_remove_entry(key.as_ref()) {
+                        undo.push(Undo::DeleteKey(path.into(), position, k, v));
                     }
                 }
                 Value::Array(arr) => {
@@ -304,8 +524,9 @@ fn step(target: &mut Option<Value>, op: Op, limits: &Limits, undo: &mut Vec<Undo
                         }
                         .into());
                     }
+                    budget.spend(arr.len() - index - 1)?;
                     let removed = arr.remove(index);
-                    undo.push(Undo::DeleteIndex(parent_path, index, removed));
+                    undo.push(Undo::DeleteIndex(path.into(), removed));
                 }
                 other => return Err(not_a_container(other)),
             }
@@ -324,6 +545,7 @@ fn step(target: &mut Option<Value>, op: Op, limits: &Limits, undo: &mut Vec<Undo
             let s = string_at(root, &path)?;
             let cut = utf16::byte_offset(s, count)
                 .map_err(|()| Error::from(ErrorKind::SplitsCharacter { count }))?;
+            budget.spend(s.len() - cut)?;
             let removed: String = s.drain(..cut).collect();
             undo.push(Undo::Truncate(path.into(), removed));
         }
@@ -353,6 +575,12 @@ fn step(target: &mut Option<Value>, op: Op, limits: &Limits, undo: &mut Vec<Undo
                 check_len(arr.len() - remove + items.len(), limits)?;
             }
             let inserted = items.len();
+            let tail = if inserted == remove {
+                0
+            } else {
+                arr.len() - index - remove
+            };
+            budget.spend(remove.saturating_add(inserted).saturating_add(tail))?;
             let removed: Vec<Value> = arr.splice(index..index + remove, items).collect();
             undo.push(Undo::Splice(path, index, inserted, removed));
         }

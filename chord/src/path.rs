@@ -7,12 +7,19 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
+use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 /// Segment names that are refused in every path: walking through them is how prototype
 /// pollution reaches a JavaScript replica. They remain allowed as keys *inside* values.
 pub const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
+
+/// The most segments a path may have in a parsed op, on every grammar (decoded and wire) and in
+/// the JavaScript replica alike. No document within the depth limits has a deeper location
+/// (serde_json's parser stops at 128 levels), and a bounded path keeps every per-op cost
+/// bounded.
+pub const MAX_PATH_SEGMENTS: usize = 128;
 
 /// One step of a [`Path`]: an object key or an array index.
 ///
@@ -94,41 +101,68 @@ impl fmt::Display for Seg {
 /// assert_eq!(serde_json::to_string(&p).unwrap(), r#"["transcript",3,"text"]"#);
 /// assert_eq!(Path::root().to_string(), "$");
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Path(Vec<Seg>);
+///
+/// # Cost
+///
+/// A path is shared, not copied, when cloned: `clone` is `O(1)` (a reference count), and
+/// [`push`](Path::push)/[`pop`](Path::pop) copy the segments only when the path is shared.
+/// That is what keeps a decoded batch's memory proportional to its input: every op that
+/// reuses a path (by id or by omission) holds the same segments.
+#[derive(Clone, Default)]
+pub struct Path(Option<Arc<Vec<Seg>>>);
 
 impl Path {
     /// The root path (no segments).
     pub const fn root() -> Path {
-        Path(Vec::new())
+        Path(None)
     }
 
     /// The segments, outermost first.
     pub fn segments(&self) -> &[Seg] {
-        &self.0
+        match &self.0 {
+            Some(segs) => segs,
+            None => &[],
+        }
     }
 
-    /// Appends a segment.
+    /// Appends a segment. Copies the segments first when this path shares them.
     pub fn push(&mut self, seg: impl Into<Seg>) {
-        self.0.push(seg.into());
+        Arc::make_mut(self.0.get_or_insert_with(Default::default)).push(seg.into());
     }
 
-    /// Removes and returns the last segment.
+    /// Removes and returns the last segment. Copies the segments first when this path shares
+    /// them.
     pub fn pop(&mut self) -> Option<Seg> {
-        self.0.pop()
+        self.0.as_mut().and_then(|segs| Arc::make_mut(segs).pop())
+    }
+
+    /// Whether two paths share their segments (a clone of one another), not merely equal.
+    ///
+    /// ```
+    /// use chord::{path, Path};
+    /// let p: Path = path!["a", 1].into();
+    /// assert!(p.shares_with(&p.clone()));
+    /// assert!(!p.shares_with(&path!["a", 1].into()));
+    /// ```
+    pub fn shares_with(&self, other: &Path) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
     }
 
     /// This path extended by one segment.
     pub fn child(&self, seg: impl Into<Seg>) -> NonEmptyPath {
-        let mut segs = Vec::with_capacity(self.0.len() + 1);
-        segs.extend_from_slice(&self.0);
+        let mut segs = Vec::with_capacity(self.len() + 1);
+        segs.extend_from_slice(self);
         segs.push(seg.into());
-        NonEmptyPath(Path(segs))
+        NonEmptyPath(Path::from(segs))
     }
 
     /// The first reserved segment and its position, if any.
     pub fn reserved_segment(&self) -> Option<(usize, &str)> {
-        self.0.iter().enumerate().find_map(|(i, s)| match s {
+        self.iter().enumerate().find_map(|(i, s)| match s {
             Seg::Key(k) if RESERVED.contains(&k.as_ref()) => Some((i, k.as_ref())),
             _ => None,
         })
@@ -138,13 +172,49 @@ impl Path {
 impl Deref for Path {
     type Target = [Seg];
     fn deref(&self) -> &[Seg] {
-        &self.0
+        self.segments()
+    }
+}
+
+impl PartialEq for Path {
+    fn eq(&self, other: &Path) -> bool {
+        self.segments() == other.segments()
+    }
+}
+
+impl Eq for Path {}
+
+impl std::hash::Hash for Path {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.segments().hash(state);
+    }
+}
+
+impl PartialOrd for Path {
+    fn partial_cmp(&self, other: &Path) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Path {
+    fn cmp(&self, other: &Path) -> std::cmp::Ordering {
+        self.segments().cmp(other.segments())
+    }
+}
+
+impl fmt::Debug for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Path").field(&self.segments()).finish()
     }
 }
 
 impl From<Vec<Seg>> for Path {
     fn from(segs: Vec<Seg>) -> Self {
-        Path(segs)
+        if segs.is_empty() {
+            Path(None)
+        } else {
+            Path(Some(Arc::new(segs)))
+        }
     }
 }
 
@@ -156,14 +226,14 @@ impl From<NonEmptyPath> for Path {
 
 impl FromIterator<Seg> for Path {
     fn from_iter<I: IntoIterator<Item = Seg>>(iter: I) -> Self {
-        Path(iter.into_iter().collect())
+        Path::from(iter.into_iter().collect::<Vec<Seg>>())
     }
 }
 
 impl Serialize for Path {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for seg in &self.0 {
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for seg in self.iter() {
             seq.serialize_element(seg)?;
         }
         seq.end()
@@ -178,10 +248,10 @@ fn is_identifier(k: &str) -> bool {
 
 impl fmt::Display for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
+        if self.is_empty() {
             return f.write_str("$");
         }
-        for (i, seg) in self.0.iter().enumerate() {
+        for (i, seg) in self.iter().enumerate() {
             match seg {
                 Seg::Index(n) => write!(f, "[{n}]")?,
                 Seg::Key(k) if is_identifier(k) => {
@@ -215,7 +285,7 @@ pub struct NonEmptyPath(Path);
 impl NonEmptyPath {
     /// A path of one segment.
     pub fn new(first: impl Into<Seg>) -> NonEmptyPath {
-        NonEmptyPath(Path(vec![first.into()]))
+        NonEmptyPath(Path::from(vec![first.into()]))
     }
 
     /// This path extended by one segment.
@@ -225,7 +295,7 @@ impl NonEmptyPath {
 
     /// The parent's segments and the last segment.
     pub fn split_last(&self) -> (&[Seg], &Seg) {
-        match self.0 .0.split_last() {
+        match self.0.segments().split_last() {
             Some((last, parent)) => (parent, last),
             None => unreachable!("a NonEmptyPath always has a segment"),
         }
@@ -241,7 +311,7 @@ impl NonEmptyPath {
         let mut segs = Vec::with_capacity(rest.len() + 1);
         segs.push(first);
         segs.extend(rest);
-        NonEmptyPath(Path(segs))
+        NonEmptyPath(Path::from(segs))
     }
 }
 

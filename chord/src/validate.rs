@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
-use crate::path::{NonEmptyPath, Path, Seg};
+use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
 use crate::wire::{PathRef, WireOp};
 
 /// Parses a batch of decoded ops from JSON text, validating every op.
@@ -153,6 +153,7 @@ pub(crate) fn path(value: Value) -> Result<Path> {
         ))
         .into());
     };
+    check_segments(segs.len())?;
     let mut out = Vec::with_capacity(segs.len());
     for (i, seg) in segs.into_iter().enumerate() {
         let seg = match seg {
@@ -279,9 +280,22 @@ pub(crate) fn wire_op(value: Value) -> Result<WireOp> {
     Ok(op)
 }
 
-/// Checks an op built in memory (not parsed): its paths must not walk through a reserved name.
+/// Refuses a path longer than [`MAX_PATH_SEGMENTS`], before looking at its segments.
+fn check_segments(len: usize) -> Result<()> {
+    if len > MAX_PATH_SEGMENTS {
+        return Err(ErrorKind::InvalidPath(format!(
+            "{len} segments; a path has at most {MAX_PATH_SEGMENTS}"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Checks an op built in memory (not parsed): its path must not be longer than
+/// [`MAX_PATH_SEGMENTS`] nor walk through a reserved name.
 pub(crate) fn check_paths(op: &Op) -> Result<()> {
     if let Some(path) = op.path() {
+        check_segments(path.len())?;
         if let Some((position, segment)) = path.reserved_segment() {
             return Err(Error::from(ErrorKind::ReservedSegment {
                 segment: segment.to_owned(),

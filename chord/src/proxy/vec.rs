@@ -25,11 +25,15 @@ pub struct VecProxy<'a, T> {
 fn range(r: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
     let start = match r.start_bound() {
         Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s + 1,
+        Bound::Excluded(&s) => s
+            .checked_add(1)
+            .expect("attempted to index slice from after maximum usize"),
         Bound::Unbounded => 0,
     };
     let end = match r.end_bound() {
-        Bound::Included(&e) => e + 1,
+        Bound::Included(&e) => e
+            .checked_add(1)
+            .expect("attempted to index slice up to maximum usize"),
         Bound::Excluded(&e) => e,
         Bound::Unbounded => len,
     };
