@@ -13,10 +13,7 @@ struct Tool {
 }
 
 fn text50k() -> String {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../testdata/bench/text50k.txt"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/bench/text50k.txt");
     std::fs::read_to_string(path).expect("bench data")
 }
 
@@ -120,4 +117,74 @@ fn a_value_json_cannot_carry_is_refused_and_nothing_is_stored() {
     let err = g.flush().unwrap_err();
     assert!(err.to_string().contains("flushing g/cpu"), "{err}");
     assert_eq!(g.writer().store().len(), 1, "only the first base is stored");
+}
+
+mod v1 {
+    #[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default, Debug)]
+    pub struct Lane {
+        pub status: String,
+    }
+}
+
+mod v2 {
+    #[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default, Debug)]
+    pub struct Lane {
+        pub status: String,
+        #[serde(default)]
+        pub items: Vec<String>,
+    }
+}
+
+#[test]
+fn a_type_that_gained_a_field_brings_the_log_to_its_own_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("lane.jsonl");
+    let at = Address::new("lanes", "main");
+    let writer = || {
+        LogWriter::new(
+            JsonlStore::open(&log, Durability::EveryAppend).unwrap(),
+            Checkpoint::Never,
+        )
+    };
+    // Written by the old type.
+    let mut lane = Durable::open(writer(), at.clone(), v1::Lane::default).unwrap();
+    lane.state().status().push_str("running");
+    lane.flush().unwrap();
+    drop(lane);
+
+    // Opened by the new one: the log holds no `items`, the typed value does.
+    let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
+    lane.state().items().push("first".into()).unwrap();
+    lane.flush().unwrap();
+    let stored = chord::store::recover(lane.writer().store(), &at).unwrap();
+    assert_eq!(stored, Some(serde_json::to_value(lane.get()).unwrap()));
+    drop(lane);
+
+    // And it opens again, with the value flushed.
+    let lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
+    assert_eq!(lane.items, ["first"]);
+    assert_eq!(lane.status, "running");
+}
+
+#[test]
+fn an_unchanged_type_resumes_without_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("lane.jsonl");
+    let at = Address::new("lanes", "main");
+    let writer = || {
+        LogWriter::new(
+            JsonlStore::open(&log, Durability::EveryAppend).unwrap(),
+            Checkpoint::Never,
+        )
+    };
+    let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
+    lane.state().status().push_str("idle");
+    lane.flush().unwrap();
+    drop(lane);
+    let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
+    assert_eq!(
+        lane.flush().unwrap(),
+        None,
+        "nothing changed, nothing written"
+    );
 }

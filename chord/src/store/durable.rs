@@ -4,7 +4,7 @@ use std::ops::Deref;
 
 use serde::de::DeserializeOwned;
 
-use super::{recover_as, Address, Error, LogWriter, Result, Store};
+use super::{recover, Address, Error, LogWriter, Result, Store};
 use crate::tracker::{Tracked, Tracker};
 
 /// A tracked value whose every flush is appended to a durable log, with the writer's
@@ -64,6 +64,11 @@ impl<T: Tracked, S: Store> Durable<T, S> {
     /// has none. A recovered value is not written again: the next flush carries only changes
     /// (unless the checkpoint policy asks for a base).
     ///
+    /// When the recovered JSON is not what the typed value serializes to (the type changed
+    /// since the log was written: a new `#[serde(default)]` field, a field that is now
+    /// skipped), the next flush first carries the difference (see
+    /// [`Tracker::resume_from`]), so every reader, and the log, come to the typed value.
+    ///
     /// # Errors
     ///
     /// Recovery fails (a record that does not decode or apply, or a value that does not
@@ -72,8 +77,19 @@ impl<T: Tracked, S: Store> Durable<T, S> {
     where
         T: DeserializeOwned,
     {
-        let tracker = match recover_as::<T, S>(writer.store(), &address)? {
-            Some(value) => Tracker::resume(value),
+        let tracker = match recover(writer.store(), &address)? {
+            Some(held) => {
+                let value: T =
+                    serde_json::from_value(held.clone()).map_err(|source| Error::Deserialize {
+                        address: address.clone(),
+                        source,
+                    })?;
+                match crate::tracker::to_json(&value, &crate::Path::root()) {
+                    Ok(own) if own == held => Tracker::resume(value),
+                    // Differs, or cannot be carried (the first flush reports that).
+                    _ => Tracker::resume_from(value, held),
+                }
+            }
             None => Tracker::new(init()),
         };
         Ok(Durable {

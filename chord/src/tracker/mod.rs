@@ -103,6 +103,31 @@ impl<T: Tracked> Tracker<T> {
         }
     }
 
+    /// Tracks a value whose replicas hold `held`, JSON that may differ from the value's own:
+    /// a log written before the type gained a `#[serde(default)]` field, say. The first
+    /// flush emits what turns `held` into the value (the structural diff, as
+    /// [`diff`](crate::diff) computes it; `r` only when the two differ at the root), then
+    /// changes as usual. The first flush serializes the whole value once.
+    ///
+    /// ```
+    /// use chord::{path, Op, Tracker};
+    /// use serde_json::json;
+    /// // The log knew `{"n": 1}`; the type now also has `items`.
+    /// let value = json!({"n": 1, "items": []});
+    /// let mut t = Tracker::resume_from(value, json!({"n": 1}));
+    /// assert_eq!(t.flush().unwrap(), vec![Op::Set(path!["items"], json!([]))]);
+    /// assert!(t.flush().unwrap().is_empty());
+    /// ```
+    pub fn resume_from(value: T, held: serde_json::Value) -> Tracker<T> {
+        let mut root = Node::default();
+        root.assign_before(Before::Value(held));
+        Tracker {
+            value,
+            root,
+            base: false,
+        }
+    }
+
     /// The proxy through which to mutate the value.
     pub fn state(&mut self) -> T::Proxy<'_> {
         let node = if self.base {
