@@ -20,10 +20,7 @@ use serde_json::{json, Value};
 // Inputs
 
 fn bench_data(name: &str) -> String {
-    let path = format!(
-        "{}/../testdata/bench/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/../testdata/bench/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
 }
 
