@@ -392,12 +392,13 @@ impl Follower {
         let mut jitter = Jitter::new(Arc::as_ptr(&self.stats) as usize as u64);
         loop {
             let (why, delivered) = self.follow().await;
-            self.stats.breaks.fetch_add(1, Ordering::Relaxed);
+            // The reason first, then the count: whoever sees the count sees its reason.
             *self
                 .stats
                 .last_break
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(why);
+            self.stats.breaks.fetch_add(1, Ordering::Relaxed);
             self.state
                 .send_if_modified(|s| std::mem::replace(&mut s.live, false));
             if delivered {
@@ -456,16 +457,23 @@ impl Follower {
             }
             let mut fresh = None;
             apply(&mut fresh, ops).map_err(|e| Break::Apply(e.to_string()))?;
+            // Counted before the new state is published: whoever sees the state change
+            // also sees the counters that go with it.
+            self.stats.subscriptions.fetch_add(1, Ordering::Relaxed);
+            self.stats.batches.fetch_add(1, Ordering::Relaxed);
             self.state.send_modify(|s| {
                 s.value = fresh;
                 s.live = true;
             });
-            self.stats.subscriptions.fetch_add(1, Ordering::Relaxed);
         } else {
             let mut failed = None;
             self.state
                 .send_if_modified(|s| match apply(&mut s.value, ops) {
-                    Ok(()) => true,
+                    Ok(()) => {
+                        // Inside the update, so before the watchers are told.
+                        self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                        true
+                    }
                     Err(e) => {
                         failed = Some(e);
                         false
@@ -475,7 +483,6 @@ impl Follower {
                 return Err(Break::Apply(e.to_string()));
             }
         }
-        self.stats.batches.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
