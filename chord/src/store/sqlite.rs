@@ -259,6 +259,25 @@ fn prepare(path: &Path, conn: &Connection) -> Result<()> {
         )
         .map_err(sql("open"))?;
     if tables == 0 {
+        // A new database, or one holding only other applications' tables. A database with
+        // pages but no table at all is not new: its schema is damaged (a flipped bit in the
+        // first page can hide every table), and must not be silently started afresh.
+        let (pages, entries): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT page_count FROM pragma_page_count()),
+                        (SELECT count(*) FROM sqlite_master)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(sql("open"))?;
+        if entries == 0 && pages > 1 {
+            return Err(Error::CorruptDatabase {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "{pages} pages but no table: not a chord database, or its schema is damaged"
+                ),
+            });
+        }
         return conn.execute_batch(SCHEMA).map_err(sql("create the schema"));
     }
     // Version 1 had no `format` row.
@@ -735,24 +754,41 @@ impl Store for SqliteStore {
     fn addresses(&self) -> Result<Vec<Address>> {
         let sql = |action| sql_error(&self.path, action);
         let c = lock(&self.conn);
+        // Names from the address rows checked at open (never from an index, which no
+        // checksum covers); whether each has records, from the records themselves, checked
+        // against its `last` link.
         let mut stmt = c
             .conn
-            .prepare_cached(
-                "SELECT namespace, key FROM chord_addresses a
-                 WHERE EXISTS (SELECT 1 FROM chord_records r WHERE r.address = a.id)
-                 ORDER BY namespace, key",
-            )
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM chord_records WHERE address = ?1)")
             .map_err(sql("list addresses"))?;
-        let rows = stmt
-            .query_map([], |row| {
-                Ok(Address {
-                    namespace: row.get(0)?,
-                    key: row.get(1)?,
-                })
-            })
-            .map_err(sql("list addresses"))?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(sql("list addresses"))
+        let mut out = Vec::new();
+        for (address, row) in &c.ids {
+            let has_records: bool = stmt
+                .query_row([row.id], |r| r.get(0))
+                .map_err(sql("list addresses"))?;
+            if has_records != (row.last > 0) {
+                return Err(Error::CorruptRecord {
+                    path: self.path.clone(),
+                    address: address.clone(),
+                    seq: row.last,
+                    reason: format!(
+                        "the newest record of {address} should be {}, but {}: a record is \
+                         missing",
+                        row.last,
+                        if has_records {
+                            "it has records"
+                        } else {
+                            "it has none"
+                        }
+                    ),
+                });
+            }
+            if has_records {
+                out.push(address.clone());
+            }
+        }
+        out.sort();
+        Ok(out)
     }
 
     fn sync(&mut self) -> Result<Option<u64>> {
