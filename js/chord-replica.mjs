@@ -15,7 +15,7 @@ export const MAX_PATH_SEGMENTS = 128;
 /**
  * The default bounds on what one batch may make of a document, the same as chord's `Limits`:
  * nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB of UTF-8, and
- * 67,108,864 (2^26) units of work per batch (see `apply` and js/README.md for the units).
+ * 16,777,216 (2^24) units of work per batch (see `apply` and js/README.md for the units).
  * Depth and lengths bound growth only: `a` and `p`/`s` that lengthen, values that nest. The
  * work budget bounds the time a batch may take beyond reading its own payloads.
  * @type {Readonly<{maxDepth: number, maxArrayLen: number, maxStringLen: number, maxWork: number}>}
@@ -24,7 +24,7 @@ export const DEFAULT_LIMITS = Object.freeze({
   maxDepth: 120,
   maxArrayLen: 1 << 24,
   maxStringLen: 256 << 20,
-  maxWork: 2 ** 26,
+  maxWork: 2 ** 24,
 });
 
 const show = (v) => (Object.is(v, -0) ? '-0' : typeof v === 'number' ? String(v) : JSON.stringify(v));

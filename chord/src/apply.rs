@@ -31,7 +31,7 @@ pub struct Limits {
 
 impl Default for Limits {
     /// Nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB, and
-    /// 67,108,864 (2^26) units of work per batch (see [`Limits::max_work`]).
+    /// 16,777,216 (2^24) units of work per batch (see [`Limits::max_work`]).
     ///
     /// The depth leaves room under serde_json's parser limit (128 levels) for the batch and
     /// op tuple that carry a document on the wire, so any document `apply` accepts can also
@@ -41,7 +41,7 @@ impl Default for Limits {
             depth: 120,
             array_len: 1 << 24,
             string_len: 256 << 20,
-            work: 1 << 26,
+            work: 1 << 24,
         }
     }
 }

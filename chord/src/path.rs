@@ -90,7 +90,8 @@ impl fmt::Display for Seg {
 ///
 /// Serializes as a JSON array (`["transcript", 3, "text"]`). Its `Display` is a readable
 /// form for logs: `transcript[3].text`, with `$` for the root and quoted brackets for keys
-/// that are not identifiers (`meta["two words"]`).
+/// that are not identifiers (`meta["two words"]`); a key longer than 64 bytes shows its first
+/// 64 and its length, so an error about a hostile path stays one short line.
 ///
 /// # Examples
 ///
@@ -240,6 +241,9 @@ impl Serialize for Path {
     }
 }
 
+/// Keys longer than this many bytes are shortened in a path's `Display`.
+const DISPLAY_KEY: usize = 64;
+
 fn is_identifier(k: &str) -> bool {
     let mut chars = k.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
@@ -254,6 +258,15 @@ impl fmt::Display for Path {
         for (i, seg) in self.iter().enumerate() {
             match seg {
                 Seg::Index(n) => write!(f, "[{n}]")?,
+                Seg::Key(k) if k.len() > DISPLAY_KEY => {
+                    // A key from data can be megabytes long; a log line names it, not copies it.
+                    let mut end = DISPLAY_KEY;
+                    while !k.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    let shown = serde_json::Value::from(&k[..end]).to_string();
+                    write!(f, "[{}...\"({} bytes)]", &shown[..shown.len() - 1], k.len())?;
+                }
                 Seg::Key(k) if is_identifier(k) => {
                     if i > 0 {
                         f.write_str(".")?;

@@ -235,7 +235,7 @@ test('values must be JSON', () => {
 });
 
 test('limits: the defaults are chord\'s', () => {
-  assert.deepEqual({ ...DEFAULT_LIMITS }, { maxDepth: 120, maxArrayLen: 16777216, maxStringLen: 268435456, maxWork: 67108864 });
+  assert.deepEqual({ ...DEFAULT_LIMITS }, { maxDepth: 120, maxArrayLen: 16777216, maxStringLen: 268435456, maxWork: 16777216 });
 });
 
 test('limits: depth counts the path and the value, for r, s and p', () => {
