@@ -113,6 +113,8 @@ fn main() -> ExitCode {
 }
 
 /// Opens a log read-only, with a progress bar for a big file, and warns about a torn tail.
+/// The library refuses what is not a regular file (a FIFO, `/dev/zero`, a directory) before
+/// reading it, and never holds a line longer than its maximum record size.
 pub(crate) fn open(log: &Path) -> Result<JsonlStore, Failure> {
     let size = std::fs::metadata(log)
         .map_err(|e| format!("{}: {e}", log.display()))?
@@ -120,6 +122,13 @@ pub(crate) fn open(log: &Path) -> Result<JsonlStore, Failure> {
     let progress = Progress::new(size, "reading", size > output::LONG_BYTES);
     let store = JsonlStore::open_read_only_with_progress(log, |done, _| progress.set(done))?;
     progress.done();
+    if let Some(line) = store.unterminated_line() {
+        eprintln!(
+            "chord: warning: {}:{line}: the last line has no newline (or a damaged one); its \
+             checksum verifies, so its record counts (a writer restores the newline)",
+            log.display()
+        );
+    }
     if let Some(torn) = store.torn_tail() {
         eprintln!(
             "chord: warning: {}:{}: ignoring an incomplete last line ({} bytes): a writer is \

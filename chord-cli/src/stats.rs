@@ -91,6 +91,7 @@ pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
             "bytes_by_verb": by_verb,
             "replay": {"max": max_replay, "by_address": by_address},
             "torn_tail": torn,
+            "unterminated_line": store.unterminated_line(),
         }));
     }
     writeln!(out, "log            {}", log.display())?;

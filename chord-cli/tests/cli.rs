@@ -298,7 +298,7 @@ fn errors_are_reported_with_a_nonzero_exit() {
     let out = chord(&["show", path, "lanes", "main"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains(&format!("{path}:6: corrupt record: EOF while parsing")),
+        stderr(&out).contains(&format!("{path}:6: corrupt record: no checksum")),
         "{}",
         stderr(&out)
     );
@@ -306,4 +306,158 @@ fn errors_are_reported_with_a_nonzero_exit() {
     // Usage errors are clap's: exit code 2.
     assert_eq!(chord(&["recover", path]).status.code(), Some(2));
     assert_eq!(chord(&["frobnicate"]).status.code(), Some(2));
+}
+
+/// Runs `chord` and kills it if it has not finished within a minute.
+fn chord_within_a_minute(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chord"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run chord");
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > give_up {
+            child.kill().unwrap();
+            panic!("chord {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The reported failures: `chord stats /dev/zero` read until memory ran out and aborted, and
+/// a FIFO hung. Both are refused, with a message, before anything is read.
+#[test]
+#[cfg(unix)]
+fn paths_that_are_not_regular_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let dir_path = dir.path().to_str().unwrap().to_owned();
+    for (path, what) in [
+        ("/dev/zero", "a character device"),
+        (fifo.to_str().unwrap(), "a FIFO"),
+        (dir_path.as_str(), "a directory"),
+    ] {
+        for command in ["stats", "addresses"] {
+            let out = chord_within_a_minute(&[command, path]);
+            assert_eq!(out.status.code(), Some(1), "{command} {path}");
+            let err = stderr(&out);
+            assert!(
+                err.starts_with(&format!("chord: {path}: not a regular file ({what})")),
+                "{err}"
+            );
+        }
+    }
+}
+
+/// Lines sealed with valid chained checksums, each ended with `\n`.
+fn seal_lines(checked: &[&str]) -> String {
+    let mut crc = 0;
+    let mut out = String::new();
+    for line in checked {
+        crc = crc32c::crc32c_append(crc, line.as_bytes());
+        out.push_str(&format!("{line},\"c\":\"{crc:08x}\"}}\n"));
+    }
+    out
+}
+
+/// The reported failure: a three-line log with a lease at `u64::MAX` made `chord` panic (an
+/// overflow). Such a log is read like any other.
+#[test]
+fn seqs_at_the_end_of_their_range_are_read_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let max = u64::MAX;
+    let lease = format!("{{\"lease\":{max}");
+    let record = format!("{{\"s\":{max},\"a\":0,\"t\":\"base\",\"b\":[[\"r\",{{\"n\":1}}]]");
+    std::fs::write(
+        &log,
+        seal_lines(&[
+            "{\"chord\":2",
+            "{\"def\":0,\"ns\":\"n\",\"key\":\"k\"",
+            &lease,
+            &record,
+        ]),
+    )
+    .unwrap();
+    let path = log.to_str().unwrap();
+    let stats: Value = serde_json::from_str(&stdout(&chord(&["stats", path]))).unwrap();
+    assert_eq!(stats["records"], 1);
+    let got: Value = serde_json::from_str(&stdout(&chord(&["recover", path, "n", "k"]))).unwrap();
+    assert_eq!(got, json!({"n": 1}));
+    let at = max.to_string();
+    let got: Value =
+        serde_json::from_str(&stdout(&chord(&["recover", path, "n", "k", "--at", &at]))).unwrap();
+    assert_eq!(got, json!({"n": 1}));
+    // The three-line log of the report: no record at all.
+    std::fs::write(
+        &log,
+        seal_lines(&[
+            "{\"chord\":2",
+            "{\"def\":0,\"ns\":\"n\",\"key\":\"k\"",
+            &lease,
+        ]),
+    )
+    .unwrap();
+    let stats: Value = serde_json::from_str(&stdout(&chord(&["stats", path]))).unwrap();
+    assert_eq!(stats["records"], 0);
+}
+
+#[test]
+fn damage_and_old_formats_are_errors_and_a_damaged_last_newline_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    write_log(&log);
+    let path = log.to_str().unwrap();
+    let bytes = std::fs::read(&log).unwrap();
+    let expected: Value =
+        serde_json::from_str(&stdout(&chord(&["recover", path, "lanes", "main"]))).unwrap();
+
+    // One flipped bit in the middle: the line and the checksum are named.
+    let mut damaged = bytes.clone();
+    damaged[bytes.len() / 2] ^= 0x04;
+    std::fs::write(&log, &damaged).unwrap();
+    let out = chord(&["recover", path, "lanes", "main"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("checksum"), "{}", stderr(&out));
+
+    // A damaged final newline: the record counts, with a warning.
+    let mut damaged = bytes.clone();
+    *damaged.last_mut().unwrap() ^= 0x01;
+    std::fs::write(&log, &damaged).unwrap();
+    let out = chord(&["recover", path, "lanes", "main"]);
+    let got: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(got, expected);
+    assert!(
+        stderr(&out).contains("the last line has no newline"),
+        "{}",
+        stderr(&out)
+    );
+    let stats: Value = serde_json::from_str(&stdout(&chord(&["stats", path]))).unwrap();
+    assert_eq!(
+        stats["unterminated_line"],
+        bytes.split(|&b| b == b'\n').count() - 1
+    );
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        damaged,
+        "the CLI never changes a log"
+    );
+
+    // A log written by an older chord.
+    std::fs::write(&log, "{\"chord\":1}\n").unwrap();
+    let out = chord(&["stats", path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("log format version 1 is not supported"),
+        "{}",
+        stderr(&out)
+    );
 }

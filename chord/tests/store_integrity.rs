@@ -325,6 +325,8 @@ fn seqs_near_the_end_of_their_range_stop_cleanly() {
         drop(log);
         let mut log = JsonlStore::open(&path, durability).unwrap();
         assert_eq!(recover(&log, &a).unwrap(), Some(json!(1)));
+        assert_eq!(recover_at(&log, &a, max).unwrap(), Some(json!(1)));
+        assert_eq!(recover_at(&log, &a, max - 1).unwrap(), Some(json!(0)));
         assert_eq!(log.durable_seq(), Some(max));
         assert!(matches!(
             log.append(&a, "[[\"r\",3]]", Some(BASE)),
@@ -762,6 +764,7 @@ mod sqlite {
         assert!(matches!(err, Error::SeqsExhausted { .. }), "{err}");
         assert_eq!(recover(&db, &a).unwrap(), Some(json!(2)));
         assert_eq!(recover_at(&db, &a, max - 1).unwrap(), Some(json!(1)));
+        assert_eq!(recover_at(&db, &a, u64::MAX).unwrap(), Some(json!(2)));
         assert_eq!(read_all(&db).unwrap(), 2);
         drop(db);
         let grouped = Durability::Grouped {

@@ -148,7 +148,9 @@ pub fn replay<S: Store + ?Sized>(store: &S, address: &Address, at: Option<u64>) 
     let mut options = ReadOptions::desc()
         .limit(PAGE)
         .stop_at_tag(BASE)
-        .cursor(at.map(|seq| seq.saturating_add(1)));
+        // Records up to `at`, included: a descending cursor is exclusive. Up to `u64::MAX`
+        // means every record (no cursor: a record may have that very seq).
+        .cursor(at.and_then(|seq| seq.checked_add(1)));
     let mut newest_first: Vec<Record> = Vec::new();
     let mut base_seq = None;
     loop {
