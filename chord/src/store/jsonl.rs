@@ -350,10 +350,8 @@ impl JsonlStore {
         mut progress: impl FnMut(u64, u64),
     ) -> Result<JsonlStore> {
         let path = path.as_ref().to_path_buf();
-        if !regular_file(&path)? {
-            let missing = io::Error::from(io::ErrorKind::NotFound);
-            return Err(io_error(&path, "open")(missing));
-        }
+        // Nothing there: opening fails below with the operating system's own words.
+        regular_file(&path)?;
         let file = File::open(&path).map_err(io_error(&path, "open"))?;
         check_opened(&path, &file)?;
         JsonlStore::load(path, file, &mut progress)

@@ -136,10 +136,16 @@ impl<S: Store> LogWriter<S> {
     /// path length + 1 + each item's depth) at most 120, counted iteratively; at most
     /// `max_array_len` splice items; append text at most `max_string_len`; paths within the
     /// grammar. A batch for an address with no base record must be a base batch (recovery
-    /// would have no value to apply it to). Bounds that depend on the state (an array or
-    /// string growing past its limit, the applier's per-batch work) cannot be checked here;
-    /// see the `store::check` module. Then the store checks the encoded text
+    /// would have no value to apply it to). Then the store checks the encoded text
     /// ([`Store::append`]).
+    ///
+    /// What depends on the state cannot be checked without applying, and is not: an array
+    /// or string growing past `max_array_len` or `max_string_len` (an `s` one past the end, a
+    /// splice that inserts more than it removes, an append: each depends on the current
+    /// length), the applier's per-batch work budget (it depends on the sizes of what the ops
+    /// shift), and the document's shape (a missing parent, an index past the end, a `t`
+    /// splitting a character). A producer whose ops come from a tracker over a valid value
+    /// does not break these; recovery names the record if one does ([`Error::Replay`]).
     ///
     /// # Errors
     ///

@@ -135,7 +135,7 @@ pub(super) struct Written {
 fn finish(mut checked: String, seed: u32) -> Written {
     let crc = crc32c::crc32c_append(seed, checked.as_bytes());
     // Writing to a String cannot fail.
-    let _ = write!(checked, ",\"c\":\"{crc:08x}\"}}\n");
+    let _ = writeln!(checked, ",\"c\":\"{crc:08x}\"}}");
     Written { text: checked, crc }
 }
 
