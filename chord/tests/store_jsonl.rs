@@ -431,3 +431,29 @@ fn replay_len_from_the_index_agrees_with_replay() {
     assert_eq!(log.replay_len(&Address::new("n", "none"), None), 0);
     assert_eq!(log.len(), 40);
 }
+
+/// A torn header is always the start of the same bytes; any other unterminated first line is
+/// some other file, never cut off.
+#[test]
+fn a_file_that_is_not_a_log_is_never_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    let huge = "y".repeat(chord::store::MAX_RECORD_BYTES + 1);
+    for text in [
+        "hello",
+        "{\"chord\":1",
+        "{\"chord\":2,\"c\":\"0000",
+        huge.as_str(),
+    ] {
+        fs::write(&path, text).unwrap();
+        for result in [
+            JsonlStore::open(&path, every()),
+            JsonlStore::open_read_only(&path),
+        ] {
+            let err = result.unwrap_err();
+            assert!(matches!(err, Error::Corrupt { line: 1, .. }), "{err}");
+            assert!(err.to_string().contains("not a chord log"), "{err}");
+        }
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    }
+}

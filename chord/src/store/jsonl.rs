@@ -483,6 +483,7 @@ impl JsonlStore {
                     len,
                     terminated: false,
                 } => {
+                    store.not_a_log(line, &[])?;
                     store.torn = Some(TornTail {
                         line,
                         offset: store.end,
@@ -539,11 +540,29 @@ impl JsonlStore {
                 ),
             });
         }
+        self.not_a_log(line, text)?;
         self.torn = Some(TornTail {
             line,
             offset: self.end,
             len: n as u64,
         });
+        Ok(())
+    }
+
+    /// Refuses to take an unterminated first line for a torn header unless it is the start
+    /// of one (the header is always the same bytes): a writer would cut it off, and the file
+    /// may be something else entirely.
+    fn not_a_log(&self, line: u64, text: &[u8]) -> Result<()> {
+        let header = line::header();
+        if line == 1 && (text.is_empty() || !header.text.as_bytes().starts_with(text)) {
+            return Err(Error::Corrupt {
+                path: self.path.clone(),
+                line,
+                reason: "not a chord log: its first line is not a chord header, and has no \
+                         `\n`"
+                    .into(),
+            });
+        }
         Ok(())
     }
 
