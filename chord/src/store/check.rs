@@ -257,7 +257,7 @@ mod tests {
     fn depth_counts_containers_and_stops_early() {
         assert_eq!(depth(&json!(1), 10), 0);
         assert_eq!(depth(&json!([]), 10), 1);
-        assert_eq!(depth(&json!({"a": [1, {"b": []}]}), 10), 3);
+        assert_eq!(depth(&json!({"a": [1, {"b": []}]}), 10), 4);
         assert_eq!(depth(&nested(50), 100), 50);
         assert_eq!(depth(&nested(50), 10), 11);
     }
