@@ -135,6 +135,52 @@ pub enum ErrorKind {
     NotJson(String),
 }
 
+/// The broad class of an [`ErrorKind`], for callers that branch on what to do rather than on
+/// every variant. `#[non_exhaustive]`.
+///
+/// ```
+/// use chord::{Category, Decoder};
+/// let err = Decoder::new().decode_str(r#"[["a",7,"x"]]"#).unwrap_err();
+/// assert_eq!(err.kind().category(), Category::Decode);
+/// let err = chord::parse_batch("[[\"x\"]]").unwrap_err();
+/// assert_eq!(err.kind().category(), Category::Parse);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Category {
+    /// The text or JSON is not a well-formed batch (either grammar): the producer is broken
+    /// or hostile; retrying the same input cannot help.
+    Parse,
+    /// The wire stream's state does not fit (an unknown id, a short form with nothing before
+    /// it, a poisoned decoder): restart the stream from a base batch with a fresh decoder.
+    Decode,
+    /// A well-formed op does not fit the document (a missing parent, a wrong type, an index
+    /// past the end): the replica and the producer disagree; resynchronise from a base batch.
+    Apply,
+    /// A configured bound was exceeded ([`Limits`](crate::Limits)).
+    Limit,
+    /// A tracked value cannot be carried as JSON (found at flush or when recorded).
+    Track,
+}
+
+impl ErrorKind {
+    /// The broad class of this kind.
+    pub fn category(&self) -> Category {
+        use ErrorKind::*;
+        match self {
+            Json(_) | NotABatch | NotATuple | MissingVerb | UnknownVerb(_) | Arity { .. }
+            | WireForm(_) | InvalidPath(_) | EmptyPath { .. } | ReservedSegment { .. }
+            | InvalidCount { .. } | ItemsNotArray | TextNotString => Category::Parse,
+            UnknownId(_) | NoPreviousPath | DecoderPoisoned => Category::Decode,
+            NoValue | Missing | NotAContainer { .. } | KeyOnArray | IndexOutOfRange { .. }
+            | NotAString { .. } | NotAnObject { .. } | NotAnArray { .. }
+            | SplitsCharacter { .. } => Category::Apply,
+            LimitExceeded { .. } => Category::Limit,
+            NotJson(_) => Category::Track,
+        }
+    }
+}
+
 pub(crate) fn json_type(v: &serde_json::Value) -> &'static str {
     match v {
         serde_json::Value::Null => "null",

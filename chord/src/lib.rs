@@ -77,7 +77,7 @@ pub mod wire;
 
 pub use crate::apply::{apply, apply_with, IntoOp, Limits};
 pub use crate::diff::diff;
-pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::error::{Category, Error, ErrorKind, Result};
 pub use crate::op::{display_batch, is_base, utf16_len, Op};
 pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
 pub use crate::tracker::{track, Proxy, Tracked, Tracker};

@@ -242,6 +242,7 @@ fn front_deletes_on_a_large_array_run_out_of_budget_and_change_nothing() {
     let at = err.op_index().unwrap();
     assert_eq!(at, 167, "refused at op {at}");
     assert_eq!(doc, Some(original));
+    assert_eq!(err.kind().category(), chord::Category::Limit);
 }
 
 #[test]
@@ -420,6 +421,7 @@ fn an_error_about_a_huge_key_names_it_in_one_short_line() {
     let key = "x".repeat(1 << 20);
     let mut doc = Some(json!({}));
     let err = apply(&mut doc, [Op::Append(path![key.as_str(), "y"], "z".into())]).unwrap_err();
+    assert_eq!(err.kind().category(), chord::Category::Apply);
     let shown = err.to_string();
     assert!(shown.len() < 200, "{shown}");
     assert!(shown.contains("(1048576 bytes)"), "{shown}");
