@@ -1,11 +1,12 @@
 //! The derive macro behind `chord::Tracked`.
 //!
-//! Use it through the `chord` crate, which re-exports it; this crate is an implementation
-//! detail whose version `chord` pins exactly. Like serde_derive and thiserror's `impl/`, the
-//! derive parses the input into a typed view ([`ast`]), reads the attributes that change the
-//! JSON shape ([`attr`]), checks rules that span several of them ([`valid`]), and only then
-//! generates code ([`expand`]). Errors are collected, not returned one at a time, and come
-//! with a stand-in implementation ([`fallback`]) so the user sees the real mistake only.
+//! Use it through the `chord-delta` crate (library name `chord`), which re-exports it; this
+//! crate is an implementation detail whose version `chord-delta` pins exactly. Like
+//! serde_derive and thiserror's `impl/`, the derive parses the input into a typed view
+//! (module `ast`), reads the attributes that change the JSON shape (`attr`), checks rules that
+//! span several of them (`valid`), and only then generates code (`expand`). Errors are
+//! collected, not returned one at a time, and come with a stand-in implementation
+//! (`fallback`) so the user sees the real mistake only.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

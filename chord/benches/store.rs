@@ -8,7 +8,7 @@
 //! - `open/jsonl/<records>`: opening a JSONL log read-only, which reads the whole file once to
 //!   build its index (so this one does grow with the file).
 //!
-//! Run: `cargo bench -p chord --features sqlite --bench store` (without `--features sqlite`
+//! Run: `cargo bench -p chord-delta --features sqlite --bench store` (without `--features sqlite`
 //! the SQLite half is skipped). Logs go to a temporary directory on the default temp disk.
 
 use std::hint::black_box;

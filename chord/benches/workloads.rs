@@ -3,8 +3,8 @@
 //! json-patch (`diff` of a clone taken before the step).
 //!
 //! ```sh
-//! cargo bench -p chord --bench workloads -- --warm-up-time 1 --measurement-time 3
-//! cargo bench -p chord --bench workloads -- '^W5/'    # one workload (sizes and timings)
+//! cargo bench -p chord-delta --bench workloads -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p chord-delta --bench workloads -- '^W5/'    # one workload (sizes and timings)
 //! ```
 //!
 //! First prints, for every workload and library, the ops emitted and the wire bytes over the

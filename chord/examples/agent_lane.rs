@@ -14,7 +14,7 @@
 //!
 //! Run with `cargo run --release --example agent_lane` (add `-- --quiet` for the summary only).
 //!
-//! With `--features sse` it also serves the lane live on 127.0.0.1 (see `agent_lane/server.rs`):
+//! With `--features live` it also serves the lane live on 127.0.0.1 (see `agent_lane/server.rs`):
 //! Server-Sent Events, a web page that renders the lane, and a Rust replica following it over
 //! HTTP. `-- --serve` keeps the server running with the agent looping slowly, for a browser;
 //! `-- --port N` (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
@@ -27,7 +27,7 @@ use chord::{apply, display_batch, track, Decoder, Encoder, Op, Tracked, Tracker}
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-#[cfg(feature = "sse")]
+#[cfg(feature = "live")]
 #[path = "agent_lane/server.rs"]
 pub(crate) mod server;
 
@@ -193,7 +193,7 @@ impl Stream {
             r.base_seq.unwrap_or_default(),
         );
         println!(
-            "  look inside: cargo run -p chord-cli -- show {} lanes main",
+            "  look inside: cargo run -p chord-delta-cli -- show {} lanes main",
             self.log_path.display()
         );
         println!(
@@ -220,14 +220,14 @@ fn preview(s: &str) -> String {
     format!("{}…", &s[..cut])
 }
 
-#[cfg(not(feature = "sse"))]
+#[cfg(not(feature = "live"))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut s = Stream::new(std::env::args().any(|a| a == "--quiet"));
     run_agent(&mut s)?;
     s.summary()
 }
 
-#[cfg(feature = "sse")]
+#[cfg(feature = "live")]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     server::main(Stream::new(std::env::args().any(|a| a == "--quiet")))
 }

@@ -2,7 +2,7 @@
 //! and the honest batches beside them. Run in release mode:
 //!
 //! ```sh
-//! cargo run --release -p chord --example hostile_batches
+//! cargo run --release -p chord-delta --example hostile_batches
 //! ```
 //!
 //! Each batch is applied to a fresh copy of its document with the default `Limits`; a refused

@@ -585,7 +585,7 @@ mod tests {
 
     /// Rolling-window timings, per slide, of the nested string rule (the overlap probe and
     /// the ops). Run in release mode:
-    /// `cargo test --release -p chord --lib -- --ignored --nocapture rolling_window_timings`.
+    /// `cargo test --release -p chord-delta --lib -- --ignored --nocapture rolling_window_timings`.
     #[test]
     #[ignore = "a measurement; run it in release mode"]
     fn rolling_window_timings() {

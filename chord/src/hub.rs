@@ -47,7 +47,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::poll_fn;
-use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::task::{Context, Poll};
@@ -334,6 +333,7 @@ impl Hub {
 
     /// [`subscribe_with`](Hub::subscribe_with) without asking the loader: `None` for a value
     /// that is not live. Never blocks on anything but the hub's own short locks.
+    #[cfg(feature = "sse")]
     pub(crate) fn subscribe_live(
         &self,
         address: &Address,
@@ -343,6 +343,7 @@ impl Hub {
     }
 
     /// Whether a loader is set.
+    #[cfg(feature = "sse")]
     pub(crate) fn has_loader(&self) -> bool {
         self.inner.loader.is_some()
     }
@@ -627,9 +628,10 @@ impl Signal {
     }
 
     /// Resolves once the signal has fired.
+    #[cfg(feature = "sse")]
     pub(crate) async fn fired(&self) {
         loop {
-            let mut notified = pin!(self.notify.notified());
+            let mut notified = std::pin::pin!(self.notify.notified());
             notified.as_mut().enable();
             if self.is_fired() {
                 return;

@@ -51,23 +51,38 @@
 //! - [`Encoder`] / [`Decoder`] ([`wire`]): the per-stream codec that shortens paths.
 //! - [`store`]: durable logs (JSONL, SQLite with the `sqlite` feature), recovery, and the
 //!   checkpointed [`store::Durable`] tracker.
-//! - With the `sse` feature: `hub` (fan-out to subscribers, each with its own encoder), `sse`
-//!   (a Server-Sent Events endpoint) and `replica` (a Rust replica over HTTP).
+//!
+//! # Features
+//!
+//! | feature | what it adds | dependencies it turns on |
+//! | --- | --- | --- |
+//! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
+//! | `hub` | `hub::Hub`: fan-out of a value's batches to subscribers, each with its own encoder and a bounded queue | tokio (channels only; any executor) |
+//! | `sse` | `sse::Sse`: an axum Server-Sent Events endpoint over a hub (implies `hub`) | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2 |
+//! | `replica` | `replica::Replica`: a Rust replica following an SSE endpoint over plain HTTP/1 | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
+//! | `live` | `hub` + `sse` + `replica` | |
+//!
+//! None is on by default: the core (tracking, the format, the codec, the applier, JSONL
+//! logs) depends only on serde, serde_json and crc32c.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod apply;
 mod diff;
 mod error;
-#[cfg(feature = "sse")]
+#[cfg(feature = "hub")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hub")))]
 pub mod hub;
 mod op;
 mod overlap;
 mod path;
 pub mod proxy;
-#[cfg(feature = "sse")]
+#[cfg(feature = "replica")]
+#[cfg_attr(docsrs, doc(cfg(feature = "replica")))]
 pub mod replica;
 #[cfg(feature = "sse")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sse")))]
 pub mod sse;
 pub mod store;
 mod tracker;
@@ -90,5 +105,5 @@ pub mod __private;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -65,7 +65,7 @@ impl Stream {
 const PAGE: &str = include_str!("page.html");
 
 /// The dependency-free JavaScript replica.
-const MODULE: &str = include_str!("../../../js/chord-replica.mjs");
+const MODULE: &str = include_str!("chord-replica.mjs");
 
 /// Where the lane lives in the hub (and in the durable log).
 pub(crate) fn lane() -> Address {

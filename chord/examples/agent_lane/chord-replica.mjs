@@ -1,0 +1,1 @@
+../../../js/chord-replica.mjs
