@@ -4,7 +4,7 @@ mod line;
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -197,48 +197,49 @@ fn read_segment(
     max: usize,
 ) -> io::Result<(Segment, u64)> {
     buf.clear();
-    let mut len: u64 = 0;
-    let mut too_long = false;
+    // `read_until` finds the `\n` with the standard library's fast search; `take` bounds
+    // what it may hold.
+    let n = reader
+        .by_ref()
+        .take(max as u64 + 1)
+        .read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok((Segment::End, 0));
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok((Segment::Line, n as u64));
+    }
+    if n <= max {
+        return Ok((Segment::Unterminated, n as u64));
+    }
+    // Longer than the maximum: skip to the `\n` or the end, a block at a time.
+    *buf = Vec::new();
+    let mut len = n as u64;
+    let mut block = Vec::new();
     loop {
-        let available = match reader.fill_buf() {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            let segment = match (len, too_long) {
-                (0, _) => Segment::End,
-                (_, true) => Segment::TooLong {
+        block.clear();
+        let k = reader
+            .by_ref()
+            .take(1 << 16)
+            .read_until(b'\n', &mut block)?;
+        if k == 0 {
+            return Ok((
+                Segment::TooLong {
                     len,
                     terminated: false,
                 },
-                _ => Segment::Unterminated,
+                len,
+            ));
+        }
+        if block.last() == Some(&b'\n') {
+            let segment = Segment::TooLong {
+                len: len + k as u64 - 1,
+                terminated: true,
             };
-            return Ok((segment, len));
+            return Ok((segment, len + k as u64));
         }
-        let newline = available.iter().position(|&b| b == b'\n');
-        let chunk = newline.unwrap_or(available.len());
-        if !too_long {
-            if buf.len() + chunk > max {
-                too_long = true;
-                *buf = Vec::new();
-            } else {
-                buf.extend_from_slice(&available[..chunk]);
-            }
-        }
-        len += chunk as u64;
-        reader.consume(chunk + usize::from(newline.is_some()));
-        if newline.is_some() {
-            let segment = if too_long {
-                Segment::TooLong {
-                    len,
-                    terminated: true,
-                }
-            } else {
-                Segment::Line
-            };
-            return Ok((segment, len + 1));
-        }
+        len += k as u64;
     }
 }
 
