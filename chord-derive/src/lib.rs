@@ -20,6 +20,15 @@ mod valid;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
+/// The reserved path segment names as an array expression, so that the derive (which refuses
+/// them as field names) and the runtime (`chord::RESERVED`) share one list. Not for users.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __reserved_names(_input: TokenStream) -> TokenStream {
+    let names = valid::RESERVED;
+    quote::quote!([#(#names),*]).into()
+}
+
 /// Derives `chord::Tracked` for a struct with named fields: a typed proxy whose accessor
 /// methods mirror the fields and record intent, and the flush that turns it into ops.
 ///

@@ -6,7 +6,8 @@ use crate::ast::{Input, Shape};
 use crate::attr::Ctxt;
 
 /// Path segments chord refuses everywhere (they walk a JavaScript replica's prototype chain).
-const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
+/// The one list: the runtime's `chord::RESERVED` is this array, through `__reserved_names!`.
+pub(crate) const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
 
 pub(crate) fn check(cx: &Ctxt, input: &Input) {
     let fields = match &input.shape {

@@ -168,12 +168,28 @@ impl ErrorKind {
     pub fn category(&self) -> Category {
         use ErrorKind::*;
         match self {
-            Json(_) | NotABatch | NotATuple | MissingVerb | UnknownVerb(_) | Arity { .. }
-            | WireForm(_) | InvalidPath(_) | EmptyPath { .. } | ReservedSegment { .. }
-            | InvalidCount { .. } | ItemsNotArray | TextNotString => Category::Parse,
+            Json(_)
+            | NotABatch
+            | NotATuple
+            | MissingVerb
+            | UnknownVerb(_)
+            | Arity { .. }
+            | WireForm(_)
+            | InvalidPath(_)
+            | EmptyPath { .. }
+            | ReservedSegment { .. }
+            | InvalidCount { .. }
+            | ItemsNotArray
+            | TextNotString => Category::Parse,
             UnknownId(_) | NoPreviousPath | DecoderPoisoned => Category::Decode,
-            NoValue | Missing | NotAContainer { .. } | KeyOnArray | IndexOutOfRange { .. }
-            | NotAString { .. } | NotAnObject { .. } | NotAnArray { .. }
+            NoValue
+            | Missing
+            | NotAContainer { .. }
+            | KeyOnArray
+            | IndexOutOfRange { .. }
+            | NotAString { .. }
+            | NotAnObject { .. }
+            | NotAnArray { .. }
             | SplitsCharacter { .. } => Category::Apply,
             LimitExceeded { .. } => Category::Limit,
             NotJson(_) => Category::Track,

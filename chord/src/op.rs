@@ -2,7 +2,6 @@
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer};
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::Value;
 
@@ -89,15 +88,6 @@ impl Op {
         }
     }
 
-    /// Builds an op from its JSON tuple, validating it with the decoded grammar.
-    ///
-    /// # Errors
-    ///
-    /// Any violation of the grammar described at [`crate::parse_batch`].
-    pub fn from_value(value: Value) -> crate::Result<Op> {
-        crate::validate::op(value)
-    }
-
     /// The op as its JSON tuple.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
@@ -168,13 +158,6 @@ pub(crate) fn serialize_op<S: Serializer>(op: &Op, form: OpPath, s: S) -> Result
         }
     }
     seq.end()
-}
-
-impl<'de> Deserialize<'de> for Op {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Op, D::Error> {
-        let value = Value::deserialize(d)?;
-        crate::validate::op(value).map_err(serde::de::Error::custom)
-    }
 }
 
 /// Longest payload preview the readable form prints before eliding.

@@ -13,7 +13,13 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 /// Segment names that are refused in every path: walking through them is how prototype
 /// pollution reaches a JavaScript replica. They remain allowed as keys *inside* values.
-pub const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
+///
+/// ```
+/// assert_eq!(chord::RESERVED, ["__proto__", "constructor", "prototype"]);
+/// ```
+// One list for the runtime and the derive (which refuses these as JSON field names): it lives
+// in chord-derive and reaches here as an array expression.
+pub const RESERVED: [&str; 3] = chord_derive::__reserved_names!();
 
 /// The most segments a path may have in a parsed op, on every grammar (decoded and wire) and in
 /// the JavaScript replica alike. No document within the depth limits has a deeper location

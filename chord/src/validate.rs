@@ -3,12 +3,13 @@
 //! Untrusted JSON stops here. Each grammar has its own validator; a decoded op is never
 //! checked against the laxer wire grammar, where `["s", value]` is a valid short form.
 
+use serde::de::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
-use crate::wire::{PathRef, WireOp};
+use crate::wire::op::{PathRef, WireOp};
 
 /// Parses a batch of decoded ops from JSON text, validating every op.
 ///
@@ -305,6 +306,45 @@ pub(crate) fn check_paths(op: &Op) -> Result<()> {
         }
     }
     Ok(())
+}
+
+// The grammars are the types' `Deserialize` and `from_value`: parsing is validation, and it
+// lives here, above the types it builds.
+
+impl Op {
+    /// Builds an op from its JSON tuple, validating it with the decoded grammar.
+    ///
+    /// # Errors
+    ///
+    /// Any violation of the grammar described at [`crate::parse_batch`].
+    pub fn from_value(value: Value) -> crate::Result<Op> {
+        op(value)
+    }
+}
+
+impl<'de> Deserialize<'de> for Op {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Op, D::Error> {
+        let value = Value::deserialize(d)?;
+        op(value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl WireOp {
+    /// Builds a wire op from its JSON tuple, validating it with the wire grammar.
+    ///
+    /// # Errors
+    ///
+    /// Unknown verb, wrong arity, a bad path, id or count, a reserved segment.
+    pub fn from_value(value: Value) -> crate::Result<WireOp> {
+        wire_op(value)
+    }
+}
+
+impl<'de> Deserialize<'de> for WireOp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<WireOp, D::Error> {
+        let value = Value::deserialize(d)?;
+        wire_op(value).map_err(serde::de::Error::custom)
+    }
 }
 
 #[cfg(test)]

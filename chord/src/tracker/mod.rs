@@ -2,6 +2,7 @@
 
 mod check;
 mod cx;
+mod edit;
 mod node;
 pub(crate) mod seq;
 pub(crate) mod text;

@@ -11,8 +11,7 @@ use serde_json::Value;
 
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
-use crate::tracker::seq::SeqEdit;
-use crate::tracker::text::TextEdit;
+use crate::tracker::edit::{SeqEdit, TextEdit};
 use crate::tracker::Tracked;
 
 /// One touched location in the dirty tree.

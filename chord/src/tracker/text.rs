@@ -3,19 +3,8 @@
 
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
+use crate::tracker::edit::TextEdit;
 use crate::tracker::node::{flush_assigned, Node, State};
-
-/// What happened to a string since the last flush.
-#[derive(Debug)]
-pub(crate) enum TextEdit {
-    /// Only appends and drops from the front: the accepted value is `dropped` followed by
-    /// `current[..tail_start]`, and `current[tail_start..]` is new. Flushes to `t` + `a` in
-    /// `O(change)`, independent of the string's length.
-    Window { dropped: String, tail_start: usize },
-    /// The accepted value, kept whole because an edit could not be described as a window;
-    /// flush diffs it against the current value with the overlap detector.
-    Baseline(String),
-}
 
 /// The text state of `node`, started if the node is clean. `None` when an ancestor's or this
 /// node's assignment already covers the string.

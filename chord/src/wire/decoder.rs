@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
 use crate::validate;
-use crate::wire::{PathRef, WireOp};
+use crate::wire::op::{PathRef, WireOp};
 
 /// Decodes one stream's wire batches back into ops. Use a fresh decoder for every stream,
 /// and start it at a base batch (or at the stream's beginning).

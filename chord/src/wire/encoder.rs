@@ -6,7 +6,7 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 use crate::op::{serialize_op, Op, OpPath};
 use crate::path::Path;
-use crate::wire::{PathRef, WireOp};
+use crate::wire::op::{PathRef, WireOp};
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,
 /// per stored value): ids it defines are only meaningful to a decoder that saw them.
