@@ -78,10 +78,12 @@ fn durable_refuses_a_value_too_deep_to_recover_and_the_log_stays_recoverable() {
         facet.state().state().set(nested(121));
         let err = facet.flush().unwrap_err();
         assert_eq!(limit_of(&err), Some("max_depth"), "{}: {err}", backend.name);
+        let cause = std::error::Error::source(&err).map(ToString::to_string);
         assert!(
-            err.to_string()
-                .contains("exceeds the max_depth limit of 120"),
-            "{err}"
+            cause
+                .as_deref()
+                .is_some_and(|c| c.contains("exceeds the max_depth limit of 120")),
+            "{err}: {cause:?}"
         );
         // After a refused flush the next one is a base batch; it is refused as well while the
         // value is too deep...

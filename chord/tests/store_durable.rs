@@ -188,3 +188,20 @@ fn an_unchanged_type_resumes_without_writing_anything() {
         "nothing changed, nothing written"
     );
 }
+
+#[test]
+fn a_store_error_prints_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("log.jsonl");
+    let err = JsonlStore::open(&missing, Durability::EveryAppend).unwrap_err();
+    let mut chain = vec![err.to_string()];
+    let mut source = std::error::Error::source(&err);
+    while let Some(e) = source {
+        chain.push(e.to_string());
+        source = e.source();
+    }
+    assert!(chain.len() >= 2, "{chain:?}");
+    let whole = chain.join(" | caused by: ");
+    let cause = &chain[1];
+    assert_eq!(whole.matches(cause.as_str()).count(), 1, "{whole}");
+}

@@ -11,7 +11,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// An error from a [`Store`](super::Store), recovery or a [`LogWriter`](super::LogWriter).
 ///
-/// Each variant names what failed and where: the file, the line, the address, the seq.
+/// Each variant names what failed and where: the file, the line, the address, the seq. An
+/// underlying error (I/O, SQLite, the applier, serde) is its [`source`](std::error::Error::source),
+/// not repeated in the message, so a report that walks the chain prints each cause once.
 ///
 /// ```
 /// use std::io::Write;
@@ -157,6 +159,7 @@ pub enum Error {
     },
     /// The SQLite backend failed.
     #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     Sqlite {
         /// The database file.
         path: PathBuf,
@@ -170,11 +173,7 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io {
-                path,
-                action,
-                source,
-            } => write!(f, "{}: {action} failed: {source}", path.display()),
+            Error::Io { path, action, .. } => write!(f, "{}: {action} failed", path.display()),
             Error::Corrupt { path, line, reason } => {
                 write!(f, "{}:{line}: corrupt record: {reason}", path.display())
             }
@@ -227,26 +226,24 @@ impl fmt::Display for Error {
                 "an earlier flush to disk failed ({reason}); reopen the store"
             ),
             Error::InvalidBatch { reason } => write!(f, "invalid batch text: {reason}"),
-            Error::Unrecoverable { address, source } => write!(
+            Error::Unrecoverable { address, .. } => write!(
                 f,
-                "refused a batch for {address} that recovery could not read back: {source}"
+                "refused a batch for {address} that recovery could not read back"
             ),
             Error::InvalidOptions { reason } => write!(f, "invalid read options: {reason}"),
             Error::Replay {
                 address,
                 seq,
                 source,
-            } => write!(f, "recovering {address}: record {seq}: {source}"),
-            Error::Flush { address, source } => write!(f, "flushing {address}: {source}"),
-            Error::Deserialize { address, source } => {
-                write!(f, "recovering {address}: {source}")
+            } => write!(f, "recovering {address}: record {seq} does not apply"),
+            Error::Flush { address, .. } => write!(f, "flushing {address}"),
+            Error::Deserialize { address, .. } => {
+                write!(f, "recovering {address}: the value does not fit the type")
             }
             #[cfg(feature = "sqlite")]
-            Error::Sqlite {
-                path,
-                action,
-                source,
-            } => write!(f, "{}: {action} failed: {source}", path.display()),
+            Error::Sqlite { path, action, .. } => {
+                write!(f, "{}: {action} failed", path.display())
+            }
         }
     }
 }

@@ -72,6 +72,7 @@ pub use self::error::{Error, Result};
 pub use self::jsonl::{JsonlStore, TornTail};
 pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use self::sqlite::SqliteStore;
 pub use self::writer::{Checkpoint, LogWriter};
 
