@@ -1,0 +1,116 @@
+//! Configuring a replica: backoff, idle timeout, event size bound; and starting it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::follower::Follower;
+use super::stats::Counters;
+use super::target::Target;
+use super::{Error, Replica, State};
+
+/// The default backoff before the first resubscription after a break.
+pub const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// The default longest backoff between resubscriptions.
+pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// The default time without a byte (events or keep-alive comments) after which a stream
+/// counts as broken: three of the endpoint's default keep-alive intervals.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(45);
+/// The default largest event accepted.
+pub const DEFAULT_MAX_EVENT: usize = 64 << 20;
+
+/// Configures a [`Replica`]: backoff, idle timeout, event size bound.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use chord::replica::Replica;
+/// # async fn run() -> Result<(), chord::replica::Error> {
+/// let replica = Replica::builder("http://127.0.0.1:8080/streams/lanes/main")
+///     .backoff(Duration::from_millis(20), Duration::from_secs(1))
+///     .idle_timeout(Duration::from_secs(20))
+///     .connect()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct Builder {
+    url: String,
+    pub(super) backoff_min: Duration,
+    pub(super) backoff_max: Duration,
+    pub(super) idle_timeout: Duration,
+    pub(super) max_event: usize,
+}
+
+impl Builder {
+    /// A replica of the stream at `url` with the default settings, not started yet.
+    pub(super) fn new(url: &str) -> Builder {
+        Builder {
+            url: url.to_owned(),
+            backoff_min: DEFAULT_BACKOFF_MIN,
+            backoff_max: DEFAULT_BACKOFF_MAX,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_event: DEFAULT_MAX_EVENT,
+        }
+    }
+
+    /// The backoff before resubscribing: `min` after a subscription that delivered its base
+    /// batch, doubling on each failed attempt up to `max`, each spread by ±50% so that many
+    /// replicas broken at once do not return at once.
+    pub fn backoff(mut self, min: Duration, max: Duration) -> Builder {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// How long a stream may stay silent before it counts as broken (default
+    /// [`DEFAULT_IDLE_TIMEOUT`]); keep it above the server's keep-alive interval.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Builder {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The largest event accepted, in bytes (default [`DEFAULT_MAX_EVENT`]); a larger one
+    /// breaks the subscription.
+    pub fn max_event(mut self, bytes: usize) -> Builder {
+        self.max_event = bytes;
+        self
+    }
+
+    /// Starts following the stream.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidUrl`]; [`Error::NoRuntime`] outside a Tokio runtime.
+    pub fn connect(self) -> Result<Replica, Error> {
+        let target = Target::parse(&self.url)?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let (tx, rx) = watch::channel(State::default());
+        let stats = Arc::new(Counters::default());
+        let follower = Follower {
+            target,
+            config: self,
+            state: tx,
+            stats: Arc::clone(&stats),
+        };
+        let task = runtime.spawn(follower.run());
+        Ok(Replica {
+            state: rx,
+            stats,
+            task,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connecting_outside_a_runtime_is_an_error() {
+        assert_eq!(
+            Replica::connect("http://127.0.0.1:1/").unwrap_err(),
+            Error::NoRuntime
+        );
+    }
+}

@@ -1,0 +1,86 @@
+//! What a replica reports: counters over its life, and why its last subscription ended.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// Counters over a replica's life, from [`Replica::stats`](super::Replica::stats).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Subscriptions that delivered their base batch.
+    pub subscriptions: u64,
+    /// Batches applied, base batches included.
+    pub batches: u64,
+    /// Subscriptions (or attempts) that ended.
+    pub breaks: u64,
+    /// Why the last one ended.
+    pub last_break: Option<Break>,
+}
+
+/// Why a subscription ended, from [`Stats::last_break`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Break {
+    /// Connecting, sending the request or reading the response failed.
+    Connection(String),
+    /// The server answered with a status other than 200.
+    Status(u16),
+    /// The response is not `text/event-stream`.
+    NotEventStream,
+    /// The stream ended.
+    Ended,
+    /// Nothing arrived (no response, not even a keep-alive comment) for the idle timeout.
+    Idle,
+    /// The stream is not readable as events (see the message).
+    Events(String),
+    /// An event did not decode as a wire batch.
+    Decode(String),
+    /// The first batch of a subscription was not a base batch.
+    NotBase,
+    /// A batch did not apply to the replica's value.
+    Apply(String),
+}
+
+impl fmt::Display for Break {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Break::Connection(e) => write!(f, "connection failed: {e}"),
+            Break::Status(status) => write!(f, "the server answered {status}"),
+            Break::NotEventStream => f.write_str("the response is not text/event-stream"),
+            Break::Ended => f.write_str("the stream ended"),
+            Break::Idle => f.write_str("the stream went silent"),
+            Break::Events(e) => write!(f, "unreadable event stream: {e}"),
+            Break::Decode(e) => write!(f, "a batch did not decode: {e}"),
+            Break::NotBase => {
+                f.write_str("the first batch of the subscription is not a base batch")
+            }
+            Break::Apply(e) => write!(f, "a batch did not apply: {e}"),
+        }
+    }
+}
+
+/// The counters behind [`Stats`], shared by a replica and its follower.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub(super) subscriptions: AtomicU64,
+    pub(super) batches: AtomicU64,
+    pub(super) breaks: AtomicU64,
+    pub(super) last_break: Mutex<Option<Break>>,
+}
+
+impl Counters {
+    /// The counters now.
+    pub(super) fn snapshot(&self) -> Stats {
+        Stats {
+            subscriptions: self.subscriptions.load(Ordering::Relaxed),
+            batches: self.batches.load(Ordering::Relaxed),
+            breaks: self.breaks.load(Ordering::Relaxed),
+            last_break: self
+                .last_break
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        }
+    }
+}
