@@ -465,6 +465,57 @@ mod tests {
         assert_eq!(ov(&prev, &next), prev.len() - 4);
     }
 
+    /// The count at `key` of a conformance case, if present.
+    fn count(case: &serde_json::Value, key: &str) -> Option<usize> {
+        case.get(key).map(|v| {
+            let n = v
+                .as_u64()
+                .unwrap_or_else(|| panic!("{key} is a count: {v}"));
+            usize::try_from(n).unwrap()
+        })
+    }
+
+    /// The `overlap` cases of the conformance vectors generated from the reference
+    /// (`testdata/conformance/vectors.jsonl`, format in its README): chord's answer is the
+    /// reference's on every one, under the bounds the case sets and the defaults otherwise.
+    /// (`tests/conformance_tracker.rs` replays the same cases through the public `diff`.)
+    #[test]
+    fn conformance_vectors() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/conformance/vectors.jsonl"
+        );
+        let text = std::fs::read_to_string(path).expect("conformance vectors readable");
+        let defaults = OverlapConfig::default();
+        // The reference's defaults, which tests/conformance_tracker.rs relies on as well.
+        assert_eq!(defaults, with(1 << 16, 64, 8));
+        let mut ran = 0;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            // The one line serde_json cannot read (a lone surrogate) is an `apply` case, covered
+            // by tests/conformance.rs.
+            let Ok(case) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if case["cmd"] != "overlap" {
+                continue;
+            }
+            let name = case["name"].as_str().unwrap();
+            let prev = case["prev"].as_str().unwrap();
+            let next = case["next"].as_str().unwrap();
+            let cfg = OverlapConfig {
+                scan: count(&case, "scan").unwrap_or(defaults.scan),
+                probe: count(&case, "probe").unwrap_or(defaults.probe),
+                max_candidates: count(&case, "maxCandidates").unwrap_or(defaults.max_candidates),
+            };
+            let want = count(&case["expect"], "ok").expect("overlap cases expect a count");
+            // Every overlap case is ASCII, where bytes and UTF-16 units coincide.
+            assert!(prev.is_ascii() && next.is_ascii(), "case {name:?}");
+            assert_eq!(overlap(prev, next, &cfg), want, "case {name:?}");
+            ran += 1;
+        }
+        assert_eq!(ran, 12, "every overlap case must run");
+    }
+
     fn text() -> impl Strategy<Value = String> {
         prop_oneof![
             "[ab]{0,12}",

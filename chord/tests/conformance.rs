@@ -6,17 +6,18 @@
 //! differs, the case is listed in `DEVIATIONS` with the reason, and the test checks chord's own
 //! behaviour for it instead.
 
+#[path = "support/vectors.rs"]
+mod vectors;
+
 use std::collections::BTreeMap;
 
 use chord::{apply, batch_from_value, is_base, Decoder, Encoder, ErrorKind, Op, WireOp};
 use serde_json::Value;
 
-fn vectors_path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/conformance/vectors.jsonl")
-}
+use vectors::{assert_expected, deviates, expect_ok, Deviations};
 
 /// Cases where chord chooses differently from the reference, and why.
-const DEVIATIONS: &[(&str, &str)] = &[
+const DEVIATIONS: &Deviations = &[
     (
         "t counts UTF-16 code units",
         "The reference's `t` cuts a surrogate pair in half and leaves a lone surrogate, which is \
@@ -30,14 +31,6 @@ const DEVIATIONS: &[(&str, &str)] = &[
          cannot be constructed (Set takes a NonEmptyPath), so the input is refused when parsed.",
     ),
 ];
-
-fn deviation(name: &str) -> bool {
-    DEVIATIONS.iter().any(|(n, _)| *n == name)
-}
-
-fn expect_ok(case: &Value) -> Option<&Value> {
-    case["expect"].get("ok")
-}
 
 /// The ops of a batch as JSON, for comparison.
 fn ops_json(ops: &[Op]) -> Value {
@@ -107,8 +100,8 @@ fn run_is_base(case: &Value) -> Result<Value, String> {
 }
 
 fn check(case: &Value) {
-    let name = case["name"].as_str().unwrap();
-    let cmd = case["cmd"].as_str().unwrap();
+    let name = vectors::name(case);
+    let cmd = vectors::cmd(case);
     let got: Result<Value, String> = match cmd {
         "apply" | "applyImmutable" => run_apply(case),
         "validOp" => chord::Op::from_value(case["op"].clone())
@@ -122,7 +115,7 @@ fn check(case: &Value) {
         "isBase" => run_is_base(case),
         other => panic!("unexpected command {other}"),
     };
-    if deviation(name) {
+    if deviates(DEVIATIONS, name) {
         check_deviation(name, got);
         return;
     }
@@ -132,13 +125,7 @@ fn check(case: &Value) {
             let want = serde_json::to_string(want).unwrap();
             assert_eq!(got.as_str().unwrap(), want, "case {name:?}");
         }
-        (Some(want), Ok(got)) if cmd == "validOp" || cmd == "validWireOp" => {
-            assert_eq!(&got, want, "case {name:?}");
-        }
-        (Some(want), Ok(got)) => assert_eq!(&got, want, "case {name:?}"),
-        (Some(want), Err(e)) => panic!("case {name:?}: expected {want}, got error {e}"),
-        (None, Ok(got)) => panic!("case {name:?}: expected an error, got {got}"),
-        (None, Err(_)) => {}
+        (_, got) => assert_expected(case, got),
     }
 }
 
@@ -154,29 +141,23 @@ fn check_deviation(name: &str, got: Result<Value, String>) {
 
 #[test]
 fn conformance_vectors() {
-    let text = std::fs::read_to_string(vectors_path()).expect("conformance vectors readable");
+    let all = vectors::read();
     let mut ran: BTreeMap<String, usize> = BTreeMap::new();
     let mut deferred = 0;
-    let mut unparsable = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let case: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(_) => {
-                unparsable.push(line);
-                continue;
-            }
-        };
-        match case["cmd"].as_str().unwrap() {
-            // The tracker's overlap probe and diff: replayed by tests/conformance_tracker.rs.
+    for case in &all.cases {
+        match vectors::cmd(case) {
+            // The tracker's overlap probe and diff: replayed by tests/conformance_tracker.rs
+            // (and the probe alone by the unit tests of src/overlap.rs).
             "overlap" | "diff" => deferred += 1,
             cmd => {
-                check(&case);
+                check(case);
                 *ran.entry(cmd.to_owned()).or_default() += 1;
             }
         }
     }
 
     // The only line serde_json cannot read holds a lone surrogate (see DEVIATIONS).
+    let unparsable = &all.unparsable;
     assert_eq!(unparsable.len(), 1, "{unparsable:?}");
     assert!(unparsable[0].contains("t counts UTF-16 code units"));
     let mut doc = Some(serde_json::json!({"s": "\u{10000}b"}));

@@ -3,23 +3,20 @@
 //!
 //! Every case must match, except those listed in `DEVIATIONS` with the reason; for those the
 //! test checks chord's own behaviour instead. Every `diff` is also replayed with `apply` and
-//! through the wire codec.
+//! through the wire codec. The overlap detector is crate-private: its answer on every
+//! `overlap` case is checked by the unit tests of `src/overlap.rs`, and here, through the
+//! public `diff`, on the cases that keep the default bounds.
+
+#[path = "support/vectors.rs"]
+mod vectors;
 
 use chord::{apply, diff, Decoder, Encoder, Op};
 use serde_json::{json, Value};
 
-/// The overlap detector is crate-private; this test compiles the very same source file.
-#[path = "../src/overlap.rs"]
-mod overlap;
-
-use overlap::{overlap, OverlapConfig};
-
-fn vectors_path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/conformance/vectors.jsonl")
-}
+use vectors::{assert_expected, count, deviates, name, Deviations};
 
 /// Cases where chord chooses differently from the reference, and why.
-const DEVIATIONS: &[(&str, &str)] = &[(
+const DEVIATIONS: &Deviations = &[(
     "diff: root array is rewritten by splice-all, so it emits r",
     "The reference's harness rewrote the root array with a splice of all of it, which its \
      tracker normalises to an `r`. chord's diff compares the values and sees the common prefix: \
@@ -27,36 +24,25 @@ const DEVIATIONS: &[(&str, &str)] = &[(
      (A root `p` is always a partial modification, as the design requires.)",
 )];
 
-fn deviation(name: &str) -> bool {
-    DEVIATIONS.iter().any(|(n, _)| *n == name)
-}
+/// The bounds of the reference's overlap probe, which are chord's defaults too
+/// (`OverlapConfig::default` in src/overlap.rs): the keys an `overlap` case may set them with.
+const DEFAULT_BOUNDS: [(&str, usize); 3] = [("scan", 1 << 16), ("probe", 64), ("maxCandidates", 8)];
 
-fn count(case: &Value, key: &str) -> Option<usize> {
-    case.get(key).map(|v| {
-        let n = v
-            .as_u64()
-            .unwrap_or_else(|| panic!("{key} is a count: {v}"));
-        usize::try_from(n).unwrap()
-    })
-}
-
+/// An `overlap` case through the crate's diff. The probe itself, under each case's bounds, is
+/// replayed by the unit tests of src/overlap.rs (it is crate-private); where a case keeps the
+/// default bounds, the crate's own diff of a nested string must reach the same answer.
 fn run_overlap(case: &Value) {
-    let name = case["name"].as_str().unwrap();
+    let name = name(case);
     let prev = case["prev"].as_str().unwrap();
     let next = case["next"].as_str().unwrap();
-    let defaults = OverlapConfig::default();
-    let cfg = OverlapConfig {
-        scan: count(case, "scan").unwrap_or(defaults.scan),
-        probe: count(case, "probe").unwrap_or(defaults.probe),
-        max_candidates: count(case, "maxCandidates").unwrap_or(defaults.max_candidates),
-    };
     let want = count(&case["expect"], "ok").expect("overlap cases expect a count");
     // Every overlap case is ASCII, where bytes and UTF-16 units coincide.
     assert!(prev.is_ascii() && next.is_ascii(), "case {name:?}");
-    assert_eq!(overlap(prev, next, &cfg), want, "case {name:?}");
 
-    // With the default bounds, the crate's own diff must reach the same answer.
-    if cfg == defaults {
+    let defaults = DEFAULT_BOUNDS
+        .iter()
+        .all(|&(key, default)| count(case, key).is_none_or(|n| n == default));
+    if defaults {
         let before = json!({ "s": prev });
         let after = json!({ "s": next });
         let ops = diff(&before, &after);
@@ -82,17 +68,16 @@ fn replay(before: &Value, after: &Value, ops: &[Op], name: &str) {
 }
 
 fn run_diff(case: &Value) {
-    let name = case["name"].as_str().unwrap();
+    let name = name(case);
     let (before, after) = (&case["before"], &case["after"]);
     let ops = diff(before, after);
     replay(before, after, &ops, name);
     let got = serde_json::to_value(&ops).unwrap();
-    if deviation(name) {
+    if deviates(DEVIATIONS, name) {
         check_deviation(name, &got);
         return;
     }
-    let want = case["expect"].get("ok").expect("diff cases expect ops");
-    assert_eq!(&got, want, "case {name:?}");
+    assert_expected(case, Ok(got));
 }
 
 fn check_deviation(name: &str, got: &Value) {
@@ -106,25 +91,17 @@ fn check_deviation(name: &str, got: &Value) {
 
 #[test]
 fn tracker_conformance_vectors() {
-    let text = std::fs::read_to_string(vectors_path()).expect("conformance vectors readable");
+    // The one line serde_json cannot read (a lone surrogate) is an `apply` case, covered by
+    // tests/conformance.rs.
+    let all = vectors::read();
     let (mut overlaps, mut diffs) = (0, 0);
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        // The one line serde_json cannot read (a lone surrogate) is an `apply` case, covered
-        // by tests/conformance.rs.
-        let Ok(case) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        match case["cmd"].as_str().unwrap() {
-            "overlap" => {
-                run_overlap(&case);
-                overlaps += 1;
-            }
-            "diff" => {
-                run_diff(&case);
-                diffs += 1;
-            }
-            _ => {}
-        }
+    for case in all.of("overlap") {
+        run_overlap(case);
+        overlaps += 1;
+    }
+    for case in all.of("diff") {
+        run_diff(case);
+        diffs += 1;
     }
     assert_eq!(
         (overlaps, diffs),
