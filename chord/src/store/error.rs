@@ -231,11 +231,9 @@ impl fmt::Display for Error {
                 "refused a batch for {address} that recovery could not read back"
             ),
             Error::InvalidOptions { reason } => write!(f, "invalid read options: {reason}"),
-            Error::Replay {
-                address,
-                seq,
-                source,
-            } => write!(f, "recovering {address}: record {seq} does not apply"),
+            Error::Replay { address, seq, .. } => {
+                write!(f, "recovering {address}: record {seq} does not apply")
+            }
             Error::Flush { address, .. } => write!(f, "flushing {address}"),
             Error::Deserialize { address, .. } => {
                 write!(f, "recovering {address}: the value does not fit the type")
