@@ -10,6 +10,17 @@ use chord::store::{
 use chord::{path, Op};
 use serde_json::{json, Value};
 
+/// The tests of this binary run one at a time. They open logs for writing in this process
+/// (taking the log's lock) while others spawn `chord`: a child forked while a log is open holds
+/// a copy of its descriptor, and so its lock, until it executes `chord`; a test that closed
+/// the log and reopened it in that moment found it locked (`Locked`, seen once in CI).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn chord(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chord"))
         .args(args)
@@ -78,6 +89,7 @@ fn write_log(path: &Path) -> Vec<Vec<Op>> {
 
 #[test]
 fn addresses_as_json_and_text() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     write_log(&log);
@@ -100,6 +112,7 @@ fn addresses_as_json_and_text() {
 
 #[test]
 fn show_decodes_every_record() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     let batches = write_log(&log);
@@ -140,6 +153,7 @@ fn show_decodes_every_record() {
 
 #[test]
 fn recover_latest_and_at_a_seq() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     write_log(&log);
@@ -182,6 +196,7 @@ fn recover_latest_and_at_a_seq() {
 
 #[test]
 fn stats_counts_records_bases_bytes_and_replay() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     write_log(&log);
@@ -237,6 +252,7 @@ fn stats_counts_records_bases_bytes_and_replay() {
 
 #[test]
 fn works_beside_a_live_writer_and_reports_a_torn_tail() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     write_log(&log);
@@ -268,6 +284,7 @@ fn works_beside_a_live_writer_and_reports_a_torn_tail() {
 
 #[test]
 fn errors_are_reported_with_a_nonzero_exit() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     write_log(&log);
@@ -332,6 +349,7 @@ fn chord_within_a_minute(args: &[&str]) -> Output {
 #[test]
 #[cfg(unix)]
 fn paths_that_are_not_regular_files_are_refused() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     assert!(Command::new("mkfifo")
@@ -372,6 +390,7 @@ fn seal_lines(checked: &[&str]) -> String {
 /// overflow). Such a log is read like any other.
 #[test]
 fn seqs_at_the_end_of_their_range_are_read_without_overflow() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     let max = u64::MAX;
@@ -412,6 +431,7 @@ fn seqs_at_the_end_of_their_range_are_read_without_overflow() {
 
 #[test]
 fn damage_and_old_formats_are_errors_and_a_damaged_last_newline_a_warning() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log.jsonl");
     write_log(&log);
