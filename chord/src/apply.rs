@@ -102,6 +102,32 @@ impl Limits {
         self.work = units;
         self
     }
+
+    /// Refuses `value` placed `at` containers deep when the document would nest deeper than
+    /// the limit: a bound an op breaks whatever document it meets. Checked by `apply` before
+    /// it looks at the document, and by the stores before they acknowledge a batch.
+    pub(crate) fn check_value(&self, value: &Value, at: usize) -> Result<()> {
+        check_depth(value, at, self)
+    }
+
+    /// Refuses splice items that break a bound whatever array they meet: more items than an
+    /// array may hold, or an item too deep for a path of `path_len` segments.
+    pub(crate) fn check_items(&self, items: &[Value], path_len: usize) -> Result<()> {
+        if items.len() > self.array_len {
+            return Err(limit("max_array_len", self.array_len));
+        }
+        items
+            .iter()
+            .try_for_each(|item| check_depth(item, path_len + 1, self))
+    }
+
+    /// Refuses append text longer on its own than a string may be.
+    pub(crate) fn check_text(&self, text: &str) -> Result<()> {
+        if text.len() > self.string_len {
+            return Err(limit("max_string_len", self.string_len));
+        }
+        Ok(())
+    }
 }
 
 /// Something [`apply`] accepts as an op: an owned [`Op`] (its payload is moved into the
@@ -452,7 +478,7 @@ fn step(
     undo: &mut Vec<Undo>,
 ) -> Result<()> {
     if let Op::Replace(v) = op {
-        check_depth(&v, 0, limits)?;
+        limits.check_value(&v, 0)?;
         undo.push(Undo::Root(target.replace(v)));
         return Ok(());
     }
@@ -464,7 +490,7 @@ fn step(
         Op::Replace(_) => unreachable!("handled above"),
         Op::Set(path, value) => {
             let (parent, last) = path.split_last();
-            check_depth(&value, path.len(), limits)?;
+            limits.check_value(&value, path.len())?;
             match walk(root, parent)? {
                 Value::Object(map) => {
                     let key = key_of(last);
@@ -556,7 +582,7 @@ fn step(
             items,
         } => {
             for item in &items {
-                check_depth(item, path.len() + 1, limits)?;
+                limits.check_value(item, path.len() + 1)?;
             }
             let arr = match walk(root, &path)? {
                 Value::Array(arr) => arr,

@@ -44,14 +44,7 @@ use serde_json::Value;
 
 use super::{Address, Error, Result, BASE, MAX_RECORD_BYTES};
 use crate::error::ErrorKind;
-use crate::{Op, PathRef, WireOp};
-
-/// `Limits::default().max_depth`: the deepest a document may nest.
-pub(crate) const MAX_DEPTH: usize = 120;
-/// `Limits::default().max_array_len`.
-pub(crate) const MAX_ARRAY_LEN: usize = 1 << 24;
-/// `Limits::default().max_string_len`.
-pub(crate) const MAX_STRING_LEN: usize = 256 << 20;
+use crate::{Limits, Op, PathRef, WireOp};
 
 /// Checks batch text for [`Store::append`](super::Store::append): everything recovery will
 /// do with it that does not depend on the records before it.
@@ -181,69 +174,23 @@ fn wire_ops(batch: &[WireOp]) -> crate::Result<()> {
     Ok(())
 }
 
-fn limit(limit: &'static str, max: usize) -> crate::Error {
-    ErrorKind::LimitExceeded { limit, max }.into()
-}
-
-/// Whether `value`, placed `at` containers deep, keeps the document within [`MAX_DEPTH`]:
-/// what `apply` checks before it looks at the document.
+/// Whether `value`, placed `at` containers deep, keeps the document within the default depth.
 fn fits(value: &Value, at: usize) -> crate::Result<()> {
-    if at.saturating_add(depth(value, MAX_DEPTH.saturating_sub(at))) > MAX_DEPTH {
-        return Err(limit("max_depth", MAX_DEPTH));
-    }
-    Ok(())
+    Limits::default().check_value(value, at)
 }
 
 fn append_fits(text: &str) -> crate::Result<()> {
-    if text.len() > MAX_STRING_LEN {
-        return Err(limit("max_string_len", MAX_STRING_LEN));
-    }
-    Ok(())
+    Limits::default().check_text(text)
 }
 
 fn splice_fits(items: &[Value], path_len: usize) -> crate::Result<()> {
-    if items.len() > MAX_ARRAY_LEN {
-        return Err(limit("max_array_len", MAX_ARRAY_LEN));
-    }
-    items.iter().try_for_each(|item| fits(item, path_len + 1))
-}
-
-/// How deeply `value`'s containers nest (a scalar: 0, `[]`: 1, `[{}]`: 2), counting no
-/// further than `stop + 1`. Iterative: a hostile value cannot overflow the stack here.
-pub(crate) fn depth(value: &Value, stop: usize) -> usize {
-    let mut deepest = 0;
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
-    while let Some((v, above)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        let here = above + 1;
-        deepest = deepest.max(here);
-        if deepest > stop {
-            return deepest;
-        }
-        stack.extend(children.map(|c| (c, here)));
-    }
-    deepest
+    Limits::default().check_items(items, path_len)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Limits;
     use serde_json::json;
-
-    #[test]
-    fn static_bounds_are_the_default_limits() {
-        // `Limits` keeps its fields private; equality pins the three numbers.
-        let ours = Limits::default()
-            .max_depth(MAX_DEPTH)
-            .max_array_len(MAX_ARRAY_LEN)
-            .max_string_len(MAX_STRING_LEN);
-        assert_eq!(ours, Limits::default());
-    }
 
     fn nested(n: usize) -> Value {
         let mut v = json!(1);
@@ -251,15 +198,6 @@ mod tests {
             v = Value::Array(vec![v]);
         }
         v
-    }
-
-    #[test]
-    fn depth_counts_containers_and_stops_early() {
-        assert_eq!(depth(&json!(1), 10), 0);
-        assert_eq!(depth(&json!([]), 10), 1);
-        assert_eq!(depth(&json!({"a": [1, {"b": []}]}), 10), 4);
-        assert_eq!(depth(&nested(50), 100), 50);
-        assert_eq!(depth(&nested(50), 10), 11);
     }
 
     #[test]
