@@ -2,7 +2,7 @@
 //!
 //! Two checks, one for each boundary:
 //!
-//! - [`batch`], run by both backends' [`Store::append`](super::Store::append) on the batch
+//! - [`CheckedBatch::new`], run by [`Store::append`](super::Store::append) on the batch
 //!   *text*: it must be one line, at most [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES), parse
 //!   with serde_json exactly as recovery parses it (the same nesting limit), follow the wire
 //!   grammar ([`WireOp::from_value`](crate::WireOp::from_value) on each element), follow the
@@ -46,22 +46,80 @@ use super::{Address, Error, Result, BASE, MAX_RECORD_BYTES};
 use crate::error::ErrorKind;
 use crate::{Limits, Op, PathRef, WireOp};
 
-/// Checks batch text for [`Store::append`](super::Store::append): everything recovery will
-/// do with it that does not depend on the records before it.
+/// Batch text (and its tag) that passed the checks recovery relies on: what a backend's
+/// [`Store::append_checked`](super::Store::append_checked) takes, so that it never checks a
+/// batch twice.
 ///
-/// # Errors
+/// [`CheckedBatch::new`] runs every check on text from anywhere (it is what
+/// [`Store::append`](super::Store::append) does); a [`LogWriter`](super::LogWriter) builds one
+/// from the text its encoder wrote for ops it checked before encoding, without parsing it
+/// again.
 ///
-/// [`Error::InvalidBatch`] for text that is not one line of parseable JSON array text, is too
-/// long, or is tagged [`BASE`] without starting with an `r`; [`Error::Unrecoverable`] for a
-/// batch that breaks the wire grammar, the decoder's rules or a static bound.
-pub(crate) fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
-    let invalid = |reason: String| Err(Error::InvalidBatch { reason });
+/// ```
+/// use chord::store::{Address, CheckedBatch, Error};
+/// let at = Address::new("lanes", "main");
+/// let ok = CheckedBatch::new(&at, r#"[["r",{"n":1}]]"#, Some("base"))?;
+/// assert_eq!(ok.text(), r#"[["r",{"n":1}]]"#);
+/// // A short form with nothing before it can never be decoded.
+/// assert!(matches!(CheckedBatch::new(&at, r#"[["d"]]"#, None), Err(Error::Unrecoverable { .. })));
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct CheckedBatch<'a> {
+    text: &'a str,
+    tag: Option<&'a str>,
+}
+
+impl<'a> CheckedBatch<'a> {
+    /// Checks batch text for `address`: everything recovery will do with it that does not
+    /// depend on the records before it (see the module documentation of `store` for what
+    /// cannot be checked without them).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidBatch`] for text that is not one line of parseable JSON array text, is
+    /// too long, or is tagged [`BASE`] without starting with an `r`; [`Error::Unrecoverable`]
+    /// for a batch that breaks the wire grammar, the decoder's rules or a static bound.
+    pub fn new(address: &Address, text: &'a str, tag: Option<&'a str>) -> Result<Self> {
+        batch(address, text, tag)?;
+        Ok(CheckedBatch { text, tag })
+    }
+
+    /// Text a [`LogWriter`](super::LogWriter)'s encoder wrote for ops that passed [`ops`]:
+    /// valid by construction, so only its size is checked.
+    pub(crate) fn encoded(text: &'a str, tag: Option<&'a str>) -> Result<Self> {
+        size(text, tag)?;
+        Ok(CheckedBatch { text, tag })
+    }
+
+    /// The batch's JSON text, one line.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// The record's tag ([`BASE`] for a base batch).
+    pub fn tag(&self) -> Option<&'a str> {
+        self.tag
+    }
+}
+
+/// Refuses a record longer than [`MAX_RECORD_BYTES`].
+fn size(batch: &str, tag: Option<&str>) -> Result<()> {
     let size = batch.len() + tag.map_or(0, str::len);
     if size > MAX_RECORD_BYTES {
-        return invalid(format!(
-            "{size} bytes of batch and tag; a record holds at most {MAX_RECORD_BYTES}"
-        ));
+        return Err(Error::InvalidBatch {
+            reason: format!(
+                "{size} bytes of batch and tag; a record holds at most {MAX_RECORD_BYTES}"
+            ),
+        });
     }
+    Ok(())
+}
+
+/// The checks of [`CheckedBatch::new`].
+fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
+    let invalid = |reason: String| Err(Error::InvalidBatch { reason });
+    size(batch, tag)?;
     if batch.contains('\n') {
         return invalid("a batch must be JSON text on one line".into());
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use self::line::{Line, RecordLine};
 use super::group::Syncer;
-use super::{check, regular_file, Address, Durability, Error, Order, Page};
+use super::{regular_file, Address, CheckedBatch, Durability, Error, Order, Page};
 use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 
 /// A log in one JSONL file: no server, no dependency beyond `serde_json` and a CRC.
@@ -821,11 +821,11 @@ fn check_opened(path: &Path, file: &File) -> Result<()> {
 }
 
 impl Store for JsonlStore {
-    fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
+    fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        let (batch, tag) = (batch.text(), batch.tag());
         let writer = self.writer()?;
         writer.syncer.check()?;
         let grouped = matches!(writer.durability, Durability::Grouped { .. });
-        check::batch(address, batch, tag)?;
         let seq = self.next_seq.ok_or_else(|| Error::SeqsExhausted {
             path: self.path.clone(),
             last: u64::MAX,

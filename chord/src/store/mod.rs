@@ -67,6 +67,7 @@ mod writer;
 use std::fmt;
 use std::time::Duration;
 
+pub use self::check::CheckedBatch;
 pub use self::durable::Durable;
 pub use self::error::{Error, Result};
 pub use self::jsonl::{JsonlStore, TornTail};
@@ -288,7 +289,19 @@ pub trait Store {
     /// flush failed; an I/O or database error. A failed append stores nothing, except when
     /// the flush to disk fails after the write: the store is then poisoned, and whether that
     /// record survived shows when the log is reopened.
-    fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64>;
+    fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
+        let batch = CheckedBatch::new(address, batch, tag)?;
+        self.append_checked(address, batch)
+    }
+
+    /// [`append`](Store::append) of a batch already checked ([`CheckedBatch`]): what a
+    /// backend implements, and what [`LogWriter`] calls with the text its encoder wrote, so
+    /// that a batch is never parsed again on its way to disk.
+    ///
+    /// # Errors
+    ///
+    /// As [`append`](Store::append), except the checks of [`CheckedBatch::new`].
+    fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64>;
 
     /// Reads one page of `address`'s records (see [`ReadOptions`]). An address with no
     /// records reads as an empty page.
@@ -322,6 +335,9 @@ pub trait Store {
 impl<S: Store + ?Sized> Store for Box<S> {
     fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
         (**self).append(address, batch, tag)
+    }
+    fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        (**self).append_checked(address, batch)
     }
     fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
         (**self).read_list(address, options)

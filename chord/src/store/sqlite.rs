@@ -9,7 +9,9 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use super::group::Syncer;
-use super::{check, regular_file, Address, Durability, Error, Order, Page, ReadOptions, Record};
+use super::{
+    regular_file, Address, CheckedBatch, Durability, Error, Order, Page, ReadOptions, Record,
+};
 use super::{Result, Store, LEASE};
 
 /// The format version this code reads and writes (`chord_meta.format`). Version 1 had no
@@ -657,9 +659,9 @@ impl SqliteStore {
 }
 
 impl Store for SqliteStore {
-    fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
+    fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        let (batch, tag) = (batch.text(), batch.tag());
         self.syncer.check()?;
-        check::batch(address, batch, tag)?;
         let grouped = matches!(self.durability, Durability::Grouped { .. });
         let sql = |action| sql_error(&self.path, action);
         let mut c = lock(&self.conn);

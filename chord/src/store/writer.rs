@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::{check, Address, Error, ReadOptions, Result, Store, BASE};
+use super::{check, Address, CheckedBatch, Error, ReadOptions, Result, Store, BASE};
 use crate::error::ErrorKind;
 use crate::{is_base, Encoder, Op};
 
@@ -179,7 +179,8 @@ impl<S: Store> LogWriter<S> {
             return Err(unrecoverable(crate::Error::at_op(first, 0)));
         }
         let wire = stream.encoder.encode(batch).to_json();
-        match self.store.append(address, &wire, base.then_some(BASE)) {
+        let checked = CheckedBatch::encoded(&wire, base.then_some(BASE))?;
+        match self.store.append_checked(address, checked) {
             Ok(seq) => {
                 stream.since.record(base, wire.len());
                 Ok(Some(seq))
