@@ -65,6 +65,20 @@ fn kind(e: &chord::Error) -> &ErrorKind {
     e.kind()
 }
 
+/// The batch was refused for going over its work budget.
+fn assert_out_of_budget(err: &chord::Error) {
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::LimitExceeded {
+                limit: "max_work",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoding: memory proportional to the input
 
@@ -228,16 +242,7 @@ fn front_deletes_on_a_large_array_run_out_of_budget_and_change_nothing() {
     let mut doc = Some(original.clone());
     let ops: Vec<Op> = (0..50_000).map(|_| Op::Delete(path!["xs", 0])).collect();
     let err = apply(&mut doc, &ops).unwrap_err();
-    assert!(
-        matches!(
-            kind(&err),
-            ErrorKind::LimitExceeded {
-                limit: "max_work",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_out_of_budget(&err);
     // Each delete shifts ~100,000 elements: the budget (2^24) runs out at op 167.
     let at = err.op_index().unwrap();
     assert_eq!(at, 167, "refused at op {at}");
@@ -252,16 +257,7 @@ fn single_unit_truncates_of_a_large_string_run_out_of_budget() {
     let mut doc = Some(original.clone());
     let ops: Vec<Op> = (0..400_000).map(|_| Op::Truncate(path!["s"], 1)).collect();
     let err = apply(&mut doc, &ops).unwrap_err();
-    assert!(
-        matches!(
-            kind(&err),
-            ErrorKind::LimitExceeded {
-                limit: "max_work",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_out_of_budget(&err);
     assert_eq!(doc, Some(original));
 }
 
@@ -300,16 +296,7 @@ fn the_budget_counts_each_verb_as_documented() {
         apply_with(&mut at, [&op], &Limits::default().max_work(cost)).unwrap();
         let mut under = doc();
         let err = apply_with(&mut under, [&op], &Limits::default().max_work(cost - 1)).unwrap_err();
-        assert!(
-            matches!(
-                kind(&err),
-                ErrorKind::LimitExceeded {
-                    limit: "max_work",
-                    ..
-                }
-            ),
-            "{op}: {err}"
-        );
+        assert_out_of_budget(&err);
         assert_eq!(under, doc(), "{op}");
     }
 }

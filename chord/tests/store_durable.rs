@@ -135,17 +135,20 @@ mod v2 {
     }
 }
 
+/// A writer of the log at `log`, with no checkpoints: reopening a lane replays everything.
+fn writer_of(log: &std::path::Path) -> LogWriter<JsonlStore> {
+    LogWriter::new(
+        JsonlStore::open(log, Durability::EveryAppend).unwrap(),
+        Checkpoint::Never,
+    )
+}
+
 #[test]
 fn a_type_that_gained_a_field_brings_the_log_to_its_own_json() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lane.jsonl");
     let at = Address::new("lanes", "main");
-    let writer = || {
-        LogWriter::new(
-            JsonlStore::open(&log, Durability::EveryAppend).unwrap(),
-            Checkpoint::Never,
-        )
-    };
+    let writer = || writer_of(&log);
     // Written by the old type.
     let mut lane = Durable::open(writer(), at.clone(), v1::Lane::default).unwrap();
     lane.state().status().push_str("running");
@@ -171,12 +174,7 @@ fn an_unchanged_type_resumes_without_writing_anything() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lane.jsonl");
     let at = Address::new("lanes", "main");
-    let writer = || {
-        LogWriter::new(
-            JsonlStore::open(&log, Durability::EveryAppend).unwrap(),
-            Checkpoint::Never,
-        )
-    };
+    let writer = || writer_of(&log);
     let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
     lane.state().status().push_str("idle");
     lane.flush().unwrap();
