@@ -217,32 +217,25 @@ where
     };
     let mut ops = ops.into_iter().map(IntoOp::into_op).enumerate().peekable();
     while let Some((i, op)) = ops.next() {
-        // A run of member deletes under one parent (a map being cleared, say) is done in one
-        // ordered pass over the object instead of one shifting removal each.
-        let mut run = Vec::new();
-        if let Op::Delete(first) = &op {
-            while let Some((_, Op::Delete(next))) = ops.peek() {
-                if next.split_last().0 != first.split_last().0 {
-                    break;
+        let result = match op {
+            // Deletes under one parent go together: a run of member deletes (a map being
+            // cleared, say) is one ordered pass over the object.
+            Op::Delete(first) => {
+                let mut run = vec![first];
+                while let Some((_, Op::Delete(next))) = ops.next_if(|(_, next)| {
+                    matches!(next, Op::Delete(p) if p.split_last().0 == run[0].split_last().0)
+                }) {
+                    run.push(next);
                 }
-                let Some((_, Op::Delete(next))) = ops.next() else {
-                    unreachable!("just peeked")
-                };
-                run.push(next);
+                delete_run(target, &run, limits, &mut budget, &mut undo)
+                    .map_err(|(k, e)| (i + k, e, Some(run[k].as_path().clone())))
             }
-        }
-        let result = if run.is_empty() {
-            let path = op.path().cloned();
-            validate::check_paths(&op)
-                .and_then(|()| step(target, op, limits, &mut budget, &mut undo))
-                .map_err(|e| (i, e, path))
-        } else {
-            let Op::Delete(first) = op else {
-                unreachable!("runs start with a delete")
-            };
-            run.insert(0, first);
-            delete_run(target, &run, limits, &mut budget, &mut undo)
-                .map_err(|(k, e)| (i + k, e, Some(run[k].as_path().clone())))
+            op => {
+                let path = op.path().cloned();
+                validate::check_paths(&op)
+                    .and_then(|()| step(target, op, limits, &mut budget, &mut undo))
+                    .map_err(|e| (i, e, path))
+            }
         };
         if let Err((i, e, path)) = result {
             rollback(target, undo);
@@ -273,11 +266,13 @@ fn delete_run(
     undo: &mut Vec<Undo>,
 ) -> std::result::Result<(), (usize, Error)> {
     let (parent, _) = run[0].split_last();
-    let is_object = matches!(
-        target.as_mut().map(|root| walk(root, parent)),
-        Some(Ok(Value::Object(_)))
-    );
-    if run.len() < DELETE_RUN || !is_object {
+    let is_object = |target: &mut Option<Value>| {
+        matches!(
+            target.as_mut().map(|root| walk(root, parent)),
+            Some(Ok(Value::Object(_)))
+        )
+    };
+    if run.len() < DELETE_RUN || !is_object(target) {
         for (k, path) in run.iter().enumerate() {
             let op = Op::Delete(path.clone());
             validate::check_paths(&op)
