@@ -1,6 +1,10 @@
 //! The `chord` binary end to end: a real log written through the library, the built binary
 //! run on it, its output parsed.
 
+#[path = "../../chord/tests/support/seal.rs"]
+mod seal;
+
+use seal::seal_lines;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -373,17 +377,6 @@ fn paths_that_are_not_regular_files_are_refused() {
             );
         }
     }
-}
-
-/// Lines sealed with valid chained checksums, each ended with `\n`.
-fn seal_lines(checked: &[&str]) -> String {
-    let mut crc = 0;
-    let mut out = String::new();
-    for line in checked {
-        crc = crc32c::crc32c_append(crc, line.as_bytes());
-        out.push_str(&format!("{line},\"c\":\"{crc:08x}\"}}\n"));
-    }
-    out
 }
 
 /// The reported failure: a three-line log with a lease at `u64::MAX` made `chord` panic (an

@@ -4,6 +4,10 @@
 //! recovering either fails with an error that says where and what, or returns exactly the
 //! state that was acknowledged: never a different one.
 
+#[path = "support/seal.rs"]
+mod seal;
+
+use seal::seal_lines;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -282,17 +286,6 @@ fn other_format_versions_are_refused() {
         }
         assert_eq!(fs::read_to_string(&path).unwrap(), text);
     }
-}
-
-/// Lines sealed with valid chained checksums, each ended with `\n`.
-fn seal_lines(checked: &[&str]) -> String {
-    let mut crc = 0;
-    let mut out = String::new();
-    for line in checked {
-        crc = crc32c::crc32c_append(crc, line.as_bytes());
-        out.push_str(&format!("{line},\"c\":\"{crc:08x}\"}}\n"));
-    }
-    out
 }
 
 /// The reported failure: a seq or lease near `u64::MAX` overflowed (a debug panic; in release,
