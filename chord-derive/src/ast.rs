@@ -1,8 +1,10 @@
 //! A typed, borrowed view of the derive input that keeps the original tokens for spans.
 
-use syn::{Data, DeriveInput, Fields, Ident, Type};
+use proc_macro2::Span;
+use syn::{Data, DeriveInput, Fields, Ident, Member, Type};
 
 use crate::attr::{self, Ctxt};
+use crate::case::RenameRule;
 
 pub(crate) struct Input<'a> {
     pub(crate) original: &'a DeriveInput,
@@ -11,41 +13,100 @@ pub(crate) struct Input<'a> {
 }
 
 pub(crate) enum Shape<'a> {
-    /// A struct with named fields.
-    Struct(Vec<Field<'a>>),
-    /// Anything else; only trackable as an opaque value.
-    Other(&'static str),
+    Struct(Style, Vec<Field<'a>>),
+    Enum(Vec<Variant<'a>>),
+    Union,
+}
+
+/// How a struct or variant writes its fields, as serde does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// `{ a, b }`: a JSON object.
+    Named,
+    /// `(A, B)`: a JSON array.
+    Tuple,
+    /// `(A)`: the inner value's JSON.
+    Newtype,
+    /// No fields: `null` (a struct) or the variant's name.
+    Unit,
+}
+
+pub(crate) struct Variant<'a> {
+    pub(crate) ident: &'a Ident,
+    pub(crate) style: Style,
+    pub(crate) fields: Vec<Field<'a>>,
+    /// The variant name serde writes.
+    pub(crate) json_name: String,
+}
+
+/// Where a field's JSON is under its parent's.
+pub(crate) enum Seg {
+    /// An object member.
+    Key(String),
+    /// An array element (a tuple's field).
+    Index(usize),
+    /// The parent's own location (a newtype's only field).
+    Same,
 }
 
 pub(crate) struct Field<'a> {
     pub(crate) original: &'a syn::Field,
-    pub(crate) ident: &'a Ident,
+    /// `self.member` / `Type { member: .. }`.
+    pub(crate) member: Member,
+    /// The name bound to the field in generated patterns.
+    pub(crate) binding: Ident,
     pub(crate) ty: &'a Type,
     pub(crate) attrs: attr::Field,
-    /// Position among the struct's fields: the key of its node in the dirty tree.
-    pub(crate) index: u32,
-    /// The member name serde writes.
-    pub(crate) json_name: String,
+    /// Position among the fields serde writes: the key of its node in the dirty tree.
+    pub(crate) index: usize,
+    pub(crate) seg: Seg,
+}
+
+impl Field<'_> {
+    /// Whether serde writes it (and so chord tracks it).
+    pub(crate) fn tracked(&self) -> bool {
+        !self.attrs.skip
+    }
+
+    /// The member name serde writes, for a named field.
+    pub(crate) fn json_name(&self) -> Option<&str> {
+        match &self.seg {
+            Seg::Key(k) => Some(k),
+            _ => None,
+        }
+    }
 }
 
 impl<'a> Input<'a> {
     pub(crate) fn from_syn(cx: &Ctxt, input: &'a DeriveInput) -> Input<'a> {
         let attrs = attr::container(cx, &input.attrs);
         let shape = match &input.data {
-            Data::Struct(data) => match &data.fields {
-                Fields::Named(named) => Shape::Struct(
-                    named
-                        .named
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| Field::from_syn(cx, f, i, &attrs))
-                        .collect(),
-                ),
-                Fields::Unnamed(_) => Shape::Other("tuple structs"),
-                Fields::Unit => Shape::Other("unit structs"),
-            },
-            Data::Enum(_) => Shape::Other("enums"),
-            Data::Union(_) => Shape::Other("unions"),
+            Data::Struct(data) => {
+                let (style, fields) = fields_from_syn(cx, &data.fields, attrs.rename_all);
+                Shape::Struct(style, fields)
+            }
+            Data::Enum(data) => Shape::Enum(
+                data.variants
+                    .iter()
+                    .map(|v| {
+                        let vattrs = attr::variant(cx, &v.attrs);
+                        let json_name = match (&vattrs.rename, attrs.rename_all) {
+                            (Some(name), _) => name.clone(),
+                            (None, Some(rule)) => rule.apply_to_variant(&unraw(&v.ident)),
+                            (None, None) => unraw(&v.ident),
+                        };
+                        let rule = vattrs.rename_all.or(attrs.rename_all_fields);
+                        let (style, fields) = fields_from_syn(cx, &v.fields, rule);
+                        Variant {
+                            ident: &v.ident,
+                            style,
+                            fields,
+                            json_name,
+                        }
+                    })
+                    .collect(),
+            ),
+            Data::Union(_) => Shape::Union,
         };
         Input {
             original: input,
@@ -55,28 +116,64 @@ impl<'a> Input<'a> {
     }
 }
 
-impl<'a> Field<'a> {
-    fn from_syn(
-        cx: &Ctxt,
-        field: &'a syn::Field,
-        index: usize,
-        container: &attr::Container,
-    ) -> Field<'a> {
-        let ident = field.ident.as_ref().expect("named fields have identifiers");
-        let attrs = attr::field(cx, &field.attrs);
-        let unraw = ident.to_string().trim_start_matches("r#").to_owned();
-        let json_name = match (&attrs.rename, container.rename_all) {
-            (Some(name), _) => name.clone(),
-            (None, Some(rule)) => rule.apply_to_field(&unraw),
-            (None, None) => unraw,
-        };
-        Field {
-            original: field,
-            ident,
-            ty: &field.ty,
-            attrs,
-            index: u32::try_from(index).unwrap_or(u32::MAX),
-            json_name,
-        }
-    }
+fn unraw(ident: &Ident) -> String {
+    ident.to_string().trim_start_matches("r#").to_owned()
+}
+
+fn fields_from_syn<'a>(
+    cx: &Ctxt,
+    fields: &'a Fields,
+    rename_all: Option<RenameRule>,
+) -> (Style, Vec<Field<'a>>) {
+    let style = match fields {
+        Fields::Named(_) => Style::Named,
+        Fields::Unnamed(f) if f.unnamed.len() == 1 => Style::Newtype,
+        Fields::Unnamed(_) => Style::Tuple,
+        Fields::Unit => Style::Unit,
+    };
+    let mut index = 0;
+    let out = fields
+        .iter()
+        .enumerate()
+        .map(|(position, field)| {
+            let attrs = attr::field(cx, &field.attrs);
+            let (member, binding, seg) = match &field.ident {
+                Some(ident) => {
+                    let json = match (&attrs.rename, rename_all) {
+                        (Some(name), _) => name.clone(),
+                        (None, Some(rule)) => rule.apply_to_field(&unraw(ident)),
+                        (None, None) => unraw(ident),
+                    };
+                    (
+                        Member::Named(ident.clone()),
+                        Ident::new(&format!("__field_{}", unraw(ident)), Span::call_site()),
+                        Seg::Key(json),
+                    )
+                }
+                None => (
+                    Member::Unnamed(syn::Index::from(position)),
+                    Ident::new(&format!("__field_{position}"), Span::call_site()),
+                    if style == Style::Newtype {
+                        Seg::Same
+                    } else {
+                        Seg::Index(index)
+                    },
+                ),
+            };
+            let f = Field {
+                original: field,
+                member,
+                binding,
+                ty: &field.ty,
+                index,
+                seg,
+                attrs,
+            };
+            if f.tracked() {
+                index += 1;
+            }
+            f
+        })
+        .collect();
+    (style, out)
 }

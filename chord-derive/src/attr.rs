@@ -44,8 +44,29 @@ impl Ctxt {
 #[derive(Default)]
 pub(crate) struct Container {
     pub(crate) rename_all: Option<RenameRule>,
+    /// `rename_all_fields`: the rule for the fields of every struct variant.
+    pub(crate) rename_all_fields: Option<RenameRule>,
+    /// `tag = "..."`: internally (or, with `content`, adjacently) tagged.
+    pub(crate) tag: Option<String>,
+    pub(crate) content: Option<String>,
+    pub(crate) untagged: bool,
     pub(crate) opaque: bool,
     pub(crate) proxy: Option<Ident>,
+}
+
+/// Variant-level attributes.
+#[derive(Default)]
+pub(crate) struct Variant {
+    pub(crate) rename: Option<String>,
+    pub(crate) rename_all: Option<RenameRule>,
+}
+
+/// How a field's JSON is written by a function of the user's (tracked as one value).
+pub(crate) enum With {
+    /// `with = "module"`: `module::serialize`.
+    Module(ExprPath),
+    /// `serialize_with = "function"`.
+    Function(ExprPath),
 }
 
 /// Field-level attributes.
@@ -55,6 +76,7 @@ pub(crate) struct Field {
     pub(crate) skip: bool,
     pub(crate) skip_if: Option<ExprPath>,
     pub(crate) opaque: bool,
+    pub(crate) with: Option<With>,
 }
 
 /// Skips the value of a serde attribute chord has no use for.
@@ -90,6 +112,77 @@ fn refused(cx: &Ctxt, meta: &ParseNestedMeta, name: &str, why: &str) {
     cx.error(&meta.path, format!("unsupported `#[serde({name})]`: {why}"));
 }
 
+/// Reads a `rename_all`-style rule, reporting an unknown one under its literal.
+fn rule(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<RenameRule>> {
+    let Some(lit) = serialize_name(meta)? else {
+        return Ok(None);
+    };
+    match RenameRule::from_str(&lit.value()) {
+        Some(rule) => Ok(Some(rule)),
+        None => {
+            let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
+            cx.error(
+                &lit,
+                format!(
+                    "unknown rename rule `{}`: expected one of {}",
+                    lit.value(),
+                    names.join(", ")
+                ),
+            );
+            Ok(None)
+        }
+    }
+}
+
+pub(crate) fn variant(cx: &Ctxt, attrs: &[Attribute]) -> Variant {
+    let mut out = Variant::default();
+    for attr in attrs {
+        if attr.path().is_ident("serde") {
+            let result = attr.parse_nested_meta(|meta| {
+                let name = meta.path.to_token_stream().to_string();
+                match name.as_str() {
+                    "rename" => {
+                        if let Some(lit) = serialize_name(&meta)? {
+                            out.rename = Some(lit.value());
+                        }
+                    }
+                    "rename_all" => out.rename_all = rule(cx, &meta)?,
+                    "untagged" | "with" | "serialize_with" | "skip" | "skip_serializing" => {
+                        skip_value(&meta)?;
+                        refused(
+                            cx,
+                            &meta,
+                            &name,
+                            "chord cannot follow this variant's JSON; mark the enum `#[chord(opaque)]` to track it as one value",
+                        );
+                    }
+                    _ => skip_value(&meta)?,
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.push(e);
+            }
+        } else if attr.path().is_ident("chord") {
+            let result = attr.parse_nested_meta(|meta| {
+                skip_value(&meta)?;
+                cx.error(
+                    &meta.path,
+                    format!(
+                        "unknown chord attribute `{}`: chord has no attributes for variants",
+                        meta.path.to_token_stream()
+                    ),
+                );
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.push(e);
+            }
+        }
+    }
+    out
+}
+
 pub(crate) fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
     let mut out = Container::default();
     for attr in attrs {
@@ -97,24 +190,11 @@ pub(crate) fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
             let result = attr.parse_nested_meta(|meta| {
                 let name = meta.path.to_token_stream().to_string();
                 match name.as_str() {
-                    "rename_all" => {
-                        if let Some(lit) = serialize_name(&meta)? {
-                            match RenameRule::from_str(&lit.value()) {
-                                Some(rule) => out.rename_all = Some(rule),
-                                None => {
-                                    let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
-                                    cx.error(
-                                        &lit,
-                                        format!(
-                                            "unknown rename rule `{}`: expected one of {}",
-                                            lit.value(),
-                                            names.join(", ")
-                                        ),
-                                    );
-                                }
-                            }
-                        }
-                    }
+                    "rename_all" => out.rename_all = rule(cx, &meta)?,
+                    "rename_all_fields" => out.rename_all_fields = rule(cx, &meta)?,
+                    "tag" => out.tag = Some(meta.value()?.parse::<LitStr>()?.value()),
+                    "content" => out.content = Some(meta.value()?.parse::<LitStr>()?.value()),
+                    "untagged" => out.untagged = true,
                     "transparent" => refused(
                         cx,
                         &meta,
@@ -197,13 +277,21 @@ pub(crate) fn field(cx: &Ctxt, attrs: &[Attribute]) -> Field {
                         "flatten",
                         "chord paths must follow the JSON shape, and flattening moves these fields into the parent; remove it",
                     ),
-                    "with" | "serialize_with" | "getter" => {
+                    "with" | "serialize_with" => {
+                        let lit: LitStr = meta.value()?.parse()?;
+                        match lit.parse::<ExprPath>() {
+                            Ok(path) if name == "with" => out.with = Some(With::Module(path)),
+                            Ok(path) => out.with = Some(With::Function(path)),
+                            Err(e) => cx.push(syn::Error::new_spanned(&lit, e)),
+                        }
+                    }
+                    "getter" => {
                         skip_value(&meta)?;
                         refused(
                             cx,
                             &meta,
-                            &name,
-                            "chord cannot see the JSON it produces, so paths into it would lie; remove it, or keep the field's JSON form in the struct (e.g. a `serde_json::Value`)",
+                            "getter",
+                            "chord tracks the fields themselves; remove it",
                         );
                     }
                     _ => skip_value(&meta)?,

@@ -29,6 +29,36 @@ impl RenameRule {
         RULES.iter().find(|(name, _)| *name == s).map(|(_, r)| *r)
     }
 
+    /// Applies the rule to a PascalCase variant name, as serde does.
+    pub(crate) fn apply_to_variant(self, variant: &str) -> String {
+        let snake = || {
+            let mut snake = String::new();
+            for (i, ch) in variant.char_indices() {
+                if i > 0 && ch.is_uppercase() {
+                    snake.push('_');
+                }
+                snake.push(ch.to_ascii_lowercase());
+            }
+            snake
+        };
+        match self {
+            RenameRule::Pascal => variant.to_owned(),
+            RenameRule::Lower => variant.to_ascii_lowercase(),
+            RenameRule::Upper => variant.to_ascii_uppercase(),
+            RenameRule::Camel => {
+                let mut chars = variant.chars();
+                match chars.next() {
+                    Some(first) => first.to_ascii_lowercase().to_string() + chars.as_str(),
+                    None => String::new(),
+                }
+            }
+            RenameRule::Snake => snake(),
+            RenameRule::ScreamingSnake => snake().to_ascii_uppercase(),
+            RenameRule::Kebab => snake().replace('_', "-"),
+            RenameRule::ScreamingKebab => snake().to_ascii_uppercase().replace('_', "-"),
+        }
+    }
+
     /// Applies the rule to a snake_case field name, as serde does.
     pub(crate) fn apply_to_field(self, field: &str) -> String {
         match self {

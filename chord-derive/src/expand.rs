@@ -1,12 +1,18 @@
-//! Code generation: the proxy struct, its accessors, and the `Tracked` implementation.
+//! Code generation: the proxy types, and the `Tracked` implementation.
+//!
+//! A struct's proxy is a struct of its fields' proxies, with the same field names (or
+//! positions), so that `lane.usage.output_tokens += 1` and disjoint borrows of two fields
+//! work as on the struct itself. An enum's proxy holds the whole value (`set`, `Deref`, a
+//! `DerefMut` fallback) and hands out, through `as_mut`, an enum of the current variant's
+//! field proxies.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{DeriveInput, GenericParam, Generics, Lifetime, LifetimeParam, Type, WherePredicate};
+use syn::{DeriveInput, GenericParam, Generics, Ident, Lifetime, LifetimeParam, Type, WherePredicate};
 
-use crate::ast::{Field, Input, Shape};
-use crate::attr::Ctxt;
+use crate::ast::{Field, Input, Seg, Shape, Style, Variant};
+use crate::attr::{Ctxt, With};
 use crate::{fallback, valid};
 
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
@@ -18,14 +24,17 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     }
     match &parsed.shape {
         _ if parsed.attrs.opaque => opaque(input),
-        Shape::Struct(fields) => tracked_struct(&parsed, fields),
-        Shape::Other(_) => unreachable!("validated: only opaque types reach here"),
+        Shape::Struct(Style::Unit, _) => opaque(input),
+        Shape::Struct(_, fields) => tracked_struct(&parsed, fields),
+        Shape::Enum(variants) if variants.iter().all(|v| v.fields.is_empty()) => opaque(input),
+        Shape::Enum(variants) => tracked_enum(&parsed, variants),
+        Shape::Union => unreachable!("validated: unions are opaque or refused"),
     }
 }
 
 /// Whether `ty` mentions the type parameter `param`.
-fn mentions(ty: &Type, param: &syn::Ident) -> bool {
-    fn walk(tokens: TokenStream, param: &syn::Ident) -> bool {
+fn mentions(ty: &Type, param: &Ident) -> bool {
+    fn walk(tokens: TokenStream, param: &Ident) -> bool {
         tokens.into_iter().any(|t| match t {
             proc_macro2::TokenTree::Ident(i) => i == *param,
             proc_macro2::TokenTree::Group(g) => walk(g.stream(), param),
@@ -35,19 +44,40 @@ fn mentions(ty: &Type, param: &syn::Ident) -> bool {
     walk(ty.to_token_stream(), param)
 }
 
+/// How chord follows a field.
+enum Kind<'f> {
+    /// Not serialized: handed out as `&mut T`.
+    Skipped,
+    /// One JSON value, serialized by serde.
+    Opaque,
+    /// One JSON value, written by the user's function.
+    With(&'f With),
+    /// Tracked through its own proxy.
+    Tracked,
+}
+
+fn kind<'f>(f: &'f Field) -> Kind<'f> {
+    if f.attrs.skip {
+        Kind::Skipped
+    } else if let Some(with) = &f.attrs.with {
+        Kind::With(with)
+    } else if f.attrs.opaque {
+        Kind::Opaque
+    } else {
+        Kind::Tracked
+    }
+}
+
 /// The user's generics with a bound on every type parameter: `Tracked` where a tracked field
 /// uses it, `Serialize` where only opaque fields do.
-fn bounded(generics: &Generics, fields: &[Field]) -> Generics {
+fn bounded<'f>(generics: &Generics, fields: impl Iterator<Item = &'f Field<'f>> + Clone) -> Generics {
     let mut generics = generics.clone();
-    let params: Vec<syn::Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
+    let params: Vec<Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
     let where_clause = generics.make_where_clause();
     for param in params {
-        let tracked = fields
-            .iter()
-            .any(|f| !f.attrs.skip && !f.attrs.opaque && mentions(f.ty, &param));
-        let opaque = fields
-            .iter()
-            .any(|f| !f.attrs.skip && f.attrs.opaque && mentions(f.ty, &param));
+        let mut uses = fields.clone().filter(|f| mentions(f.ty, &param));
+        let tracked = uses.clone().any(|f| matches!(kind(f), Kind::Tracked));
+        let opaque = uses.any(|f| matches!(kind(f), Kind::Opaque));
         let bound: WherePredicate = if tracked {
             syn::parse_quote!(#param: ::chord::Tracked)
         } else if opaque {
@@ -60,13 +90,149 @@ fn bounded(generics: &Generics, fields: &[Field]) -> Generics {
     generics
 }
 
-fn with_lifetime(generics: &Generics, lifetime: &Lifetime) -> Generics {
+/// `generics` with the proxy's lifetime first, and the value outliving it.
+fn with_lifetime(generics: &Generics, lifetime: &Lifetime, name: &Ident) -> Generics {
     let mut generics = generics.clone();
+    let (_, ty_generics, _) = generics.split_for_impl();
+    let outlives: WherePredicate = syn::parse_quote!(#name #ty_generics: #lifetime);
     generics.params.insert(
         0,
         GenericParam::Lifetime(LifetimeParam::new(lifetime.clone())),
     );
+    generics.make_where_clause().predicates.push(outlives);
     generics
+}
+
+/// The type of a field's proxy.
+fn proxy_type(f: &Field, a: &Lifetime) -> TokenStream {
+    let ty = f.ty;
+    match kind(f) {
+        Kind::Skipped => quote!(&#a mut #ty),
+        Kind::Opaque | Kind::With(_) => quote!(::chord::__private::LeafProxy<#a, #ty>),
+        Kind::Tracked => quote_spanned!(ty.span()=> ::chord::Proxy<#a, #ty>),
+    }
+}
+
+/// `Some(present now)` for a field serde may skip, else `None`; `value` is a reference.
+fn present(f: &Field, value: TokenStream) -> TokenStream {
+    match &f.attrs.skip_if {
+        Some(pred) => quote_spanned! {pred.span()=>
+            ::chord::__private::core::option::Option::Some(!#pred(#value))
+        },
+        None => quote!(::chord::__private::core::option::Option::None),
+    }
+}
+
+fn present_binding(f: &Field) -> Ident {
+    format_ident!("{}_present", f.binding)
+}
+
+/// The call that writes a field's JSON with the user's function.
+fn with_call(with: &With) -> TokenStream {
+    match with {
+        With::Module(module) => quote!(#module::serialize),
+        With::Function(function) => quote!(#function),
+    }
+}
+
+/// `let __field_x_present = ...;` for the fields serde may skip (before the bindings move).
+fn presents(fields: &[Field]) -> TokenStream {
+    let lets = fields.iter().filter(|f| f.tracked() && f.attrs.skip_if.is_some()).map(|f| {
+        let name = present_binding(f);
+        let binding = &f.binding;
+        let value = present(f, quote!(&*#binding));
+        quote!(let #name = #value;)
+    });
+    quote!(#(#lets)*)
+}
+
+/// The expression that builds a field's proxy from its binding (`&mut T`) and `__fields`.
+fn construct(f: &Field) -> TokenStream {
+    let binding = &f.binding;
+    let ty = f.ty;
+    let present = if f.attrs.skip_if.is_some() {
+        let name = present_binding(f);
+        quote!(#name)
+    } else {
+        quote!(::chord::__private::core::option::Option::None)
+    };
+    let cx = quote!(__fields.next(#present));
+    match kind(f) {
+        Kind::Skipped => quote!(#binding),
+        Kind::Opaque => quote!(::chord::__private::LeafProxy::new(#binding, #cx)),
+        Kind::With(with) => {
+            let call = with_call(with);
+            quote! {
+                ::chord::__private::LeafProxy::with_json(#binding, #cx, |__v: &#ty| {
+                    #call(__v, ::chord::__private::serde_json::value::Serializer).ok()
+                })
+            }
+        }
+        Kind::Tracked => quote_spanned! {ty.span()=>
+            <#ty as ::chord::Tracked>::__proxy(#binding, #cx)
+        },
+    }
+}
+
+/// The pattern that binds every field of a struct or variant: `{ a: __field_a, 0: __field_0 }`.
+fn pattern(fields: &[Field]) -> TokenStream {
+    let members = fields.iter().map(|f| {
+        let member = &f.member;
+        let binding = &f.binding;
+        quote!(#member: #binding)
+    });
+    quote!({ #(#members),* })
+}
+
+/// The segment expression of a field (`None` for a newtype's field).
+fn seg(f: &Field) -> TokenStream {
+    match &f.seg {
+        Seg::Key(k) => quote! {
+            ::chord::__private::core::option::Option::Some(
+                ::chord::Seg::Key(::chord::__private::Cow::Borrowed(#k)))
+        },
+        Seg::Index(i) => quote! {
+            ::chord::__private::core::option::Option::Some(::chord::Seg::Index(#i))
+        },
+        Seg::Same => quote!(::chord::__private::core::option::Option::None),
+    }
+}
+
+/// The match arms of a flush closure: field index to the field's flush. `value` turns a
+/// field into a reference expression.
+fn flush_arms(fields: &[Field], value: impl Fn(&Field) -> TokenStream) -> TokenStream {
+    let arms = fields.iter().filter(|f| f.tracked()).map(|f| {
+        let index = f.index as u32;
+        let v = value(f);
+        let seg = seg(f);
+        let present = present(f, v.clone());
+        let span = f.ty.span();
+        let call = match kind(f) {
+            Kind::Opaque => quote_spanned! {span=>
+                ::chord::__private::flush_opaque_field(#v, __node, __path, #seg, #present, __out)
+            },
+            Kind::With(with) => {
+                let call = with_call(with);
+                quote! {
+                    ::chord::__private::flush_json_field(
+                        #call(#v, ::chord::__private::serde_json::value::Serializer),
+                        __node, __path, #seg, #present, __out)
+                }
+            }
+            _ => quote_spanned! {span=>
+                ::chord::__private::flush_field(#v, __node, __path, #seg, #present, __out)
+            },
+        };
+        quote!(#index => #call,)
+    });
+    quote! {
+        #(#arms)*
+        _ => ::chord::__private::core::result::Result::Ok(()),
+    }
+}
+
+fn tracked_count(fields: &[Field]) -> usize {
+    fields.iter().filter(|f| f.tracked()).count()
 }
 
 fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
@@ -80,67 +246,98 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         .unwrap_or_else(|| format_ident!("{}Proxy", name));
     let a = Lifetime::new("'__a", Span::call_site());
 
-    let (_, ty_generics, plain_where) = original.generics.split_for_impl();
-    let bounded = bounded(&original.generics, fields);
+    let (_, ty_generics, _) = original.generics.split_for_impl();
+    let bounded = bounded(&original.generics, fields.iter());
     let (impl_generics, _, where_clause) = bounded.split_for_impl();
-    let proxy_generics = with_lifetime(&bounded, &a);
-    let (proxy_impl_generics, proxy_ty_generics, _) = proxy_generics.split_for_impl();
-    let proxy_def_generics = with_lifetime(&original.generics, &a);
-    let (proxy_def_params, _, _) = proxy_def_generics.split_for_impl();
-    let proxy_def_params = proxy_def_params.to_token_stream();
+    let proxy_generics = with_lifetime(&bounded, &a, name);
+    let (proxy_impl_generics, proxy_ty_generics, proxy_where) = proxy_generics.split_for_impl();
 
-    let accessors = fields.iter().map(accessor);
-    let flushes = fields.iter().filter(|f| !f.attrs.skip).map(|f| {
-        let ident = f.ident;
-        let index = f.index;
-        let json = &f.json_name;
-        let present = present(f, quote!(self));
-        let span = f.ty.span();
-        let call = if f.attrs.opaque {
-            quote_spanned!(span=> ::chord::__private::flush_opaque_field)
-        } else {
-            quote_spanned!(span=> ::chord::__private::flush_field)
+    let defs = fields.iter().map(|f| {
+        let ty = proxy_type(f, &a);
+        let fvis = &f.original.vis;
+        let doc = match (&f.member, f.json_name(), kind(f)) {
+            (_, _, Kind::Skipped) => "Not serialized, so not tracked: plain `&mut` access.".to_owned(),
+            (m, Some(json), _) => format!("Records changes to `{}` (JSON `{json}`).", m.to_token_stream()),
+            (m, None, _) => format!("Records changes to field `{}`.", m.to_token_stream()),
         };
-        quote_spanned! {span=>
-            #index => #call(&self.#ident, __node, __path, #json, #present, __out),
+        match &f.member {
+            syn::Member::Named(ident) => quote!(#[doc = #doc] #fvis #ident: #ty),
+            syn::Member::Unnamed(_) => quote!(#[doc = #doc] #fvis #ty),
         }
     });
+    let def = match fields.first().map(|f| &f.member) {
+        Some(syn::Member::Unnamed(_)) => {
+            quote!(#vis struct #proxy #proxy_impl_generics (#(#defs),*) #proxy_where;)
+        }
+        _ => quote!(#vis struct #proxy #proxy_impl_generics #proxy_where { #(#defs),* }),
+    };
+
+    let pat = pattern(fields);
+    let presents = presents(fields);
+    let count = tracked_count(fields);
+    let inits = fields.iter().map(|f| {
+        let member = &f.member;
+        let init = construct(f);
+        quote!(#member: #init)
+    });
+    let assigns = fields.iter().map(|f| {
+        let member = &f.member;
+        let binding = &f.binding;
+        let ty = f.ty;
+        match kind(f) {
+            Kind::Skipped => quote!(*self.#member = #binding;),
+            Kind::Opaque | Kind::With(_) => quote!(self.#member.set(#binding);),
+            Kind::Tracked => quote_spanned! {ty.span()=>
+                <#ty as ::chord::Tracked>::__assign(&mut self.#member, #binding);
+            },
+        }
+    });
+    let arms = flush_arms(fields, |f| {
+        let member = &f.member;
+        quote!(&self.#member)
+    });
+    let debug_fields = fields.iter().map(|f| {
+        let member = &f.member;
+        let label = member.to_token_stream().to_string();
+        quote!(.field(#label, &self.#member))
+    });
+    let debug_bounds = fields.iter().map(|f| {
+        let ty = proxy_type(f, &a);
+        quote!(#ty: ::chord::__private::core::fmt::Debug)
+    });
+    let proxy_where_preds: Vec<&WherePredicate> = proxy_where.iter().flat_map(|w| w.predicates.iter()).collect();
+    let proxy_name = proxy.to_string();
 
     let doc_struct = format!(
-        "Records changes to a [`{name}`] as intent; obtained from `chord::Tracker::state` \
-         or a parent proxy. Derefs to the value for reading."
+        "Records changes to a [`{name}`] as intent: a struct of its fields' proxies, obtained \
+         from `chord::Tracker::state` or a parent proxy."
     );
     let doc_set = format!(
-        "Replaces the whole `{name}`; at flush it is compared with the accepted value, so \
-         only what differs is sent."
+        "Replaces the whole `{name}`, field by field: each field is compared with its accepted \
+         value at flush, so only what differs is sent."
     );
     quote! {
         #[doc = #doc_struct]
-        #vis struct #proxy #proxy_def_params #plain_where {
-            __value: &#a mut #name #ty_generics,
-            __cx: ::chord::__private::Cx<#a>,
-        }
+        #def
 
         #[automatically_derived]
-        impl #proxy_impl_generics #proxy #proxy_ty_generics #where_clause {
-            #(#accessors)*
-
+        impl #proxy_impl_generics #proxy #proxy_ty_generics #proxy_where {
             #[doc = #doc_set]
-            ///
-            /// # Errors
-            ///
-            /// The value is not faithful JSON (a non-finite float, a non-string map key);
-            /// nothing is changed then.
-            pub fn set(&mut self, value: #name #ty_generics) -> ::chord::__private::Result<()> {
-                ::chord::__private::assign(self.__value, value, &mut self.__cx)
+            #[allow(clippy::needless_update)]
+            pub fn set(&mut self, value: #name #ty_generics) {
+                let #name #pat = value;
+                #(#assigns)*
             }
         }
 
         #[automatically_derived]
-        impl #proxy_impl_generics ::chord::__private::core::ops::Deref for #proxy #proxy_ty_generics #where_clause {
-            type Target = #name #ty_generics;
-            fn deref(&self) -> &Self::Target {
-                self.__value
+        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics
+        where
+            #(#proxy_where_preds,)*
+            #(#debug_bounds,)*
+        {
+            fn fmt(&self, f: &mut ::chord::__private::core::fmt::Formatter<'_>) -> ::chord::__private::core::fmt::Result {
+                f.debug_struct(#proxy_name) #(#debug_fields)* .finish()
             }
         }
 
@@ -148,8 +345,12 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         impl #impl_generics ::chord::Tracked for #name #ty_generics #where_clause {
             type Proxy<#a> = #proxy #proxy_ty_generics where Self: #a;
 
-            fn __proxy<#a>(&#a mut self, cx: ::chord::__private::Cx<#a>) -> Self::Proxy<#a> {
-                #proxy { __value: self, __cx: cx }
+            fn __proxy<#a>(&#a mut self, __cx: ::chord::__private::Cx<#a>) -> Self::Proxy<#a> {
+                let #name #pat = self;
+                #presents
+                #[allow(unused_mut, unused_variables)]
+                let mut __fields = __cx.fields(#count);
+                #proxy { #(#inits),* }
             }
 
             fn __flush(
@@ -160,73 +361,223 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_struct(self, node, path, out, |__index, __node, __path, __out| {
                     match __index {
-                        #(#flushes)*
-                        _ => ::chord::__private::core::result::Result::Ok(()),
+                        #arms
                     }
                 })
             }
+
+            fn __assign<#a>(proxy: &mut Self::Proxy<#a>, value: Self) where Self: #a {
+                proxy.set(value);
+            }
         }
     }
 }
 
-/// `Some(present now)` for a field serde may skip, else `None`.
-fn present(f: &Field, value: TokenStream) -> TokenStream {
-    let ident = f.ident;
-    match &f.attrs.skip_if {
-        Some(pred) => quote_spanned! {pred.span()=>
-            ::chord::__private::core::option::Option::Some(!#pred(&#value.#ident))
-        },
-        None => quote!(::chord::__private::core::option::Option::None),
-    }
-}
-
-fn accessor(f: &Field) -> TokenStream {
-    let ident = f.ident;
-    let ty = f.ty;
-    let vis = &f.original.vis;
-    if f.attrs.skip {
-        let doc = format!("`{ident}` is not serialized, so changes to it are not tracked.");
-        return quote! {
-            #[doc = #doc]
-            #vis fn #ident(&mut self) -> &mut #ty {
-                &mut self.__value.#ident
-            }
-        };
-    }
-    let index = f.index;
-    let json = &f.json_name;
-    let present = present(f, quote!(self.__value));
-    if f.attrs.opaque {
-        let doc = format!(
-            "Tracks `{ident}` (JSON `{json}`) as one value: set or update it, and it is compared at flush."
-        );
-        return quote! {
-            #[doc = #doc]
-            #vis fn #ident(&mut self) -> ::chord::__private::LeafProxy<'_, #ty> {
-                let __cx = self.__cx.field(#index, #json, #present);
-                ::chord::__private::LeafProxy::new(&mut self.__value.#ident, __cx)
-            }
-        };
-    }
-    let doc = format!("Records changes to `{ident}` (JSON `{json}`).");
-    let call = quote_spanned! {ty.span()=>
-        <#ty as ::chord::Tracked>::__proxy(&mut self.__value.#ident, __cx)
+/// The segments between an enum's path and a variant's fields, by serde representation.
+fn variant_prefix(input: &Input, v: &Variant) -> TokenStream {
+    let a = &input.attrs;
+    let key = |k: &str| quote!(::chord::Seg::Key(::chord::__private::Cow::Borrowed(#k)));
+    let segs: Vec<TokenStream> = if a.untagged {
+        Vec::new()
+    } else if let (Some(_), Some(content)) = (&a.tag, &a.content) {
+        vec![key(content)]
+    } else if a.tag.is_some() {
+        Vec::new()
+    } else {
+        vec![key(&v.json_name)]
     };
-    let ret = quote_spanned! {ty.span()=> ::chord::Proxy<'_, #ty> };
+    quote!(&[#(#segs),*])
+}
+
+fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
+    let original = input.original;
+    let name = &original.ident;
+    let vis = &original.vis;
+    let proxy = input
+        .attrs
+        .proxy
+        .clone()
+        .unwrap_or_else(|| format_ident!("{}Proxy", name));
+    let variant_enum = format_ident!("{}Mut", proxy.to_string().trim_end_matches("Proxy"));
+    let a = Lifetime::new("'__a", Span::call_site());
+
+    let (_, ty_generics, _) = original.generics.split_for_impl();
+    let all_fields: Vec<&Field> = variants.iter().flat_map(|v| v.fields.iter()).collect();
+    let bounded = bounded(&original.generics, all_fields.iter().copied());
+    let (impl_generics, _, where_clause) = bounded.split_for_impl();
+    let proxy_generics = with_lifetime(&bounded, &a, name);
+    let (proxy_impl_generics, proxy_ty_generics, proxy_where) = proxy_generics.split_for_impl();
+
+    let mut_variants = variants.iter().map(|v| {
+        let ident = v.ident;
+        let types = v.fields.iter().map(|f| proxy_type(f, &a));
+        match v.style {
+            Style::Unit => quote!(#ident),
+            Style::Named => {
+                let names = v.fields.iter().map(|f| &f.member);
+                quote!(#ident { #(#names: #types),* })
+            }
+            Style::Tuple | Style::Newtype => quote!(#ident(#(#types),*)),
+        }
+    });
+    let as_mut_arms = variants.iter().map(|v| {
+        let ident = v.ident;
+        if v.style == Style::Unit {
+            return quote!(#name::#ident => #variant_enum::#ident,);
+        }
+        let pat = pattern(&v.fields);
+        let presents = presents(&v.fields);
+        let count = tracked_count(&v.fields);
+        let inits = v.fields.iter().map(|f| {
+            let member = &f.member;
+            let init = construct(f);
+            quote!(#member: #init)
+        });
+        quote! {
+            #name::#ident #pat => {
+                #presents
+                #[allow(unused_mut, unused_variables)]
+                let mut __fields = __cx.fields(#count);
+                #variant_enum::#ident { #(#inits),* }
+            }
+        }
+    });
+    let flush_arms_all = variants.iter().enumerate().map(|(number, v)| {
+        let number = number as u32;
+        let ident = v.ident;
+        let prefix = variant_prefix(input, v);
+        let pat = match v.style {
+            Style::Unit => quote!(),
+            _ => pattern(&v.fields),
+        };
+        let arms = flush_arms(&v.fields, |f| {
+            let binding = &f.binding;
+            quote!(#binding)
+        });
+        quote! {
+            #[allow(unused_variables)]
+            #name::#ident #pat => ::chord::__private::flush_enum(self, #number, node, path, out, |__index, __node, __path, __out| {
+                ::chord::__private::with_segs(__path, #prefix, |__path| match __index {
+                    #arms
+                })
+            }),
+        }
+    });
+    let numbers = variants.iter().enumerate().map(|(number, v)| {
+        let number = number as u32;
+        let ident = v.ident;
+        let pat = match v.style {
+            Style::Unit => quote!(),
+            Style::Named => quote!({ .. }),
+            Style::Tuple | Style::Newtype => quote!((..)),
+        };
+        quote!(#name::#ident #pat => #number,)
+    });
+    let variant_of = quote! {
+        (|__v: &#name #ty_generics| -> u32 { match __v { #(#numbers)* } })
+    };
+    let doc_proxy = format!(
+        "Records changes to a [`{name}`]: `set` replaces it (one `s` when the variant changes), \
+         [`as_mut`]({proxy}::as_mut) edits inside the current variant field by field, and any \
+         other change through `&mut` is compared at flush."
+    );
+    let doc_mut = format!("The current variant of a [`{name}`], with its fields' proxies.");
+    let b = Lifetime::new("'__b", Span::call_site());
+    let mut_generics = with_lifetime(&bounded, &b, name);
+    let (_, mut_ty_generics, _) = mut_generics.split_for_impl();
+    let proxy_where_preds: Vec<&WherePredicate> = proxy_where.iter().flat_map(|w| w.predicates.iter()).collect();
     quote! {
-        #[doc = #doc]
-        #vis fn #ident(&mut self) -> #ret {
-            let __cx = self.__cx.field(#index, #json, #present);
-            #call
+        #[doc = #doc_proxy]
+        #vis struct #proxy #proxy_impl_generics #proxy_where {
+            __value: &#a mut #name #ty_generics,
+            __cx: ::chord::__private::Cx<#a>,
+        }
+
+        #[doc = #doc_mut]
+        #vis enum #variant_enum #proxy_impl_generics #proxy_where {
+            #(#mut_variants),*
+        }
+
+        #[automatically_derived]
+        impl #proxy_impl_generics #proxy #proxy_ty_generics #proxy_where {
+            /// Replaces the value: compared with the accepted one at flush (one `s` when the
+            /// variant changes).
+            pub fn set(&mut self, value: #name #ty_generics) {
+                let __variant = #variant_of(&*self.__value);
+                ::chord::__private::record_enum(&*self.__value, __variant, &mut self.__cx);
+                *self.__value = value;
+            }
+
+            /// The current variant, with proxies for its fields: edits inside it are
+            /// field-level ops.
+            pub fn as_mut<#b>(&#b mut self) -> #variant_enum #mut_ty_generics {
+                #[allow(unused_variables)]
+                let __cx = self.__cx.same();
+                match &mut *self.__value {
+                    #(#as_mut_arms)*
+                }
+            }
+        }
+
+        #[automatically_derived]
+        impl #proxy_impl_generics ::chord::__private::core::ops::Deref for #proxy #proxy_ty_generics #proxy_where {
+            type Target = #name #ty_generics;
+            fn deref(&self) -> &Self::Target {
+                self.__value
+            }
+        }
+
+        #[automatically_derived]
+        impl #proxy_impl_generics ::chord::__private::core::ops::DerefMut for #proxy #proxy_ty_generics #proxy_where {
+            /// Any change through `&mut`: compared with the accepted value at flush.
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                let __variant = #variant_of(&*self.__value);
+                ::chord::__private::record_enum(&*self.__value, __variant, &mut self.__cx);
+                self.__value
+            }
+        }
+
+        #[automatically_derived]
+        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics
+        where
+            #(#proxy_where_preds,)*
+            #name #ty_generics: ::chord::__private::core::fmt::Debug,
+        {
+            fn fmt(&self, f: &mut ::chord::__private::core::fmt::Formatter<'_>) -> ::chord::__private::core::fmt::Result {
+                ::chord::__private::core::fmt::Debug::fmt(&*self.__value, f)
+            }
+        }
+
+        #[automatically_derived]
+        impl #impl_generics ::chord::Tracked for #name #ty_generics #where_clause {
+            type Proxy<#a> = #proxy #proxy_ty_generics where Self: #a;
+
+            fn __proxy<#a>(&#a mut self, __cx: ::chord::__private::Cx<#a>) -> Self::Proxy<#a> {
+                #proxy { __value: self, __cx }
+            }
+
+            fn __flush(
+                &self,
+                node: &mut ::chord::__private::Node,
+                path: &mut ::chord::__private::Path,
+                out: &mut ::chord::__private::Vec<::chord::__private::Op>,
+            ) -> ::chord::__private::Result<()> {
+                match self {
+                    #(#flush_arms_all)*
+                }
+            }
+
+            fn __assign<#a>(proxy: &mut Self::Proxy<#a>, value: Self) where Self: #a {
+                proxy.set(value);
+            }
         }
     }
 }
 
-/// A type tracked as one JSON value.
 fn opaque(input: &DeriveInput) -> TokenStream {
     let name = &input.ident;
     let mut generics = input.generics.clone();
-    let params: Vec<syn::Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
+    let params: Vec<Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
     let where_clause = generics.make_where_clause();
     for param in params {
         where_clause
@@ -250,6 +601,10 @@ fn opaque(input: &DeriveInput) -> TokenStream {
                 out: &mut ::chord::__private::Vec<::chord::__private::Op>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_leaf(self, node, path, out)
+            }
+
+            fn __assign<'__a>(proxy: &mut Self::Proxy<'__a>, value: Self) where Self: '__a {
+                proxy.set(value);
             }
         }
     }

@@ -27,6 +27,8 @@ pub(crate) fn expand(input: &DeriveInput, error: syn::Error) -> TokenStream {
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::core::result::Result::Ok(())
             }
+
+            fn __assign<'__a>(_: &mut (), _: Self) where Self: '__a {}
         }
     }
 }

@@ -2,20 +2,22 @@
 //! change in any release.
 
 use serde::Serialize;
+use serde_json::Value;
 
 pub use crate::proxy::{flush_leaf, LeafProxy};
-pub use crate::tracker::{Cx, Node, Tracked};
-pub use crate::{Error, Op, Path, Result};
+pub use crate::tracker::{Cx, Fields, Node, Tracked};
+pub use crate::{Error, Op, Path, Result, Seg};
 pub use core;
 pub use serde;
 pub use serde_json;
+pub use std::borrow::Cow;
 pub use std::vec::Vec;
 
-use crate::path::Seg;
 use crate::tracker::{flush_assigned, to_json, with_seg, Before, Key, State};
 
-/// Flushes a struct: its own assignment if any, else each dirty field through `field`.
-pub fn flush_struct<T: Serialize>(
+/// Flushes a struct (or the current variant of an enum): its own assignment if any, else
+/// each dirty field through `field`, which is called with the field's index.
+pub fn flush_struct<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &mut Path,
@@ -28,35 +30,52 @@ pub fn flush_struct<T: Serialize>(
     }
     for (key, child) in node.children.iter_mut() {
         if let Key::Field(index) = *key {
-            field(index, child, path, out)?;
+            if child.is_dirty() {
+                field(index, child, path, out)?;
+            }
         }
     }
     Ok(())
 }
 
-/// Flushes one field named `name`. `present` is, for a field serde may skip, whether it is in
-/// the JSON now; the node remembers whether it was at the last flush.
+/// Runs `f` with `segs` pushed onto `path` (an enum variant's place in its JSON).
+pub fn with_segs<R>(path: &mut Path, segs: &[Seg], f: impl FnOnce(&mut Path) -> R) -> R {
+    for seg in segs {
+        path.push(seg.clone());
+    }
+    let r = f(path);
+    for _ in segs {
+        path.pop();
+    }
+    r
+}
+
+/// Flushes one field at `seg` under `path` (`None`: the field's JSON is its parent's, as a
+/// newtype's is). `present` is, for a field serde may skip, whether it is in the JSON now;
+/// the node remembers whether it was at the last flush.
 pub fn flush_field<T: Tracked + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &mut Path,
-    name: &'static str,
+    seg: Option<Seg>,
     present: Option<bool>,
     out: &mut Vec<Op>,
 ) -> Result<()> {
-    with_seg(path, Seg::Key(name.into()), |p| {
-        match (node.present, present) {
-            // Present then and now (or never skipped): the field's own changes.
-            (Some(true), Some(true)) | (None, _) | (_, None) => value.__flush(node, p, out),
-            // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
-            (Some(was), Some(now)) => {
-                let before = if was { Before::Existed } else { Before::Absent };
-                let after = if now { Some(to_json(value, p)?) } else { None };
-                flush_assigned(p, &before, after, out);
-                Ok(())
-            }
+    let mut here = |p: &mut Path| match (node.present, present) {
+        // Present then and now (or never skipped): the field's own changes.
+        (Some(true), Some(true)) | (None, _) | (_, None) => value.__flush(node, p, out),
+        // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
+        (Some(was), Some(now)) => {
+            let before = if was { Before::Existed } else { Before::Absent };
+            let after = if now { Some(to_json(value, p)?) } else { None };
+            flush_assigned(p, &before, after, out);
+            Ok(())
         }
-    })
+    };
+    match seg {
+        Some(seg) => with_seg(path, seg, here),
+        None => here(path),
+    }
 }
 
 /// Flushes a field tracked as one opaque JSON value.
@@ -64,21 +83,60 @@ pub fn flush_opaque_field<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &mut Path,
-    name: &'static str,
+    seg: Option<Seg>,
     present: Option<bool>,
     out: &mut Vec<Op>,
 ) -> Result<()> {
-    flush_field(&Opaque(value), node, path, name, present, out)
+    flush_field(&Opaque(value), node, path, seg, present, out)
 }
 
-/// Reassigns a whole struct through its proxy.
-pub fn assign<T: Tracked>(slot: &mut T, value: T, cx: &mut Cx<'_>) -> Result<()> {
-    cx.check(&value)?;
-    if let Some(node) = cx.node.as_deref_mut() {
-        node.assign_tracked(&*slot);
+/// Flushes a field whose JSON a `#[serde(with = "...")]` module wrote (`json`).
+pub fn flush_json_field(
+    json: std::result::Result<Value, serde_json::Error>,
+    node: &mut Node,
+    path: &mut Path,
+    seg: Option<Seg>,
+    present: Option<bool>,
+    out: &mut Vec<Op>,
+) -> Result<()> {
+    match json {
+        Ok(v) => flush_opaque_field(&v, node, path, seg, present, out),
+        Err(e) => {
+            let mut at = path.clone();
+            if let Some(seg) = seg {
+                at.push(seg);
+            }
+            Err(Error::from(crate::ErrorKind::NotJson(e.to_string())).at_path(at))
+        }
     }
-    *slot = value;
-    Ok(())
+}
+
+/// Records that an enum at `cx`, now holding its variant number `variant`, is about to be
+/// replaced (or changed through `&mut`).
+pub fn record_enum<T: Tracked>(current: &T, variant: u32, cx: &mut Cx<'_>) {
+    if let Some(node) = cx.node.as_deref_mut() {
+        if !matches!(node.state, State::Assigned(_)) {
+            node.variant = Some(variant);
+        }
+        node.assign_tracked(current);
+    }
+}
+
+/// Flushes an enum now holding its variant number `variant`: a variant change is one `s`
+/// of the new value; anything else as a struct (`fields` flushes the variant's fields).
+pub fn flush_enum<T: Serialize + ?Sized>(
+    value: &T,
+    variant: u32,
+    node: &mut Node,
+    path: &mut Path,
+    out: &mut Vec<Op>,
+    fields: impl FnMut(u32, &mut Node, &mut Path, &mut Vec<Op>) -> Result<()>,
+) -> Result<()> {
+    if matches!(node.state, State::Assigned(_)) && node.variant.is_some_and(|v| v != variant) {
+        flush_assigned(path, &Before::Existed, Some(to_json(value, path)?), out);
+        return Ok(());
+    }
+    flush_struct(value, node, path, out, fields)
 }
 
 /// A borrowed value tracked as a leaf.
@@ -100,5 +158,11 @@ impl<T: Serialize + ?Sized> Tracked for Opaque<'_, T> {
 
     fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
         crate::proxy::flush_leaf(self.0, node, path, out)
+    }
+
+    fn __assign<'b>(_: &mut (), _: Self)
+    where
+        Self: 'b,
+    {
     }
 }

@@ -104,11 +104,34 @@ fn string_ops(
         return;
     }
     let dropped = &before[..before.len() - kept];
+    let mut ops = Vec::with_capacity(2);
     if !dropped.is_empty() {
-        out.push(Op::Truncate(path.clone(), utf16::len(dropped)));
+        ops.push(Op::Truncate(path.clone(), utf16::len(dropped)));
     }
     if after.len() > kept {
-        out.push(Op::Append(path.clone(), after[kept..].to_owned()));
+        ops.push(Op::Append(path.clone(), after[kept..].to_owned()));
+    }
+    out.extend(smaller_than_set(path, after, ops));
+}
+
+/// `window` (a `t` and/or an `a` that turn the old string into `after`), or one `s` of
+/// `after` when that is smaller as JSON. Only short strings can win as an `s` (the `t` and `a`
+/// never carry more than the new text), so longer ones are not measured.
+pub(crate) fn smaller_than_set(path: &NonEmptyPath, after: &str, window: Vec<Op>) -> Vec<Op> {
+    let appended = match window.last() {
+        Some(Op::Append(_, text)) => text.len(),
+        _ => 0,
+    };
+    let truncates = matches!(window.first(), Some(Op::Truncate(..)));
+    // An `a` alone is never larger than the `s` of the whole string.
+    if !truncates || after.len() - appended > 256 {
+        return window;
+    }
+    let whole = vec![Op::Set(path.clone(), Value::String(after.to_owned()))];
+    if crate::tracker::json_len(&whole) < crate::tracker::json_len(&window) {
+        whole
+    } else {
+        window
     }
 }
 
@@ -282,7 +305,12 @@ mod tests {
         assert_eq!(ops, [Op::Append(path!["s"], "lo".into())]);
         let ops = check(json!({"s": ""}), json!({"s": "x"}));
         assert_eq!(ops, [Op::Append(path!["s"], "x".into())]);
-        let ops = check(json!({"s": "abcdefgh"}), json!({"s": "defghxyz"}));
+        // A rolling window keeps its intent while the kept text is longer than the ops...
+        let kept = "k".repeat(40);
+        let ops = check(
+            json!({ "s": format!("abc{kept}") }),
+            json!({ "s": format!("{kept}xyz") }),
+        );
         assert_eq!(
             ops,
             [
@@ -290,6 +318,12 @@ mod tests {
                 Op::Append(path!["s"], "xyz".into())
             ]
         );
+        // ...and is one `s` when that is smaller: `["s",["s"],"defghxyz"]` is 23 bytes,
+        // `["t",["s"],3]` + `["a",["s"],"xyz"]` 33.
+        let ops = check(json!({"s": "abcdefgh"}), json!({"s": "defghxyz"}));
+        assert_eq!(ops, [Op::Set(path!["s"], json!("defghxyz"))]);
+        let ops = check(json!({"s": "idle"}), json!({"s": "error"}));
+        assert_eq!(ops, [Op::Set(path!["s"], json!("error"))]);
         // Dropping from the front only.
         let ops = check(json!({"s": "abcdef"}), json!({"s": "def"}));
         assert_eq!(ops, [Op::Truncate(path!["s"], 3)]);
@@ -298,7 +332,10 @@ mod tests {
         let ops = check(json!({"s": "abc"}), json!({"s": ""}));
         assert_eq!(ops, [Op::Set(path!["s"], json!(""))]);
         // `t` counts UTF-16 code units: "😀é" is 3 units, 6 bytes.
-        let ops = check(json!({"s": "😀éabc"}), json!({"s": "abc😀"}));
+        let ops = check(
+            json!({ "s": format!("😀é{kept}") }),
+            json!({ "s": format!("{kept}😀") }),
+        );
         assert_eq!(
             ops,
             [
@@ -317,7 +354,13 @@ mod tests {
     #[test]
     fn diff_string_is_the_nested_string_rule() {
         let mut out = Vec::new();
-        diff_string(&path!["out"], "abcdefgh", "defghxyz", &mut out);
+        let kept = "k".repeat(40);
+        diff_string(
+            &path!["out"],
+            &format!("abc{kept}"),
+            &format!("{kept}xyz"),
+            &mut out,
+        );
         diff_string(&path!["out"], "same", "same", &mut out);
         diff_string(&path!["log"], "a", "ab", &mut out);
         assert_eq!(

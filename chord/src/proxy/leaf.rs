@@ -1,66 +1,79 @@
-use std::ops::Deref;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::Result;
 use crate::op::Op;
 use crate::path::Path;
 use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
 
-/// The proxy of a value tracked as one JSON leaf: a primitive, or a field marked
-/// `#[chord(opaque)]`. Setting it (or updating it in place) emits `s` at flush, or the
-/// finer ops a deep comparison finds, or nothing when the value ends up equal.
+/// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
+/// marked `#[chord(opaque)]`. Assigning it (`set`, `+=` and the other compound assignments,
+/// or any change through `&mut`) emits `s` at flush, or the finer ops a deep comparison
+/// finds, or nothing when the value ends up equal.
 ///
 /// ```
 /// use chord::track;
 /// let mut t = track(1u32);
 /// t.flush().unwrap();
-/// t.state().set(2).unwrap();
-/// t.state().set(1).unwrap();
+/// let mut n = t.state();
+/// n += 1;
+/// n -= 1;
 /// assert!(t.flush().unwrap().is_empty()); // back where the replica is
 /// ```
 pub struct LeafProxy<'a, T> {
     v: &'a mut T,
     cx: Cx<'a>,
+    json: fn(&T) -> Option<Value>,
+}
+
+fn json_of<T: Serialize>(v: &T) -> Option<Value> {
+    serde_json::to_value(v).ok()
 }
 
 impl<'a, T: Serialize> LeafProxy<'a, T> {
     #[doc(hidden)]
     pub fn new(v: &'a mut T, cx: Cx<'a>) -> Self {
-        LeafProxy { v, cx }
+        LeafProxy {
+            v,
+            cx,
+            json: json_of::<T>,
+        }
+    }
+}
+
+impl<'a, T> LeafProxy<'a, T> {
+    /// A leaf whose JSON is written by `json` (a field with `#[serde(with = "...")]`).
+    #[doc(hidden)]
+    pub fn with_json(v: &'a mut T, cx: Cx<'a>, json: fn(&T) -> Option<Value>) -> Self {
+        LeafProxy { v, cx, json }
     }
 
     fn record(&mut self) {
         if let Some(node) = self.cx.node.as_deref_mut() {
-            let v = &*self.v;
-            node.assign(|| serde_json::to_value(v).ok());
+            let (v, json) = (&*self.v, self.json);
+            node.assign(|| json(v));
         }
     }
 
     /// Replaces the value.
-    ///
-    /// # Errors
-    ///
-    /// The value is not faithful JSON (a non-finite float, a non-string map key); nothing is
-    /// changed then.
-    pub fn set(&mut self, value: T) -> Result<()> {
-        self.cx.check(&value)?;
+    pub fn set(&mut self, value: T) {
         self.record();
         *self.v = value;
-        Ok(())
+    }
+
+    /// Replaces the value, returning the old one (`std::mem::replace`).
+    pub fn replace(&mut self, value: T) -> T {
+        self.record();
+        std::mem::replace(self.v, value)
     }
 
     /// Changes the value in place; it is compared with the accepted value at flush.
-    ///
-    /// # Errors
-    ///
-    /// The changed value is not faithful JSON. The change stays made, and the next flush
-    /// reports the same error until the value is fixed.
-    pub fn update<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> Result<R> {
+    pub fn update<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
         self.record();
-        let r = f(self.v);
-        self.cx.check(&*self.v)?;
-        Ok(r)
+        f(self.v)
     }
 }
 
@@ -70,6 +83,55 @@ impl<T> Deref for LeafProxy<'_, T> {
         self.v
     }
 }
+
+impl<T> DerefMut for LeafProxy<'_, T> {
+    /// Any change through `&mut T`: the value's JSON is taken now and compared at flush.
+    fn deref_mut(&mut self) -> &mut T {
+        self.record();
+        self.v
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for LeafProxy<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.v.fmt(f)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for LeafProxy<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.v.fmt(f)
+    }
+}
+
+impl<T: PartialEq> PartialEq<T> for LeafProxy<'_, T> {
+    fn eq(&self, other: &T) -> bool {
+        *self.v == *other
+    }
+}
+
+impl<T: PartialOrd> PartialOrd<T> for LeafProxy<'_, T> {
+    fn partial_cmp(&self, other: &T) -> Option<std::cmp::Ordering> {
+        (*self.v).partial_cmp(other)
+    }
+}
+
+macro_rules! compound {
+    ($($trait:ident $method:ident),*) => {$(
+        impl<T: std::ops::$trait<R>, R> std::ops::$trait<R> for LeafProxy<'_, T> {
+            /// Assigns in place; compared with the accepted value at flush.
+            fn $method(&mut self, rhs: R) {
+                self.record();
+                std::ops::$trait::$method(self.v, rhs);
+            }
+        }
+    )*};
+}
+
+compound!(AddAssign add_assign, SubAssign sub_assign, MulAssign mul_assign,
+    DivAssign div_assign, RemAssign rem_assign, BitAndAssign bitand_assign,
+    BitOrAssign bitor_assign, BitXorAssign bitxor_assign, ShlAssign shl_assign,
+    ShrAssign shr_assign);
 
 /// Emits the ops for a leaf at `path`.
 #[doc(hidden)]
@@ -97,8 +159,65 @@ macro_rules! leaves {
             fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
                 flush(self, node, path, out)
             }
+
+            fn __assign<'a>(proxy: &mut LeafProxy<'a, $t>, value: Self) where Self: 'a {
+                proxy.set(value);
+            }
         }
     )*};
 }
 
-leaves!(bool, char, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+leaves!(bool, char, (), i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
+
+/// A `BTreeSet` is tracked as one value (its JSON is a sorted array): a change is compared
+/// with the accepted array at flush.
+impl<T: Serialize + Ord> Tracked for std::collections::BTreeSet<T> {
+    type Proxy<'a>
+        = LeafProxy<'a, Self>
+    where
+        T: 'a;
+
+    fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> LeafProxy<'a, Self> {
+        LeafProxy::new(self, cx)
+    }
+
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+        flush(self, node, path, out)
+    }
+
+    fn __assign<'a>(proxy: &mut LeafProxy<'a, Self>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
+    }
+}
+
+/// A `HashSet` is tracked as one value (its JSON is an array in the set's iteration order,
+/// which any insertion may change): a change is compared with the accepted array at flush.
+impl<T, S> Tracked for std::collections::HashSet<T, S>
+where
+    T: Serialize + Eq + std::hash::Hash,
+    S: std::hash::BuildHasher,
+{
+    type Proxy<'a>
+        = LeafProxy<'a, Self>
+    where
+        T: 'a,
+        S: 'a;
+
+    fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> LeafProxy<'a, Self> {
+        LeafProxy::new(self, cx)
+    }
+
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+        flush(self, node, path, out)
+    }
+
+    fn __assign<'a>(proxy: &mut LeafProxy<'a, Self>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
+    }
+}

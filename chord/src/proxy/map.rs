@@ -1,8 +1,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
-use std::ops::Deref;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
@@ -12,7 +12,7 @@ use crate::tracker::{flush_assigned, to_json, with_seg, Before, Cx, Key, Node, S
 
 /// A map with string keys that chord tracks as a JSON object: `BTreeMap<String, V>`,
 /// `HashMap<String, V>` and `serde_json::Map<String, Value>`.
-pub trait MapLike: Serialize {
+pub trait MapLike: Tracked {
     /// The value type.
     type Value: Tracked;
     #[doc(hidden)]
@@ -23,6 +23,10 @@ pub trait MapLike: Serialize {
     fn __insert(&mut self, key: String, value: Self::Value) -> Option<Self::Value>;
     #[doc(hidden)]
     fn __remove(&mut self, key: &str) -> Option<Self::Value>;
+    #[doc(hidden)]
+    fn __keys(&self) -> Vec<String>;
+    #[doc(hidden)]
+    fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Self::Value)>;
 }
 
 macro_rules! std_map {
@@ -40,6 +44,12 @@ macro_rules! std_map {
             }
             fn __remove(&mut self, key: &str) -> Option<V> {
                 self.remove(key)
+            }
+            fn __keys(&self) -> Vec<String> {
+                self.keys().cloned().collect()
+            }
+            fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut V)> {
+                self.iter_mut()
             }
         }
     };
@@ -62,10 +72,18 @@ impl MapLike for serde_json::Map<String, Value> {
     fn __remove(&mut self, key: &str) -> Option<Value> {
         self.shift_remove(key)
     }
+    fn __keys(&self) -> Vec<String> {
+        self.keys().cloned().collect()
+    }
+    fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Value)> {
+        self.iter_mut()
+    }
 }
 
-/// The proxy of a map tracked as a JSON object: `insert` is `s` of the member (deep-diffed
-/// against a replaced value), `remove` is `d`, and `get_mut` records inside a member.
+/// The proxy of a map tracked as a JSON object, with the map's methods: `insert` is `s` of
+/// the member (compared with a replaced value), `remove` is `d`, `get_mut`, `entry` and
+/// `iter_mut` record inside members, and any other change through `&mut M` compares the
+/// whole map at flush.
 ///
 /// A member named `__proto__`, `constructor` or `prototype` cannot be addressed by a path;
 /// changing one makes the whole map be compared at flush (it is sent as one value).
@@ -75,9 +93,15 @@ impl MapLike for serde_json::Map<String, Value> {
 /// use chord::{path, track, Op};
 /// let mut t = track(BTreeMap::from([("a".to_string(), 1u32)]));
 /// t.flush().unwrap();
-/// t.state().insert("b".into(), 2).unwrap();
-/// t.state().remove("a");
-/// assert_eq!(t.flush().unwrap(), vec![Op::Set(path!["b"], 2.into()), Op::Delete(path!["a"])]);
+/// let mut m = t.state();
+/// m.insert("b".into(), 2);
+/// m.remove("a");
+/// *m.entry("c".into()).or_default() += 3;
+/// assert_eq!(t.flush().unwrap(), vec![
+///     Op::Set(path!["b"], 2.into()),
+///     Op::Delete(path!["a"]),
+///     Op::Set(path!["c"], 3.into()),
+/// ]);
 /// ```
 pub struct MapProxy<'a, M> {
     m: &'a mut M,
@@ -94,14 +118,9 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
     }
 
     /// Inserts or replaces a member, returning the old value.
-    ///
-    /// # Errors
-    ///
-    /// The value is not faithful JSON; nothing is changed then.
-    pub fn insert(&mut self, key: String, value: M::Value) -> Result<Option<M::Value>> {
-        self.cx.check(&value)?;
+    pub fn insert(&mut self, key: String, value: M::Value) -> Option<M::Value> {
         self.record(&key);
-        Ok(self.m.__insert(key, value))
+        self.m.__insert(key, value)
     }
 
     /// Records that member `key` is about to be replaced or removed.
@@ -130,8 +149,29 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
         self.m.__remove(key)
     }
 
+    /// Removes every member: one `d` each.
+    pub fn clear(&mut self) {
+        let keys = self.m.__keys();
+        for key in keys {
+            self.remove(&key);
+        }
+    }
+
+    /// Keeps the members for which `keep` returns true: one `d` for each other one.
+    pub fn retain(&mut self, mut keep: impl FnMut(&String, &M::Value) -> bool) {
+        let gone: Vec<String> = self
+            .m
+            .__keys()
+            .into_iter()
+            .filter(|k| self.m.__get(k).is_some_and(|v| !keep(k, v)))
+            .collect();
+        for key in gone {
+            self.remove(&key);
+        }
+    }
+
     /// The proxy of member `key`, if present.
-    pub fn get_mut<'b>(&'b mut self, key: &'b str) -> Option<<M::Value as Tracked>::Proxy<'b>> {
+    pub fn get_mut(&mut self, key: &str) -> Option<<M::Value as Tracked>::Proxy<'_>> {
         if reserved(key) {
             let m = &*self.m;
             if let Some(node) = self.cx.node.as_deref_mut() {
@@ -141,12 +181,118 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
         let cx = self.cx.member(key);
         self.m.__get_mut(key).map(|v| v.__proxy(cx))
     }
+
+    /// The entry for `key`, for in-place insertion or change (`HashMap::entry`).
+    pub fn entry(&mut self, key: String) -> Entry<'_, 'a, M> {
+        Entry { map: self, key }
+    }
+
+    /// Every member's key and proxy, in the map's order. Prepares a dirty-tree slot for each
+    /// member, so it costs `O(len)` now and at the next flush; use
+    /// [`get_mut`](MapProxy::get_mut) when the key is known.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, <M::Value as Tracked>::Proxy<'_>)> {
+        let keys: Vec<Option<Key>> = self
+            .m
+            .__keys()
+            .into_iter()
+            .map(|k| (!reserved(&k)).then(|| Key::Name(k)))
+            .collect();
+        if keys.iter().any(Option::is_none) {
+            let m = &*self.m;
+            if let Some(node) = self.cx.node.as_deref_mut() {
+                node.assign(|| serde_json::to_value(m).ok());
+            }
+        }
+        let slots = match self.cx.node.as_deref_mut() {
+            Some(node) => node.children_at(keys),
+            None => Vec::new(),
+        };
+        let mut slots = slots.into_iter();
+        self.m
+            .__iter_mut()
+            .map(move |(k, v)| (k, v.__proxy(Cx::root(slots.next().flatten()))))
+    }
+
+    /// Every member's proxy (see [`iter_mut`](MapProxy::iter_mut)).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = <M::Value as Tracked>::Proxy<'_>> {
+        self.iter_mut().map(|(_, v)| v)
+    }
+
+    /// Replaces the whole map; compared with the accepted one at flush.
+    pub fn set(&mut self, value: M) {
+        if let Some(node) = self.cx.node.as_deref_mut() {
+            node.assign_tracked(&*self.m);
+        }
+        *self.m = value;
+    }
+}
+
+/// A map entry, from [`MapProxy::entry`].
+pub struct Entry<'m, 'a, M> {
+    map: &'m mut MapProxy<'a, M>,
+    key: String,
+}
+
+impl<'m, M: MapLike> Entry<'m, '_, M> {
+    /// The entry's key.
+    pub fn key(&self) -> &String {
+        &self.key
+    }
+
+    /// The member's proxy, inserting `value` first when absent.
+    pub fn or_insert(self, value: M::Value) -> <M::Value as Tracked>::Proxy<'m> {
+        self.or_insert_with(|| value)
+    }
+
+    /// The member's proxy, inserting `f()` first when absent.
+    pub fn or_insert_with(self, f: impl FnOnce() -> M::Value) -> <M::Value as Tracked>::Proxy<'m> {
+        if self.map.m.__get(&self.key).is_none() {
+            self.map.insert(self.key.clone(), f());
+        }
+        let Entry { map, key } = self;
+        match map.get_mut(&key) {
+            Some(p) => p,
+            None => unreachable!("the member was just inserted"),
+        }
+    }
+
+    /// The member's proxy, inserting the default value first when absent.
+    pub fn or_default(self) -> <M::Value as Tracked>::Proxy<'m>
+    where
+        M::Value: Default,
+    {
+        self.or_insert_with(Default::default)
+    }
+
+    /// Runs `f` on the member's proxy when present.
+    pub fn and_modify(self, f: impl FnOnce(&mut <M::Value as Tracked>::Proxy<'_>)) -> Self {
+        if let Some(mut p) = self.map.get_mut(&self.key) {
+            f(&mut p);
+        }
+        self
+    }
 }
 
 impl<M> Deref for MapProxy<'_, M> {
     type Target = M;
     fn deref(&self) -> &M {
         self.m
+    }
+}
+
+impl<M: MapLike> DerefMut for MapProxy<'_, M> {
+    /// Any change through `&mut M`: the map is compared with the accepted one at flush.
+    fn deref_mut(&mut self) -> &mut M {
+        if let Some(node) = self.cx.node.as_deref_mut() {
+            node.assign_tracked(&*self.m);
+        }
+        self.m
+    }
+}
+
+impl<M: fmt::Debug> fmt::Debug for MapProxy<'_, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.m.fmt(f)
     }
 }
 
@@ -189,6 +335,12 @@ impl<V: Tracked> Tracked for BTreeMap<String, V> {
     fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
         flush(self, node, path, out)
     }
+    fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
+    }
 }
 
 impl<V: Tracked, S: BuildHasher> Tracked for HashMap<String, V, S> {
@@ -202,5 +354,27 @@ impl<V: Tracked, S: BuildHasher> Tracked for HashMap<String, V, S> {
     }
     fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
         flush(self, node, path, out)
+    }
+    fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
+    }
+}
+
+impl Tracked for serde_json::Map<String, Value> {
+    type Proxy<'a> = MapProxy<'a, Self>;
+    fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
+        MapProxy::new(self, cx)
+    }
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+        flush(self, node, path, out)
+    }
+    fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
     }
 }

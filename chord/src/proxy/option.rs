@@ -1,12 +1,16 @@
-use std::ops::Deref;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
 
 use crate::error::Result;
 use crate::op::Op;
 use crate::path::Path;
 use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
 
-/// The proxy of an `Option<T>`. Setting `None` on a field serde skips when `None`
-/// (`skip_serializing_if = "Option::is_none"`) emits `d`; otherwise it is `s` of `null`.
+/// The proxy of an `Option<T>`, with `Option`'s methods. [`as_mut`](OptionProxy::as_mut)
+/// hands out the contents' proxy, so edits inside stay fine-grained; replacing the option
+/// (`set`, `take`, `replace`, `insert`) is compared with the accepted value at flush. Setting
+/// `None` on a field serde skips when `None` (`skip_serializing_if = "Option::is_none"`)
+/// emits `d`; otherwise it is `s` of `null`.
 ///
 /// ```
 /// use chord::{path, track, Op, Tracked};
@@ -20,9 +24,11 @@ use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
 ///
 /// let mut t = track(Config { model: Some("gpt".into()) });
 /// t.flush().unwrap();
-/// t.state().model().get_mut().unwrap().push_str("-5");
+/// if let Some(mut model) = t.state().model.as_mut() {
+///     model.push_str("-5");
+/// }
 /// assert_eq!(t.flush().unwrap(), vec![Op::Append(path!["model"], "-5".into())]);
-/// t.state().model().set(None).unwrap();
+/// t.state().model.set(None);
 /// assert_eq!(t.flush().unwrap(), vec![Op::Delete(path!["model"])]);
 /// ```
 pub struct OptionProxy<'a, T> {
@@ -31,47 +37,67 @@ pub struct OptionProxy<'a, T> {
 }
 
 impl<'a, T: Tracked> OptionProxy<'a, T> {
-    /// The proxy of the contents, when there are any.
-    pub fn get_mut(&mut self) -> Option<T::Proxy<'_>> {
+    fn record(&mut self) {
+        if let Some(node) = self.cx.node.as_deref_mut() {
+            node.assign_tracked(&*self.v);
+        }
+    }
+
+    /// The proxy of the contents, when there are any (`Option::as_mut`).
+    pub fn as_mut(&mut self) -> Option<T::Proxy<'_>> {
         let cx = self.cx.same();
         self.v.as_mut().map(|v| v.__proxy(cx))
     }
 
     /// Replaces the option.
-    ///
-    /// # Errors
-    ///
-    /// The value is not faithful JSON; nothing is changed then.
-    pub fn set(&mut self, value: Option<T>) -> Result<()> {
-        self.cx.check(&value)?;
-        if let Some(node) = self.cx.node.as_deref_mut() {
-            node.assign_tracked(&*self.v);
-        }
+    pub fn set(&mut self, value: Option<T>) {
+        self.record();
         *self.v = value;
-        Ok(())
     }
 
-    /// Takes the contents out, leaving `None`.
+    /// Takes the contents out, leaving `None` (`Option::take`).
     pub fn take(&mut self) -> Option<T> {
-        if let Some(node) = self.cx.node.as_deref_mut() {
-            node.assign_tracked(&*self.v);
+        if self.v.is_none() {
+            return None;
         }
+        self.record();
         self.v.take()
     }
 
-    /// The proxy of the contents, inserting `f()` first when there are none.
-    ///
-    /// # Errors
-    ///
-    /// The inserted value is not faithful JSON.
-    pub fn get_or_insert_with(&mut self, f: impl FnOnce() -> T) -> Result<T::Proxy<'_>> {
+    /// Puts `value` in, returning the old contents (`Option::replace`).
+    pub fn replace(&mut self, value: T) -> Option<T> {
+        self.record();
+        self.v.replace(value)
+    }
+
+    /// Puts `value` in and returns the proxy of it (`Option::insert`).
+    pub fn insert(&mut self, value: T) -> T::Proxy<'_> {
+        self.record();
+        *self.v = Some(value);
+        self.contents()
+    }
+
+    /// The proxy of the contents, inserting `value` first when there are none
+    /// (`Option::get_or_insert`).
+    pub fn get_or_insert(&mut self, value: T) -> T::Proxy<'_> {
+        self.get_or_insert_with(|| value)
+    }
+
+    /// The proxy of the contents, inserting `f()` first when there are none
+    /// (`Option::get_or_insert_with`).
+    pub fn get_or_insert_with(&mut self, f: impl FnOnce() -> T) -> T::Proxy<'_> {
         if self.v.is_none() {
-            self.set(Some(f()))?;
+            self.record();
+            *self.v = Some(f());
         }
+        self.contents()
+    }
+
+    fn contents(&mut self) -> T::Proxy<'_> {
         let cx = self.cx.same();
         match self.v.as_mut() {
-            Some(v) => Ok(v.__proxy(cx)),
-            None => unreachable!("just inserted"),
+            Some(v) => v.__proxy(cx),
+            None => unreachable!("the option was just filled"),
         }
     }
 }
@@ -80,6 +106,27 @@ impl<T> Deref for OptionProxy<'_, T> {
     type Target = Option<T>;
     fn deref(&self) -> &Option<T> {
         self.v
+    }
+}
+
+impl<T: Tracked> DerefMut for OptionProxy<'_, T> {
+    /// Any change through `&mut Option<T>`: the option is compared with the accepted value
+    /// at flush (its JSON is taken now).
+    fn deref_mut(&mut self) -> &mut Option<T> {
+        self.record();
+        self.v
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for OptionProxy<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.v.fmt(f)
+    }
+}
+
+impl<T: PartialEq> PartialEq<Option<T>> for OptionProxy<'_, T> {
+    fn eq(&self, other: &Option<T>) -> bool {
+        *self.v == *other
     }
 }
 
@@ -102,5 +149,35 @@ impl<T: Tracked> Tracked for Option<T> {
             (_, Some(v)) => v.__flush(node, path, out),
             (_, None) => Ok(()),
         }
+    }
+
+    fn __assign<'a>(proxy: &mut OptionProxy<'a, T>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
+    }
+}
+
+/// A `Box<T>` is tracked as its contents: the same proxy, the same JSON.
+impl<T: Tracked> Tracked for Box<T> {
+    type Proxy<'a>
+        = T::Proxy<'a>
+    where
+        T: 'a;
+
+    fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> T::Proxy<'a> {
+        (**self).__proxy(cx)
+    }
+
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+        (**self).__flush(node, path, out)
+    }
+
+    fn __assign<'a>(proxy: &mut T::Proxy<'a>, value: Self)
+    where
+        Self: 'a,
+    {
+        T::__assign(proxy, *value);
     }
 }

@@ -1,4 +1,4 @@
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 
 use serde_json::{Map, Value};
 
@@ -14,14 +14,16 @@ use crate::tracker::{flush_assigned, seq, text, Cx, Node, State, Tracked};
 /// ```
 /// use chord::{path, track, Op};
 /// use serde_json::json;
-/// let mut t = track(json!({"log": "a", "items": [1]}));
+/// let mut t = track(json!({"log": "a", "items": [1], "n": 0}));
 /// t.flush().unwrap();
 /// let mut s = t.state();
 /// s.member("log").unwrap().push_str("b").unwrap();
 /// s.member("items").unwrap().push(json!(2)).unwrap();
+/// s.member("n").unwrap().set(3); // a new member: compared at flush
 /// assert_eq!(t.flush().unwrap(), vec![
 ///     Op::Append(path!["log"], "b".into()),
 ///     Op::Splice { path: path!["items"].into(), index: 1, remove: 0, items: vec![json!(2)] },
+///     Op::Set(path!["n"], json!(3)),
 /// ]);
 /// ```
 pub struct ValueProxy<'a> {
@@ -31,7 +33,7 @@ pub struct ValueProxy<'a> {
 
 impl<'a> ValueProxy<'a> {
     fn wrong(&self, kind: ErrorKind) -> Error {
-        Error::from(kind).at_path(self.cx.link.to_path())
+        Error::from(kind)
     }
 
     /// Replaces the value; compared with the accepted one at flush.
@@ -74,7 +76,7 @@ impl<'a> ValueProxy<'a> {
             return None;
         };
         let v = items.get_mut(index)?;
-        let cx = self.cx.element(index, accepted);
+        let cx = self.cx.element(accepted);
         Some(ValueProxy { v, cx })
     }
 
@@ -114,7 +116,7 @@ impl<'a> ValueProxy<'a> {
     ) -> Result<Option<Value>> {
         let found = json_type(self.v);
         match self.as_object() {
-            Some(mut m) => m.insert(key.into(), value.into()),
+            Some(mut m) => Ok(m.insert(key.into(), value.into())),
             None => Err(self.wrong(ErrorKind::NotAnObject { found })),
         }
     }
@@ -140,7 +142,10 @@ impl<'a> ValueProxy<'a> {
     pub fn push(&mut self, value: impl Into<Value>) -> Result<()> {
         let found = json_type(self.v);
         match self.as_array() {
-            Some(mut a) => a.push(value.into()),
+            Some(mut a) => {
+                a.push(value.into());
+                Ok(())
+            }
             None => Err(self.wrong(ErrorKind::NotAnArray { found })),
         }
     }
@@ -169,6 +174,22 @@ impl Deref for ValueProxy<'_> {
     }
 }
 
+impl DerefMut for ValueProxy<'_> {
+    /// Any change through `&mut Value`: compared with the accepted value at flush.
+    fn deref_mut(&mut self) -> &mut Value {
+        if let Some(node) = self.cx.node.as_deref_mut() {
+            node.assign_tracked(&*self.v);
+        }
+        self.v
+    }
+}
+
+impl std::fmt::Debug for ValueProxy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.v.fmt(f)
+    }
+}
+
 impl Tracked for Value {
     type Proxy<'a> = ValueProxy<'a>;
 
@@ -187,10 +208,17 @@ impl Tracked for Value {
                 Ok(())
             }
             (State::Seq(_) | State::Clean, Value::Array(items)) => {
-                seq::flush(items, node, path, out)
+                seq::flush(items.as_slice(), node, path, out)
             }
             (State::Clean, Value::Object(m)) => map::flush(m, node, path, out),
             _ => Ok(()),
         }
+    }
+
+    fn __assign<'a>(proxy: &mut ValueProxy<'a>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
     }
 }

@@ -1,20 +1,24 @@
-use std::ops::{Bound, Deref, RangeBounds};
+use std::fmt;
+use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 
 use crate::error::Result;
 use crate::op::Op;
 use crate::path::Path;
 use crate::tracker::{seq, Cx, Node, Tracked};
 
-/// The proxy of a `Vec<T>`. Every structural change is recorded as a splice where it
-/// happens: `push`, `insert(0, ..)` (an unshift), `remove`, `truncate`, `drain`, `retain`...
-/// each cost one `p` op and `O(1)` recorded state, never one write per shifted index.
-/// Reordering methods (`sort_by`, `reverse`, `rewrite`) compare before and after at flush.
+/// The proxy of a `Vec<T>`, with `Vec`'s methods. Every structural change is recorded as a
+/// splice where it happens: `push`, `insert(0, ..)` (an unshift), `remove`, `truncate`,
+/// `drain`, `retain`... each cost one `p` op and `O(1)` recorded state, never one write per
+/// shifted index. Element proxies (`get_mut`, `first_mut`, `last_mut`, `iter_mut`) record
+/// inside elements; `v[i] = x` and `swap` reassign single elements. Reordering methods
+/// (`sort`, `reverse`, ...) and any other change through `&mut Vec<T>` compare before and
+/// after at flush: correct, and never larger than one `s` of the whole array.
 ///
 /// ```
 /// use chord::{path, track, Op};
 /// let mut t = track(vec![1, 2, 3]);
 /// t.flush().unwrap();
-/// t.state().insert(0, 0).unwrap();
+/// t.state().insert(0, 0);
 /// assert_eq!(t.flush().unwrap(), vec![Op::Splice { path: path![], index: 0, remove: 0, items: vec![0.into()] }]);
 /// ```
 pub struct VecProxy<'a, T> {
@@ -22,7 +26,7 @@ pub struct VecProxy<'a, T> {
     cx: Cx<'a>,
 }
 
-fn range(r: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
+pub(crate) fn range(r: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
     let start = match r.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => s
@@ -39,7 +43,7 @@ fn range(r: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
     };
     assert!(
         start <= end && end <= len,
-        "range {start}..{end} out of bounds for a Vec of length {len}"
+        "range {start}..{end} out of bounds for a sequence of length {len}"
     );
     (start, end)
 }
@@ -55,6 +59,23 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         );
     }
 
+    /// Records that element `index` is about to be reassigned (compared at flush).
+    fn touch(&mut self, index: usize) {
+        let accepted = seq::accepted_index(self.cx.node.as_deref(), index);
+        if let (Some(item), Some(_)) = (self.v.get(index), accepted) {
+            if let Some(node) = self.cx.element(accepted).node {
+                node.assign_tracked(item);
+            }
+        }
+    }
+
+    /// The proxy of element `index`, if it exists (`slice::get_mut`).
+    pub fn get_mut(&mut self, index: usize) -> Option<T::Proxy<'_>> {
+        let accepted = seq::accepted_index(self.cx.node.as_deref(), index);
+        let item = self.v.get_mut(index)?;
+        Some(item.__proxy(self.cx.element(accepted)))
+    }
+
     /// The proxy of element `index`.
     ///
     /// # Panics
@@ -68,30 +89,36 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         }
     }
 
-    /// The proxy of element `index`, if it exists.
-    pub fn get_mut(&mut self, index: usize) -> Option<T::Proxy<'_>> {
-        let accepted = seq::accepted_index(self.cx.node.as_deref(), index);
-        let item = self.v.get_mut(index)?;
-        Some(item.__proxy(self.cx.element(index, accepted)))
+    /// The proxy of the first element (`slice::first_mut`).
+    pub fn first_mut(&mut self) -> Option<T::Proxy<'_>> {
+        self.get_mut(0)
     }
 
-    /// The proxy of the last element.
+    /// The proxy of the last element (`slice::last_mut`).
     pub fn last_mut(&mut self) -> Option<T::Proxy<'_>> {
         let last = self.v.len().checked_sub(1)?;
         self.get_mut(last)
     }
 
+    /// Every element's proxy, in order (`slice::iter_mut`). Prepares a dirty-tree slot for
+    /// each element it hands out, so it costs `O(len)` now and at the next flush; use
+    /// [`get_mut`](VecProxy::get_mut) when the index is known.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = T::Proxy<'_>> {
+        let keys = seq::element_keys(self.cx.node.as_deref(), self.v.len());
+        let slots = match self.cx.node.as_deref_mut() {
+            Some(node) => node.children_at(keys),
+            None => Vec::new(),
+        };
+        let mut slots = slots.into_iter();
+        self.v
+            .iter_mut()
+            .map(move |item| item.__proxy(Cx::root(slots.next().flatten())))
+    }
+
     /// Appends an element.
-    ///
-    /// # Errors
-    ///
-    /// The element is not faithful JSON (a non-finite float, a non-string map key); nothing
-    /// is changed then.
-    pub fn push(&mut self, item: T) -> Result<()> {
-        self.cx.check(&item)?;
+    pub fn push(&mut self, item: T) {
         self.record(self.v.len(), 0, 1);
         self.v.push(item);
-        Ok(())
     }
 
     /// Removes the last element.
@@ -105,22 +132,17 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
 
     /// Inserts an element at `index` (`0` is an unshift: still one op).
     ///
-    /// # Errors
-    ///
-    /// As [`push`](VecProxy::push).
-    ///
     /// # Panics
     ///
     /// If `index > len`, like `Vec::insert`.
-    pub fn insert(&mut self, index: usize, item: T) -> Result<()> {
+    pub fn insert(&mut self, index: usize, item: T) {
         assert!(
             index <= self.v.len(),
-            "insertion index {index} is past the end"
+            "insertion index (is {index}) should be <= len (is {})",
+            self.v.len()
         );
-        self.cx.check(&item)?;
         self.record(index, 0, 1);
         self.v.insert(index, item);
-        Ok(())
     }
 
     /// Removes the element at `index`, shifting the rest down.
@@ -131,28 +153,43 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     pub fn remove(&mut self, index: usize) -> T {
         assert!(
             index < self.v.len(),
-            "removal index {index} is out of bounds"
+            "removal index (is {index}) should be < len (is {})",
+            self.v.len()
         );
         self.record(index, 1, 0);
         self.v.remove(index)
     }
 
-    /// Removes the element at `index`, replacing it with the last one.
+    /// Removes the element at `index`, replacing it with the last one: the element there is
+    /// reassigned and the last position removed (an `s` and a `p`), never the whole array.
     ///
     /// # Panics
     ///
     /// If `index` is out of bounds, like `Vec::swap_remove`.
     pub fn swap_remove(&mut self, index: usize) -> T {
         let len = self.v.len();
-        assert!(index < len, "swap_remove index {index} is out of bounds");
+        assert!(
+            index < len,
+            "swap_remove index (is {index}) should be < len (is {len})"
+        );
         if index + 1 < len {
-            // The last element moves into `index`: replace it there, then drop the tail.
-            self.record(index, 1, 1);
-            self.record(len - 1, 1, 0);
-        } else {
-            self.record(index, 1, 0);
+            self.touch(index);
         }
+        self.record(len - 1, 1, 0);
         self.v.swap_remove(index)
+    }
+
+    /// Swaps two elements: each position is reassigned (compared at flush).
+    ///
+    /// # Panics
+    ///
+    /// If either index is out of bounds, like `slice::swap`.
+    pub fn swap(&mut self, a: usize, b: usize) {
+        if a != b {
+            self.touch(a);
+            self.touch(b);
+        }
+        self.v.swap(a, b);
     }
 
     /// Shortens the vector to `len`.
@@ -168,32 +205,45 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         self.truncate(0);
     }
 
-    /// Appends every element of `items`.
-    ///
-    /// # Errors
-    ///
-    /// An element is not faithful JSON; nothing is changed then.
-    pub fn extend(&mut self, items: impl IntoIterator<Item = T>) -> Result<()> {
-        let items: Vec<T> = items.into_iter().collect();
-        self.splice(self.v.len().., items).map(drop)
+    /// Moves every element of `other` to the end (`Vec::append`).
+    pub fn append(&mut self, other: &mut Vec<T>) {
+        self.record(self.v.len(), 0, other.len());
+        self.v.append(other);
     }
 
-    /// Removes a range and returns it.
+    /// Appends clones of `items` (`Vec::extend_from_slice`).
+    pub fn extend_from_slice(&mut self, items: &[T])
+    where
+        T: Clone,
+    {
+        self.record(self.v.len(), 0, items.len());
+        self.v.extend_from_slice(items);
+    }
+
+    /// Splits off the elements from `at` (`Vec::split_off`).
+    ///
+    /// # Panics
+    ///
+    /// If `at > len`.
+    pub fn split_off(&mut self, at: usize) -> Vec<T> {
+        let len = self.v.len();
+        assert!(at <= len, "`at` split index (is {at}) should be <= len (is {len})");
+        self.record(at, len - at, 0);
+        self.v.split_off(at)
+    }
+
+    /// Removes a range and returns it as an iterator (`Vec::drain`).
     ///
     /// # Panics
     ///
     /// If the range is out of bounds.
-    pub fn drain(&mut self, r: impl RangeBounds<usize>) -> Vec<T> {
+    pub fn drain(&mut self, r: impl RangeBounds<usize>) -> std::vec::Drain<'_, T> {
         let (start, end) = range(r, self.v.len());
         self.record(start, end - start, 0);
-        self.v.drain(start..end).collect()
+        self.v.drain(start..end)
     }
 
-    /// Replaces a range with `items`, returning what was removed: one `p` op.
-    ///
-    /// # Errors
-    ///
-    /// An item is not faithful JSON; nothing is changed then.
+    /// Replaces a range with `items`, returning what was removed (`Vec::splice`): one `p`.
     ///
     /// # Panics
     ///
@@ -202,14 +252,11 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         &mut self,
         r: impl RangeBounds<usize>,
         items: impl IntoIterator<Item = T>,
-    ) -> Result<Vec<T>> {
+    ) -> std::vec::Splice<'_, std::vec::IntoIter<T>> {
         let (start, end) = range(r, self.v.len());
         let items: Vec<T> = items.into_iter().collect();
-        for item in &items {
-            self.cx.check(item)?;
-        }
         self.record(start, end - start, items.len());
-        Ok(self.v.splice(start..end, items).collect())
+        self.v.splice(start..end, items)
     }
 
     /// Keeps the elements for which `keep` returns true: one splice per removed run.
@@ -230,38 +277,41 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         }
     }
 
+    /// Keeps the elements for which `keep` returns true, letting it change them
+    /// (`Vec::retain_mut`): compared with the accepted array at flush.
+    pub fn retain_mut(&mut self, keep: impl FnMut(&mut T) -> bool) {
+        self.rewrite(|v| v.retain_mut(keep));
+    }
+
     /// Resizes to `len`, filling with clones of `value`.
-    ///
-    /// # Errors
-    ///
-    /// `value` is not faithful JSON; nothing is changed then.
-    pub fn resize(&mut self, len: usize, value: T) -> Result<()>
+    pub fn resize(&mut self, len: usize, value: T)
     where
         T: Clone,
     {
         if len <= self.v.len() {
-            self.truncate(len);
-            return Ok(());
+            return self.truncate(len);
         }
-        self.cx.check(&value)?;
         self.record(self.v.len(), 0, len - self.v.len());
         self.v.resize(len, value);
-        Ok(())
+    }
+
+    /// Resizes to `len`, filling with `f()` (`Vec::resize_with`).
+    pub fn resize_with(&mut self, len: usize, f: impl FnMut() -> T) {
+        if len <= self.v.len() {
+            return self.truncate(len);
+        }
+        self.record(self.v.len(), 0, len - self.v.len());
+        self.v.resize_with(len, f);
     }
 
     /// Replaces the whole vector; compared element by element with the accepted one at flush.
-    ///
-    /// # Errors
-    ///
-    /// An element is not faithful JSON; nothing is changed then.
-    pub fn set(&mut self, items: Vec<T>) -> Result<()> {
-        self.cx.check(&items)?;
+    pub fn set(&mut self, items: Vec<T>) {
         self.rewrite(|v| *v = items);
-        Ok(())
     }
 
     /// Any other change (sorting, reversing, deduplicating, moving elements): the accepted
-    /// and the changed vectors are compared at flush. Correct, not necessarily minimal.
+    /// and the changed vectors are compared at flush. Correct, not necessarily minimal, and
+    /// never larger than one `s` of the whole array. Costs one serialization of the array.
     pub fn rewrite<R>(&mut self, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
         if let Some(node) = self.cx.node.as_deref_mut() {
             node.assign_tracked(&*self.v);
@@ -287,12 +337,25 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
         self.rewrite(|v| v.sort());
     }
 
+    /// Sorts without keeping equal elements' order (see [`rewrite`](VecProxy::rewrite)).
+    pub fn sort_unstable(&mut self)
+    where
+        T: Ord,
+    {
+        self.rewrite(|v| v.sort_unstable());
+    }
+
     /// Removes consecutive repeated elements (see [`rewrite`](VecProxy::rewrite)).
     pub fn dedup(&mut self)
     where
         T: PartialEq,
     {
         self.rewrite(|v| v.dedup());
+    }
+
+    /// Removes consecutive elements with equal keys (see [`rewrite`](VecProxy::rewrite)).
+    pub fn dedup_by_key<K: PartialEq>(&mut self, key: impl FnMut(&mut T) -> K) {
+        self.rewrite(|v| v.dedup_by_key(key));
     }
 
     /// Reverses the order (see [`rewrite`](VecProxy::rewrite)).
@@ -308,6 +371,52 @@ impl<T> Deref for VecProxy<'_, T> {
     }
 }
 
+impl<T: Tracked> DerefMut for VecProxy<'_, T> {
+    /// Any change through `&mut Vec<T>` (see [`rewrite`](VecProxy::rewrite)).
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        if let Some(node) = self.cx.node.as_deref_mut() {
+            node.assign_tracked(&*self.v);
+        }
+        self.v
+    }
+}
+
+impl<T> Index<usize> for VecProxy<'_, T> {
+    type Output = T;
+    fn index(&self, index: usize) -> &T {
+        &self.v[index]
+    }
+}
+
+impl<T: Tracked> IndexMut<usize> for VecProxy<'_, T> {
+    /// `v[i] = x` or any change through `&mut v[i]`: element `i` is compared with its
+    /// accepted value at flush.
+    fn index_mut(&mut self, index: usize) -> &mut T {
+        self.touch(index);
+        &mut self.v[index]
+    }
+}
+
+impl<T: Tracked> Extend<T> for VecProxy<'_, T> {
+    /// Appends every item: one `p`.
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        let mut items: Vec<T> = items.into_iter().collect();
+        self.append(&mut items);
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for VecProxy<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.v.fmt(f)
+    }
+}
+
+impl<T: PartialEq> PartialEq<Vec<T>> for VecProxy<'_, T> {
+    fn eq(&self, other: &Vec<T>) -> bool {
+        *self.v == *other
+    }
+}
+
 impl<T: Tracked> Tracked for Vec<T> {
     type Proxy<'a>
         = VecProxy<'a, T>
@@ -319,6 +428,13 @@ impl<T: Tracked> Tracked for Vec<T> {
     }
 
     fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
-        seq::flush(self, node, path, out)
+        seq::flush(self.as_slice(), node, path, out)
+    }
+
+    fn __assign<'a>(proxy: &mut VecProxy<'a, T>, value: Self)
+    where
+        Self: 'a,
+    {
+        proxy.set(value);
     }
 }

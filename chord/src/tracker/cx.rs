@@ -1,96 +1,49 @@
-//! What a proxy carries besides the value it wraps: its dirty-tree node and where it is.
+//! What a proxy carries besides the value it wraps: its place in the dirty tree.
 
-use crate::error::{Error, ErrorKind};
-use crate::path::{Path, Seg};
-use crate::tracker::check::check;
 use crate::tracker::node::{Key, Node};
 
-/// A proxy's place in the tracker: its dirty-tree node (absent when an ancestor's recorded
-/// state already covers this location, or before the first flush) and a borrowed chain of
-/// segments back to the root, turned into a [`Path`] only when an error needs one.
+/// A proxy's place in the tracker: its dirty-tree node, absent when an ancestor's recorded
+/// state already covers this location, or before the first flush (which sends everything).
 #[doc(hidden)]
 pub struct Cx<'a> {
     pub(crate) node: Option<&'a mut Node>,
-    pub(crate) link: Link<'a>,
-}
-
-/// One step of the borrowed path chain; costs nothing until an error asks for the path.
-pub(crate) struct Link<'a> {
-    parent: Option<&'a Link<'a>>,
-    seg: LinkSeg<'a>,
-}
-
-#[derive(Clone, Copy)]
-enum LinkSeg<'a> {
-    Root,
-    /// Same location as the parent (an `Option`'s contents).
-    Same,
-    Key(&'a str),
-    Index(usize),
-}
-
-impl Link<'_> {
-    /// The path this link stands for. `O(depth)`.
-    pub(crate) fn to_path(&self) -> Path {
-        let mut segs = Vec::new();
-        let mut at = Some(self);
-        while let Some(link) = at {
-            match link.seg {
-                LinkSeg::Root | LinkSeg::Same => {}
-                LinkSeg::Key(k) => segs.push(Seg::Key((*k).to_owned().into())),
-                LinkSeg::Index(i) => segs.push(Seg::Index(i)),
-            }
-            at = link.parent;
-        }
-        segs.reverse();
-        Path::from(segs)
-    }
 }
 
 impl<'a> Cx<'a> {
     pub(crate) fn root(node: Option<&'a mut Node>) -> Cx<'a> {
-        Cx {
-            node,
-            link: Link {
-                parent: None,
-                seg: LinkSeg::Root,
-            },
-        }
+        Cx { node }
     }
 
-    /// The context of a struct field. `present` is, for a field serde may skip, whether it is
-    /// in the JSON right now; it is captured when the field's node is created, i.e. at the
-    /// first touch since the last flush, when the JSON is still the accepted one.
-    pub fn field(&mut self, index: u32, name: &'static str, present: Option<bool>) -> Cx<'_> {
-        let node = self
-            .node
-            .as_deref_mut()
-            .and_then(|n| n.child_with(Key::Field(index), |n| n.present = present));
-        Cx {
-            node,
-            link: Link {
-                parent: Some(&self.link),
-                seg: LinkSeg::Key(name),
-            },
-        }
+    /// A context that records nothing (for values no replica sees, and stand-ins).
+    pub fn detached() -> Cx<'a> {
+        Cx { node: None }
     }
 
-    pub(crate) fn member<'b>(&'b mut self, key: &'b str) -> Cx<'b> {
+    /// Splits the node of a struct (or of an enum variant) with `count` fields into one
+    /// context per field, in declaration order. The field nodes stay allocated across
+    /// flushes, so handing out a struct's proxy allocates nothing after the first time.
+    pub fn fields(self, count: usize) -> Fields<'a> {
+        let slots = match self.node {
+            Some(node) if !node.subsumes_children() => Some(node.fields(count).iter_mut()),
+            _ => None,
+        };
+        Fields { slots }
+    }
+
+    /// A map member's context (created on first touch).
+    pub(crate) fn member(&mut self, key: &str) -> Cx<'_> {
         Cx {
             node: self
                 .node
                 .as_deref_mut()
                 .and_then(|n| n.child(Key::Name(key.to_owned()))),
-            link: Link {
-                parent: Some(&self.link),
-                seg: LinkSeg::Key(key),
-            },
         }
     }
 
-    /// An element: `accepted` is its index in the accepted array, `None` for an element
-    /// inserted since the last flush (it will be sent whole, so nothing is recorded inside).
-    pub(crate) fn element(&mut self, current: usize, accepted: Option<usize>) -> Cx<'_> {
+    /// An element's context: `accepted` is its index in the accepted array, `None` for an
+    /// element inserted since the last flush (it will be sent whole, so nothing is recorded
+    /// inside).
+    pub(crate) fn element(&mut self, accepted: Option<usize>) -> Cx<'_> {
         let node = match accepted {
             Some(i) => self
                 .node
@@ -98,32 +51,40 @@ impl<'a> Cx<'a> {
                 .and_then(|n| n.child(Key::Index(i))),
             None => None,
         };
-        Cx {
-            node,
-            link: Link {
-                parent: Some(&self.link),
-                seg: LinkSeg::Index(current),
-            },
-        }
+        Cx { node }
     }
 
-    /// The same location (an `Option`'s contents share its node and path).
-    pub(crate) fn same(&mut self) -> Cx<'_> {
+    /// The same location, reborrowed (an `Option`'s or an enum's contents share its node).
+    pub fn same(&mut self) -> Cx<'_> {
         Cx {
             node: self.node.as_deref_mut(),
-            link: Link {
-                parent: Some(&self.link),
-                seg: LinkSeg::Same,
-            },
         }
     }
+}
 
-    /// Checks that `value` is faithful JSON, naming this location if not.
-    pub(crate) fn check<T: serde::Serialize + ?Sized>(&self, value: &T) -> crate::Result<()> {
-        check(value).map_err(|e| self.not_json(e.0))
-    }
+/// The field contexts of one struct, handed out in declaration order by
+/// [`Cx::fields`].
+#[doc(hidden)]
+pub struct Fields<'a> {
+    slots: Option<std::slice::IterMut<'a, (Key, Node)>>,
+}
 
-    pub(crate) fn not_json(&self, why: String) -> Error {
-        Error::from(ErrorKind::NotJson(why)).at_path(self.link.to_path())
+impl<'a> Fields<'a> {
+    /// The next field's context. `present` is, for a field serde may skip, whether it is in
+    /// the JSON now; it is kept from the first proxy handed out after a flush, when the JSON
+    /// is still the one the replicas hold.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self, present: Option<bool>) -> Cx<'a> {
+        let node = self
+            .slots
+            .as_mut()
+            .and_then(|s| s.next())
+            .map(|(_, node)| {
+                if node.present.is_none() {
+                    node.present = present;
+                }
+                node
+            });
+        Cx { node }
     }
 }

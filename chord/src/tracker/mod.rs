@@ -1,8 +1,10 @@
 //! The tracker: typed state, a dirty tree of recorded intent, and `flush`.
 
 mod check;
+pub(crate) mod compact;
 mod cx;
 mod edit;
+pub(crate) mod js_safe;
 mod node;
 pub(crate) mod seq;
 pub(crate) mod text;
@@ -16,15 +18,17 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::Path;
 
-pub use cx::Cx;
+pub(crate) use compact::json_len;
+pub use cx::{Cx, Fields};
 pub use node::Node;
 pub(crate) use node::{flush_assigned, with_seg, Before, Key, State};
 
 /// A type whose mutations chord can record as intent.
 ///
-/// Derive it for your structs with `#[derive(Tracked)]`; chord implements it for `String`,
-/// `Vec<T>`, `Option<T>`, `BTreeMap<String, T>`, `HashMap<String, T>`,
-/// `serde_json::Value` and the primitive types. Each implementation names the typed proxy
+/// Derive it for your structs and enums with `#[derive(Tracked)]`; chord implements it for
+/// `String`, `Vec<T>`, `VecDeque<T>`, `Option<T>`, `Box<T>`, `BTreeMap<String, T>`,
+/// `HashMap<String, T>`, `BTreeSet<T>` and `HashSet<T>` (as arrays), `serde_json::Value` and
+/// the primitive types (`u128`/`i128` included). Each implementation names the typed proxy
 /// that [`Tracker::state`] hands out for it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be tracked",
@@ -42,6 +46,13 @@ pub trait Tracked: Serialize {
 
     #[doc(hidden)]
     fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()>;
+
+    /// Replaces the value through its proxy, as the proxy's `set` does. A derived struct's
+    /// `set` is its fields' `set`s, so each field is compared on its own.
+    #[doc(hidden)]
+    fn __assign<'a>(proxy: &mut Self::Proxy<'a>, value: Self)
+    where
+        Self: Sized + 'a;
 }
 
 /// The proxy type of a [`Tracked`] type: `Proxy<'a, LaneView>` is what
@@ -77,6 +88,7 @@ pub struct Tracker<T> {
     value: T,
     root: Node,
     base: bool,
+    js_safe: bool,
 }
 
 impl<T: Tracked> Tracker<T> {
@@ -86,6 +98,7 @@ impl<T: Tracked> Tracker<T> {
             value,
             root: Node::default(),
             base: true,
+            js_safe: true,
         }
     }
 
@@ -101,6 +114,7 @@ impl<T: Tracked> Tracker<T> {
             value,
             root: Node::default(),
             base: false,
+            js_safe: true,
         }
     }
 
@@ -126,10 +140,12 @@ impl<T: Tracked> Tracker<T> {
             value,
             root,
             base: false,
+            js_safe: true,
         }
     }
 
-    /// The proxy through which to mutate the value.
+    /// The proxy through which to mutate the value: for a derived struct, a struct of the
+    /// fields' proxies, so `lane.answer += token` and disjoint borrows of two fields work.
     pub fn state(&mut self) -> T::Proxy<'_> {
         let node = if self.base {
             None // the next flush sends everything anyway
@@ -137,6 +153,46 @@ impl<T: Tracked> Tracker<T> {
             Some(&mut self.root)
         };
         self.value.__proxy(Cx::root(node))
+    }
+
+    /// Changes the value with any code at all: the whole value is compared with what the
+    /// replicas hold at the next flush (its JSON is taken once now, and the difference is
+    /// computed then). The fallback for changes no proxy models; prefer the proxies, whose
+    /// ops cost only what changed.
+    ///
+    /// ```
+    /// use chord::{path, Op, Tracker};
+    /// use serde_json::json;
+    /// let mut t = Tracker::resume(json!({"n": 1, "s": "x"}));
+    /// t.edit(|v| v["n"] = json!(2));
+    /// assert_eq!(t.flush().unwrap(), vec![Op::Set(path!["n"], json!(2))]);
+    /// ```
+    pub fn edit<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        if !self.base {
+            self.root.assign_tracked(&self.value);
+        }
+        f(&mut self.value)
+    }
+
+    /// Whether integers beyond ±(2^53 − 1) are refused at flush (on by default). A
+    /// JavaScript replica holds numbers as doubles and would silently round such an integer
+    /// while a Rust replica keeps it exactly, so the replicas of one stream would differ. Turn
+    /// it off only when every replica is a Rust one (or reads numbers exactly).
+    ///
+    /// ```
+    /// let mut t = chord::track(serde_json::json!({"id": 9_007_199_254_740_993u64}));
+    /// let e = t.flush().unwrap_err();
+    /// assert!(e.to_string().contains("/id"), "{e}");
+    /// t.set_js_safe(false);
+    /// assert_eq!(t.flush().unwrap().len(), 1);
+    /// ```
+    pub fn set_js_safe(&mut self, on: bool) {
+        self.js_safe = on;
+    }
+
+    /// Whether JS-safe mode is on (see [`set_js_safe`](Tracker::set_js_safe)).
+    pub fn js_safe(&self) -> bool {
+        self.js_safe
     }
 
     /// The value, for reading.
@@ -155,13 +211,13 @@ impl<T: Tracked> Tracker<T> {
     /// first batch for a new subscriber).
     pub fn rebase(&mut self) {
         self.base = true;
-        self.root = Node::default();
+        self.root.reset();
     }
 
     /// Accepts the changes recorded since the last flush without emitting them (for when the
     /// replicas already have them by other means).
     pub fn discard(&mut self) {
-        self.root = Node::default();
+        self.root.reset();
     }
 
     /// Whether the next flush has anything to emit.
@@ -176,18 +232,22 @@ impl<T: Tracked> Tracker<T> {
     /// # Errors
     ///
     /// A value that JSON cannot carry faithfully (a non-finite float, a non-string map key,
-    /// a failing `Serialize` implementation), naming its path. Nothing is accepted then: the
-    /// recorded changes stay for the next flush.
+    /// an integer beyond 64 bits, or beyond ±(2^53 − 1) in [JS-safe
+    /// mode](Tracker::set_js_safe), a failing `Serialize` implementation), naming its path.
+    /// Nothing is accepted then: the recorded changes stay for the next flush.
     pub fn flush(&mut self) -> Result<Vec<Op>> {
         let mut out = Vec::new();
         if self.base {
             out.push(Op::Replace(to_json(&self.value, &Path::root())?));
-            self.base = false;
         } else {
             self.value
                 .__flush(&mut self.root, &mut Path::root(), &mut out)?;
         }
-        self.root = Node::default();
+        if self.js_safe {
+            js_safe::check(&out)?;
+        }
+        self.base = false;
+        self.root.reset();
         Ok(out)
     }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
+use crate::tracker::compact::json_len;
 use crate::tracker::edit::{SeqEdit, TextEdit};
 use crate::tracker::Tracked;
 
@@ -22,6 +23,9 @@ pub struct Node {
     /// For fields serde may skip (`skip_serializing_if`): whether the field was present in the
     /// JSON at the last flush. Captured when the node is created.
     pub(crate) present: Option<bool>,
+    /// For an enum: the variant (by declaration index) the replicas hold, captured when the
+    /// value is first reassigned in a flush interval.
+    pub(crate) variant: Option<u32>,
     pub(crate) children: Children,
 }
 
@@ -32,6 +36,8 @@ pub struct Node {
 pub(crate) struct Children {
     list: Vec<(Key, Node)>,
     index: Option<HashMap<Key, usize>>,
+    /// The list is a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
+    fields: bool,
 }
 
 /// How many children a scan handles before an index is built.
@@ -66,6 +72,7 @@ impl Children {
     pub(crate) fn clear(&mut self) {
         self.list.clear();
         self.index = None;
+        self.fields = false;
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &(Key, Node)> {
@@ -153,6 +160,66 @@ impl Node {
         Some(&mut self.children.list[at].1)
     }
 
+    /// The field nodes of a struct (or enum variant) with `count` fields, created once and
+    /// kept across flushes.
+    pub(crate) fn fields(&mut self, count: usize) -> &mut [(Key, Node)] {
+        let c = &mut self.children;
+        if !(c.fields && c.list.len() == count) {
+            c.clear();
+            c.fields = true;
+            c.list.reserve_exact(count);
+            for i in 0..count {
+                c.list
+                    .push((Key::Field(u32::try_from(i).unwrap_or(u32::MAX)), Node::default()));
+            }
+        }
+        &mut c.list
+    }
+
+    /// Forgets everything recorded (after a flush), keeping the allocations of struct field
+    /// nodes: the next interval's proxies reuse them.
+    pub(crate) fn reset(&mut self) {
+        self.state = State::Clean;
+        self.present = None;
+        self.variant = None;
+        if self.children.fields {
+            for (_, child) in &mut self.children.list {
+                child.reset();
+            }
+        } else {
+            self.children.clear();
+        }
+    }
+
+    /// The children at `keys` (created when absent), in the order of `keys`, all borrowed
+    /// at once (for iterators that hand out every element's proxy); `None` where a key is
+    /// `None` or this node subsumes its children. Keys must be distinct.
+    pub(crate) fn children_at(&mut self, keys: Vec<Option<Key>>) -> Vec<Option<&mut Node>> {
+        let mut out: Vec<Option<&mut Node>> = Vec::with_capacity(keys.len());
+        out.resize_with(keys.len(), || None);
+        if self.subsumes_children() {
+            return out;
+        }
+        let mut wanted_at: Vec<Option<usize>> = Vec::new();
+        for (i, key) in keys.into_iter().enumerate() {
+            let Some(key) = key else { continue };
+            let at = match self.children.position(&key) {
+                Some(at) => at,
+                None => self.children.push(key, Node::default()),
+            };
+            if wanted_at.len() <= at {
+                wanted_at.resize(at + 1, None);
+            }
+            wanted_at[at] = Some(i);
+        }
+        for (at, (_, node)) in self.children.list.iter_mut().enumerate() {
+            if let Some(Some(i)) = wanted_at.get(at) {
+                out[*i] = Some(node);
+            }
+        }
+        out
+    }
+
     /// Whether anything is recorded here or below.
     pub(crate) fn is_dirty(&self) -> bool {
         !matches!(self.state, State::Clean) || self.children.iter().any(|(_, n)| n.is_dirty())
@@ -233,9 +300,19 @@ pub(crate) fn flush_assigned(
             crate::diff::diff_into(path, b, &a, &mut rest);
             match rebased(path, early) {
                 // At the root a whole replacement is an `r`, which must stand alone.
-                Some(ops) if !rest.iter().any(|op| matches!(op, Op::Replace(_))) => {
+                Some(mut ops) if !rest.iter().any(|op| matches!(op, Op::Replace(_))) => {
+                    ops.extend(rest);
+                    // Early edits the reassignment overwrote are dead; and when what is left
+                    // is still larger than one `s` of the new value, the `s` is sent.
+                    crate::tracker::compact::drop_dead(&mut ops);
+                    if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
+                        let whole = [Op::Set(p, a)];
+                        if json_len(&whole) < json_len(&ops) {
+                            out.extend(whole);
+                            return;
+                        }
+                    }
                     out.extend(ops);
-                    out.extend(rest);
                 }
                 // (or edits of a tracked root string, which no op but `r` can express)
                 _ => set(path, a, out),

@@ -44,9 +44,47 @@ pub(crate) fn accepted_index(node: Option<&Node>, current: usize) -> Option<usiz
     }
 }
 
+/// A sequence tracked as a JSON array: a slice, or a `VecDeque`.
+pub(crate) trait Items<T>: serde::Serialize {
+    fn at(&self, i: usize) -> Option<&T>;
+}
+
+impl<T: serde::Serialize> Items<T> for [T] {
+    fn at(&self, i: usize) -> Option<&T> {
+        self.get(i)
+    }
+}
+
+impl<T: serde::Serialize> Items<T> for std::collections::VecDeque<T> {
+    fn at(&self, i: usize) -> Option<&T> {
+        self.get(i)
+    }
+}
+
+/// The dirty-tree keys of the elements now in an array of `len` elements (their accepted
+/// indices; `None` for new ones), for handing out every element's proxy at once.
+pub(crate) fn element_keys(node: Option<&Node>, len: usize) -> Vec<Option<Key>> {
+    match node.map(|n| &n.state) {
+        Some(State::Clean) => (0..len).map(|i| Some(Key::Index(i))).collect(),
+        Some(State::Seq(edit)) => {
+            let mut keys = Vec::with_capacity(len);
+            for run in &edit.runs {
+                match *run {
+                    Run::Kept { start, len } => {
+                        keys.extend((start..start + len).map(|i| Some(Key::Index(i))));
+                    }
+                    Run::New { len } => keys.extend((0..len).map(|_| None)),
+                }
+            }
+            keys
+        }
+        _ => vec![None; len],
+    }
+}
+
 /// Emits the ops for an array at `path` whose elements are `items`.
-pub(crate) fn flush<T: Tracked>(
-    items: &[T],
+pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
+    items: &S,
     node: &mut Node,
     path: &mut Path,
     out: &mut Vec<Op>,
@@ -93,8 +131,8 @@ pub(crate) fn flush<T: Tracked>(
                 }
                 Run::New { len } => {
                     let p = pending.get_or_insert((cursor, 0, Vec::new()));
-                    for (k, item) in items[cursor..cursor + len].iter().enumerate() {
-                        let at = cursor + k;
+                    for at in cursor..cursor + len {
+                        let Some(item) = items.at(at) else { break };
                         let v =
                             with_seg(path, Seg::Index(at), |p| crate::tracker::to_json(item, p))?;
                         p.2.push(v);
@@ -121,7 +159,7 @@ pub(crate) fn flush<T: Tracked>(
                 Some(edit) => edit.current_index(accepted),
                 None => Some(accepted),
             };
-            let Some(item) = current.and_then(|i| items.get(i).map(|item| (i, item))) else {
+            let Some(item) = current.and_then(|i| items.at(i).map(|item| (i, item))) else {
                 continue;
             };
             with_seg(path, Seg::Index(item.0), |p| item.1.__flush(child, p, out))?;

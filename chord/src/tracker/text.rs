@@ -97,12 +97,18 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Vec<Op>) 
                     dropped,
                     tail_start,
                 } => {
-                    if !dropped.is_empty() {
-                        out.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
+                    if dropped.is_empty() {
+                        if *tail_start < current.len() {
+                            out.push(Op::Append(p, current[*tail_start..].to_owned()));
+                        }
+                        return;
                     }
+                    let mut window = Vec::with_capacity(2);
+                    window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
                     if *tail_start < current.len() {
-                        out.push(Op::Append(p, current[*tail_start..].to_owned()));
+                        window.push(Op::Append(p.clone(), current[*tail_start..].to_owned()));
                     }
+                    out.extend(crate::diff::smaller_than_set(&p, current, window));
                 }
                 TextEdit::Baseline(before) => crate::diff::diff_string(&p, before, current, out),
             }
