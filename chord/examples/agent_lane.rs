@@ -238,51 +238,51 @@ pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>
 
     // The user asks; the agent starts thinking.
     let mut lane = s.lane.state();
-    lane.transcript().push(Message {
+    lane.transcript.push(Message {
         role: "user".into(),
         text: "Why does the build fail on CI but not locally?".into(),
-    })?;
-    lane.status().set(Status::Thinking)?;
-    lane.usage().input_tokens().set(812)?;
+    });
+    lane.status.set(Status::Thinking);
+    lane.usage.input_tokens.set(812);
     s.flush("user message")?;
 
     // The assistant streams its answer token by token.
     let answer = "Let me look at the build log first. I'll run the build with the same \
                   flags CI uses and compare the compiler output.";
-    s.lane.state().streaming_message().set(Some(Message {
+    s.lane.state().streaming_message.set(Some(Message {
         role: "assistant".into(),
         text: String::new(),
-    }))?;
+    }));
     for (i, token) in answer.split_inclusive(' ').enumerate() {
         let mut lane = s.lane.state();
-        if let Some(mut message) = lane.streaming_message().get_mut() {
-            message.text().push_str(token);
+        if let Some(mut message) = lane.streaming_message.as_mut() {
+            message.text.push_str(token);
         }
-        lane.usage().output_tokens().update(|n| *n += 1)?;
+        lane.usage.output_tokens.update(|n| *n += 1);
         s.flush(&format!("token {i}"))?;
     }
 
     // The tool runs: output lines stream into a rolling window, details change as it goes.
     let mut lane = s.lane.state();
-    lane.status().set(Status::RunningTool)?;
-    lane.tools().push(ToolState {
+    lane.status.set(Status::RunningTool);
+    lane.tools.push(ToolState {
         name: "bash".into(),
         output_window: String::new(),
         exit_code: None,
         details: json!({"command": "cargo build --locked", "files": 0, "warnings": []}),
-    })?;
+    });
     s.flush("tool starts")?;
     for step in 1..=120u32 {
-        let mut lane = s.lane.state();
-        let mut tools = lane.tools();
-        let mut tool = tools.at(0);
-        let mut out = tool.output_window();
+        let lane = s.lane.state();
+        let mut tools = lane.tools;
+        let tool = tools.at(0);
+        let mut out = tool.output_window;
         out.push_str(&format!(
             "[{:>3}%] Building CXX object src/module_{step:03}.o\n",
             step * 100 / 120
         ));
         out.keep_last(WINDOW);
-        let mut details = tool.details();
+        let mut details = tool.details;
         details.member("files").unwrap().set(step);
         if step % 40 == 0 {
             details
@@ -293,19 +293,19 @@ pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>
         s.flush(&format!("build step {step}"))?;
     }
     let mut lane = s.lane.state();
-    lane.tools().at(0).exit_code().set(Some(1))?;
-    lane.tools()
+    lane.tools.at(0).exit_code.set(Some(1));
+    lane.tools
         .at(0)
-        .output_window()
+        .output_window
         .push_str("error: linker `cc` not found\n");
     s.flush("tool fails")?;
 
     // The message is finished: it moves to the transcript and the streaming slot empties.
     let mut lane = s.lane.state();
-    if let Some(done) = lane.streaming_message().take() {
-        lane.transcript().push(done)?;
+    if let Some(done) = lane.streaming_message.take() {
+        lane.transcript.push(done);
     }
-    lane.status().set(Status::Done)?;
+    lane.status.set(Status::Done);
     s.flush("message done")?;
     Ok(())
 }

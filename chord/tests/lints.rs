@@ -72,22 +72,22 @@ pub mod lane {
 fn generated_code_is_lint_clean_and_works() {
     let mut t = chord::track(lane::Lane::default());
     let _base = t.flush().unwrap();
-    t.state().partial_text().push_str("hi");
+    t.state().partial_text.push_str("hi");
     t.state()
-        .transcript()
+        .transcript
         .push(lane::Entry {
             role: lane::Role::Assistant,
             text: "ok".into(),
         })
-        .unwrap();
-    t.state().usage().set((1, 2)).unwrap();
-    *t.state().cache() += 1;
+        ;
+    t.state().usage.set((1, 2));
+    *t.state().cache += 1;
     let ops = t.flush().unwrap();
     assert_eq!(ops.len(), 3, "{ops:?}");
     assert!(!t.is_private());
 
     let mut page = chord::track(lane::Page { items: vec![1u32] });
     let _base = page.flush().unwrap();
-    page.state().items().push(2).unwrap();
+    page.state().items.push(2);
     assert_eq!(page.flush().unwrap().len(), 1);
 }

@@ -73,9 +73,9 @@ fn durable_refuses_a_value_too_deep_to_recover_and_the_log_stays_recoverable() {
         };
         let mut facet = open();
         // 119 arrays in the field: 120 levels in the document, the most it may have.
-        facet.state().state().set(nested(119));
+        facet.state().state.set(nested(119));
         facet.flush().unwrap();
-        facet.state().state().set(nested(121));
+        facet.state().state.set(nested(121));
         let err = facet.flush().unwrap_err();
         assert_eq!(limit_of(&err), Some("max_depth"), "{}: {err}", backend.name);
         let cause = std::error::Error::source(&err).map(ToString::to_string);
@@ -92,7 +92,7 @@ fn durable_refuses_a_value_too_deep_to_recover_and_the_log_stays_recoverable() {
         drop(facet);
         let mut facet = open();
         assert_eq!(facet.state, nested(119), "{}", backend.name);
-        facet.state().state().set(json!({"ok": true}));
+        facet.state().state.set(json!({"ok": true}));
         facet.flush().unwrap();
         drop(facet);
         assert_eq!(open().state, json!({"ok": true}), "{}", backend.name);

@@ -36,10 +36,10 @@ fn a_rolling_window_with_a_rebase_every_50_replays_at_most_50_batches() {
     let mut bases = 0;
     for i in 0..500u64 {
         let mut s = tool.state();
-        s.output_window()
+        s.output_window
             .push_str(&format!("line {i}: compiling module {i}\n"));
-        s.output_window().keep_last(50_000);
-        s.lines().set(i + 1).unwrap();
+        s.output_window.keep_last(50_000);
+        s.lines.set(i + 1);
         tool.flush().unwrap();
         let r = replay(tool.writer().store(), &at, None).unwrap();
         assert_eq!(
@@ -74,7 +74,7 @@ fn reopening_continues_from_the_recovered_value_without_a_new_base() {
     };
     let mut tool = open();
     for i in 0..10 {
-        tool.state().output_window().push_str(&format!("{i}\n"));
+        tool.state().output_window.push_str(&format!("{i}\n"));
         tool.flush().unwrap();
     }
     let before = tool.get().clone();
@@ -82,7 +82,7 @@ fn reopening_continues_from_the_recovered_value_without_a_new_base() {
 
     let mut tool = open();
     assert_eq!(tool.get(), &before);
-    tool.state().output_window().push_str("after restart\n");
+    tool.state().output_window.push_str("after restart\n");
     tool.flush().unwrap();
     let r = replay(tool.writer().store(), &at, None).unwrap();
     // One base (the first flush, carrying "0\n"), nine deltas, and one after the restart:
@@ -113,7 +113,7 @@ fn a_value_json_cannot_carry_is_refused_and_nothing_is_stored() {
         at,
     );
     g.flush().unwrap();
-    let _ = g.state().value().update(|v| *v = f64::INFINITY);
+    let _ = g.state().value.update(|v| *v = f64::INFINITY);
     let err = g.flush().unwrap_err();
     assert!(err.to_string().contains("flushing g/cpu"), "{err}");
     assert_eq!(g.writer().store().len(), 1, "only the first base is stored");
@@ -151,13 +151,13 @@ fn a_type_that_gained_a_field_brings_the_log_to_its_own_json() {
     let writer = || writer_of(&log);
     // Written by the old type.
     let mut lane = Durable::open(writer(), at.clone(), v1::Lane::default).unwrap();
-    lane.state().status().push_str("running");
+    lane.state().status.push_str("running");
     lane.flush().unwrap();
     drop(lane);
 
     // Opened by the new one: the log holds no `items`, the typed value does.
     let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
-    lane.state().items().push("first".into()).unwrap();
+    lane.state().items.push("first".into());
     lane.flush().unwrap();
     let stored = chord::store::recover(lane.writer().store(), &at).unwrap();
     assert_eq!(stored, Some(serde_json::to_value(lane.get()).unwrap()));
@@ -176,7 +176,7 @@ fn an_unchanged_type_resumes_without_writing_anything() {
     let at = Address::new("lanes", "main");
     let writer = || writer_of(&log);
     let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();
-    lane.state().status().push_str("idle");
+    lane.state().status.push_str("idle");
     lane.flush().unwrap();
     drop(lane);
     let mut lane = Durable::open(writer(), at.clone(), v2::Lane::default).unwrap();

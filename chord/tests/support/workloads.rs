@@ -436,7 +436,7 @@ fn items_json() -> Value {
 
 pub fn chord_w1() -> ChordRun<ch::Text> {
     let text = TEXT40K.clone();
-    ChordRun::new(ch::Text { text }, |t, _| t.state().text().push_str("x"))
+    ChordRun::new(ch::Text { text }, |t, _| t.state().text.push_str("x"))
 }
 
 pub fn muon_w1() -> MuonRun<mu::Text> {
@@ -466,7 +466,7 @@ pub fn chord_w2() -> ChordRun<ch::Items> {
             id: -1,
             name: "new".into(),
         };
-        t.state().items().insert(0, new).unwrap();
+        t.state().items.insert(0, new);
     })
 }
 
@@ -496,7 +496,7 @@ pub fn patch_w2() -> PatchRun {
 pub fn chord_w3() -> ChordRun<ch::Items> {
     let items = items(|id, name| ch::Item { id, name });
     ChordRun::new(ch::Items { items }, |t, _| {
-        t.state().items().pop();
+        t.state().items.pop();
     })
 }
 
@@ -537,7 +537,7 @@ pub fn chord_w4_assign(repetitive: bool) -> ChordRun<ch::Out> {
         },
         |t, _| {
             let next = w4_next(&t.out);
-            t.state().out().set(next);
+            t.state().out.set(next);
         },
     )
 }
@@ -548,8 +548,8 @@ pub fn chord_w4_window(repetitive: bool) -> ChordRun<ch::Out> {
             out: w4_text(repetitive),
         },
         |t, _| {
-            let mut s = t.state();
-            let mut out = s.out();
+            let s = t.state();
+            let mut out = s.out;
             out.drop_front(4);
             out.push_str("!!!!");
         },
@@ -595,15 +595,15 @@ fn w4l_assigned(out: &str, i: usize) -> String {
 pub fn chord_w4l_assign() -> ChordRun<ch::Out> {
     ChordRun::new(ch::Out { out: w4l_initial() }, |t, i| {
         let next = w4l_assigned(&t.out, i);
-        t.state().out().set(next);
+        t.state().out.set(next);
     })
 }
 
 pub fn chord_w4l_window() -> ChordRun<ch::Out> {
     ChordRun::new(ch::Out { out: w4l_initial() }, |t, i| {
         let (cut, add) = w4l_step(&t.out, i);
-        let mut s = t.state();
-        let mut out = s.out();
+        let s = t.state();
+        let mut out = s.out;
         out.drop_front(cut);
         out.push_str(&add);
     })
@@ -664,7 +664,7 @@ pub fn w5_content(steps: usize) -> String {
 
 pub fn chord_w5(after: usize) -> ChordRun<ch::Messages> {
     ChordRun::new(ch_messages(w5_content(after)), |t, _| {
-        t.state().messages().at(0).content().push_str("tok ");
+        t.state().messages.at(0).content.push_str("tok ");
     })
 }
 
@@ -693,9 +693,9 @@ pub fn chord_w5big() -> ChordRun<ch::Messages> {
 pub fn chord_w5big_on(bytes: usize) -> ChordRun<ch::Messages> {
     ChordRun::new(ch_messages(w5big_text_of(bytes)), |t, i| {
         t.state()
-            .messages()
+            .messages
             .at(0)
-            .content()
+            .content
             .push_str(w5big_chunk(i));
     })
 }
@@ -728,7 +728,7 @@ pub fn chord_w6(initial: usize) -> ChordRun<ch::Transcript> {
     let transcript = entries(initial);
     ChordRun::new(ch::Transcript { transcript }, |t, i| {
         let entry = CH_ENTRIES[i % 1000].clone();
-        t.state().transcript().push(entry).unwrap();
+        t.state().transcript.push(entry);
     })
 }
 
@@ -758,7 +758,7 @@ pub fn chord_w7() -> ChordRun<ch::Arr> {
         ch::Arr {
             arr: (0..10).collect(),
         },
-        |t, _| t.state().arr().clear(),
+        |t, _| t.state().arr.clear(),
     )
 }
 
