@@ -9,7 +9,9 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{DeriveInput, GenericParam, Generics, Ident, Lifetime, LifetimeParam, Type, WherePredicate};
+use syn::{
+    DeriveInput, GenericParam, Generics, Ident, Lifetime, LifetimeParam, Type, WherePredicate,
+};
 
 use crate::ast::{Field, Input, Seg, Shape, Style, Variant};
 use crate::attr::{Ctxt, With};
@@ -70,7 +72,10 @@ fn kind<'f>(f: &'f Field) -> Kind<'f> {
 
 /// The user's generics with a bound on every type parameter: `Tracked` where a tracked field
 /// uses it, `Serialize` where only opaque fields do.
-fn bounded<'f>(generics: &Generics, fields: impl Iterator<Item = &'f Field<'f>> + Clone) -> Generics {
+fn bounded<'f>(
+    generics: &Generics,
+    fields: impl Iterator<Item = &'f Field<'f>> + Clone,
+) -> Generics {
     let mut generics = generics.clone();
     let params: Vec<Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
     let where_clause = generics.make_where_clause();
@@ -137,12 +142,15 @@ fn with_call(with: &With) -> TokenStream {
 
 /// `let __field_x_present = ...;` for the fields serde may skip (before the bindings move).
 fn presents(fields: &[Field]) -> TokenStream {
-    let lets = fields.iter().filter(|f| f.tracked() && f.attrs.skip_if.is_some()).map(|f| {
-        let name = present_binding(f);
-        let binding = &f.binding;
-        let value = present(f, quote!(&*#binding));
-        quote!(let #name = #value;)
-    });
+    let lets = fields
+        .iter()
+        .filter(|f| f.tracked() && f.attrs.skip_if.is_some())
+        .map(|f| {
+            let name = present_binding(f);
+            let binding = &f.binding;
+            let value = present(f, quote!(&*#binding));
+            quote!(let #name = #value;)
+        });
     quote!(#(#lets)*)
 }
 
@@ -256,8 +264,13 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         let ty = proxy_type(f, &a);
         let fvis = &f.original.vis;
         let doc = match (&f.member, f.json_name(), kind(f)) {
-            (_, _, Kind::Skipped) => "Not serialized, so not tracked: plain `&mut` access.".to_owned(),
-            (m, Some(json), _) => format!("Records changes to `{}` (JSON `{json}`).", m.to_token_stream()),
+            (_, _, Kind::Skipped) => {
+                "Not serialized, so not tracked: plain `&mut` access.".to_owned()
+            }
+            (m, Some(json), _) => format!(
+                "Records changes to `{}` (JSON `{json}`).",
+                m.to_token_stream()
+            ),
             (m, None, _) => format!("Records changes to field `{}`.", m.to_token_stream()),
         };
         match &f.member {
@@ -305,7 +318,10 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         let ty = proxy_type(f, &a);
         quote!(#ty: ::chord::__private::core::fmt::Debug)
     });
-    let proxy_where_preds: Vec<&WherePredicate> = proxy_where.iter().flat_map(|w| w.predicates.iter()).collect();
+    let proxy_where_preds: Vec<&WherePredicate> = proxy_where
+        .iter()
+        .flat_map(|w| w.predicates.iter())
+        .collect();
     let proxy_name = proxy.to_string();
 
     let doc_struct = format!(
@@ -485,7 +501,10 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
     let b = Lifetime::new("'__b", Span::call_site());
     let mut_generics = with_lifetime(&bounded, &b, name);
     let (_, mut_ty_generics, _) = mut_generics.split_for_impl();
-    let proxy_where_preds: Vec<&WherePredicate> = proxy_where.iter().flat_map(|w| w.predicates.iter()).collect();
+    let proxy_where_preds: Vec<&WherePredicate> = proxy_where
+        .iter()
+        .flat_map(|w| w.predicates.iter())
+        .collect();
     quote! {
         #[doc = #doc_proxy]
         #vis struct #proxy #proxy_impl_generics #proxy_where {

@@ -20,7 +20,8 @@ use crate::utf16;
 ///
 /// - **Strings**: when `after` starts with all of `before`, an `a` of the rest. When it starts
 ///   with a suffix of `before` (a rolling window), a `t` of what was dropped (in UTF-16 code
-///   units) then an `a` of what was added, if anything. Otherwise a `s`.
+///   units) then an `a` of what was added, if anything, unless one `s` of `after` is smaller
+///   as JSON (a short string). Otherwise a `s`.
 /// - **Objects**: a `d` for each member that is gone (in `before`'s order), then, in
 ///   `after`'s order, the diff of each member present in both and a `s` of each new one.
 /// - **Arrays**: the common prefix and suffix are kept. What lies between is paired by
@@ -50,8 +51,8 @@ use crate::utf16;
 /// use chord::{apply, diff, path, Op};
 /// use serde_json::json;
 ///
-/// let before = json!({"out": "abcdefgh", "items": [1, 2, 3], "done": false});
-/// let after = json!({"out": "defghxyz", "items": [0, 1, 2, 3], "done": true});
+/// let before = json!({"out": "abc: a rolling window of output", "items": [1, 2, 3], "done": false});
+/// let after = json!({"out": ": a rolling window of outputxyz", "items": [0, 1, 2, 3], "done": true});
 /// let ops = diff(&before, &after);
 /// assert_eq!(ops, vec![
 ///     Op::Truncate(path!["out"], 3),

@@ -73,13 +73,10 @@ fn generated_code_is_lint_clean_and_works() {
     let mut t = chord::track(lane::Lane::default());
     let _base = t.flush().unwrap();
     t.state().partial_text.push_str("hi");
-    t.state()
-        .transcript
-        .push(lane::Entry {
-            role: lane::Role::Assistant,
-            text: "ok".into(),
-        })
-        ;
+    t.state().transcript.push(lane::Entry {
+        role: lane::Role::Assistant,
+        text: "ok".into(),
+    });
     t.state().usage.set((1, 2));
     *t.state().cache += 1;
     let ops = t.flush().unwrap();

@@ -1,97 +1,60 @@
 //! The plain-Rust producer of the tracking section: every statement of it, and exactly the
 //! op each one emits (written out by hand from the wire format's rules).
 
-use std::collections::BTreeMap;
+#[path = "../examples/plain_rust.rs"]
+mod example;
 
-use chord::{apply, path, track, Op, Tracked};
-use serde::Serialize;
+use chord::{apply, path, track, Op};
 use serde_json::json;
 
-#[derive(Tracked, Serialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct Lane {
-    status: Status,
-    answer: String,
-    transcript: Vec<Entry>,
-    tools: Vec<Tool>,
-    calls: Vec<Call>,
-    meta: BTreeMap<String, Meta>,
-    notes: Vec<String>,
-    usage: Usage,
+use example::{entry, start, Lane, Meta, Status};
+
+/// The tracked turn of the example emits exactly this batch (fields in declaration order),
+/// and leaves the state the plain turn leaves.
+#[test]
+fn the_example_turn_emits_exactly_its_batch() {
+    let mut t = track(start());
+    t.flush().unwrap();
+    example::turn_tracked(&mut t, " world", "yy", "c2");
+    let ops = t.flush().unwrap();
+    let wire = serde_json::to_value(&ops).unwrap();
+    assert_eq!(
+        wire,
+        json!([
+            ["s", ["status"], {"state": "running", "tool": "bash"}],
+            ["a", ["answer"], " world"],
+            ["p", ["transcript"], 0, 0, [{"role": "system", "text": "be brief"}]],
+            ["p", ["transcript"], 2, 0, [{"role": "assistant", "text": " world"}]],
+            ["a", ["tools", 0, "output"], "yy"],
+            ["s", ["calls", 1, "done"], true],
+            ["s", ["meta", "bash"], {"calls": 1}],
+            ["s", ["notes"], ["a", "b"]],
+            ["s", ["usage", "inputTokens"], 11],
+            ["s", ["usage", "outputTokens"], 5],
+        ])
+    );
+    let mut plain = start();
+    example::turn_plain(&mut plain, " world", "yy", "c2");
+    assert_eq!(&plain, t.get());
 }
 
-#[derive(Tracked, Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(tag = "state", rename_all = "camelCase")]
-enum Status {
-    #[default]
-    Idle,
-    Running {
-        tool: String,
-    },
+/// The lines between `// turn: NAME` and the next `// end` of the example.
+fn lines_of(name: &str) -> usize {
+    let src = include_str!("../examples/plain_rust.rs");
+    let start = src.find(&format!("// turn: {name}\n")).expect("marker");
+    let body = &src[start..];
+    let end = body.find("// end").expect("end marker");
+    body[..end].lines().count() - 1
 }
 
-#[derive(Tracked, Serialize, Clone, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-struct Usage {
-    input_tokens: u64,
-    output_tokens: u64,
-}
-
-#[derive(Tracked, Serialize, Clone, Debug)]
-struct Entry {
-    role: String,
-    text: String,
-}
-
-#[derive(Tracked, Serialize, Clone, Debug)]
-struct Tool {
-    name: String,
-    output: String,
-}
-
-#[derive(Tracked, Serialize, Clone, Debug)]
-struct Call {
-    id: String,
-    done: bool,
-}
-
-#[derive(Tracked, Serialize, Clone, Debug, Default)]
-struct Meta {
-    calls: u32,
-}
-
-fn entry(role: &str, text: &str) -> Entry {
-    Entry {
-        role: role.into(),
-        text: text.into(),
-    }
-}
-
-fn start() -> Lane {
-    Lane {
-        usage: Usage {
-            input_tokens: 10,
-            output_tokens: 4,
-        },
-        answer: "Hello".into(),
-        transcript: vec![entry("user", "hi")],
-        tools: vec![Tool {
-            name: "bash".into(),
-            output: "x".repeat(10),
-        }],
-        calls: vec![
-            Call {
-                id: "c1".into(),
-                done: false,
-            },
-            Call {
-                id: "c2".into(),
-                done: false,
-            },
-        ],
-        notes: vec!["b".into(), "a".into()],
-        ..Lane::default()
-    }
+#[test]
+fn the_tracked_turn_is_as_long_as_the_plain_one() {
+    let (tracked, plain) = (lines_of("tracked"), lines_of("plain"));
+    assert!(tracked > 10 && plain > 10, "{tracked} {plain}");
+    assert!(
+        tracked * 10 <= plain * 11,
+        "tracked {tracked} lines, plain {plain}: more than 10% longer"
+    );
 }
 
 /// Runs `step` on a tracker of `start()`, checks its batch against `expected`, and that the

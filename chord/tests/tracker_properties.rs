@@ -335,7 +335,7 @@ fn run(t: &mut Tracker<Doc>, a: &Action) {
             }
         }
         Action::SetItem(i, it) if *i < len => s.items.at(*i).set(it.clone()),
-        Action::TagInsert(k, v) => drop(s.tags.insert(k.clone(), v.clone()).unwrap()),
+        Action::TagInsert(k, v) => drop(s.tags.insert(k.clone(), v.clone())),
         Action::TagRemove(k) => drop(s.tags.remove(k)),
         Action::TagEdit(k, e) => {
             let mut tags = s.tags;
@@ -379,8 +379,12 @@ struct Stream<T: Tracked> {
 
 impl<T: Tracked + Serialize> Stream<T> {
     fn new(value: T) -> Self {
+        let mut t = track(value);
+        // Integers span all of i64 here: this stream checks exact replication between Rust
+        // replicas (JS-safe mode has its own property below).
+        t.set_js_safe(false);
         Stream {
-            t: track(value),
+            t,
             enc: Encoder::new(),
             dec: Decoder::new(),
             replica: None,

@@ -140,7 +140,10 @@ impl<T: Tracked> DequeProxy<'_, T> {
     /// # Panics
     ///
     /// If the range is out of bounds.
-    pub fn drain(&mut self, r: impl RangeBounds<usize>) -> std::collections::vec_deque::Drain<'_, T> {
+    pub fn drain(
+        &mut self,
+        r: impl RangeBounds<usize>,
+    ) -> std::collections::vec_deque::Drain<'_, T> {
         let (start, end) = range(r, self.v.len());
         self.record(start, end - start, 0);
         self.v.drain(start..end)

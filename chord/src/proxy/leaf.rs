@@ -167,7 +167,25 @@ macro_rules! leaves {
     )*};
 }
 
-leaves!(bool, char, (), i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
+leaves!(
+    bool,
+    char,
+    (),
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    f32,
+    f64
+);
 
 /// A `BTreeSet` is tracked as one value (its JSON is a sorted array): a change is compared
 /// with the accepted array at flush.

@@ -1,6 +1,6 @@
 use std::collections::{BTreeMap, HashMap};
-use std::hash::BuildHasher;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
 
 use serde_json::Value;
@@ -190,7 +190,9 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
     /// Every member's key and proxy, in the map's order. Prepares a dirty-tree slot for each
     /// member, so it costs `O(len)` now and at the next flush; use
     /// [`get_mut`](MapProxy::get_mut) when the key is known.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, <M::Value as Tracked>::Proxy<'_>)> {
+    pub fn iter_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (&String, <M::Value as Tracked>::Proxy<'_>)> {
         let keys: Vec<Option<Key>> = self
             .m
             .__keys()

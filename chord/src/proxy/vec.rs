@@ -227,7 +227,10 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     /// If `at > len`.
     pub fn split_off(&mut self, at: usize) -> Vec<T> {
         let len = self.v.len();
-        assert!(at <= len, "`at` split index (is {at}) should be <= len (is {len})");
+        assert!(
+            at <= len,
+            "`at` split index (is {at}) should be <= len (is {len})"
+        );
         self.record(at, len - at, 0);
         self.v.split_off(at)
     }

@@ -136,7 +136,11 @@ fn shift(
 /// measure by which two equivalent batches are compared.
 pub(crate) fn json_len(ops: &[Op]) -> usize {
     ops.iter()
-        .map(|op| serde_json::to_vec(op).map(|v| v.len()).unwrap_or(usize::MAX / 2))
+        .map(|op| {
+            serde_json::to_vec(op)
+                .map(|v| v.len())
+                .unwrap_or(usize::MAX / 2)
+        })
         .sum()
 }
 
@@ -197,10 +201,7 @@ mod tests {
 
     #[test]
     fn a_set_that_may_create_an_element_survives_its_delete() {
-        let ops = vec![
-            Op::Set(path!["l", 2], json!(1)),
-            Op::Delete(path!["l", 2]),
-        ];
+        let ops = vec![Op::Set(path!["l", 2], json!(1)), Op::Delete(path!["l", 2])];
         assert_eq!(compact(ops.clone()), ops);
     }
 

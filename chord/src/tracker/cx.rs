@@ -75,16 +75,12 @@ impl<'a> Fields<'a> {
     /// is still the one the replicas hold.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self, present: Option<bool>) -> Cx<'a> {
-        let node = self
-            .slots
-            .as_mut()
-            .and_then(|s| s.next())
-            .map(|(_, node)| {
-                if node.present.is_none() {
-                    node.present = present;
-                }
-                node
-            });
+        let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
+            if node.present.is_none() {
+                node.present = present;
+            }
+            node
+        });
         Cx { node }
     }
 }

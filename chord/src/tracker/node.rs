@@ -169,8 +169,10 @@ impl Node {
             c.fields = true;
             c.list.reserve_exact(count);
             for i in 0..count {
-                c.list
-                    .push((Key::Field(u32::try_from(i).unwrap_or(u32::MAX)), Node::default()));
+                c.list.push((
+                    Key::Field(u32::try_from(i).unwrap_or(u32::MAX)),
+                    Node::default(),
+                ));
             }
         }
         &mut c.list

@@ -692,11 +692,7 @@ pub fn chord_w5big() -> ChordRun<ch::Messages> {
 /// W5big's steps on a message of `bytes` bytes.
 pub fn chord_w5big_on(bytes: usize) -> ChordRun<ch::Messages> {
     ChordRun::new(ch_messages(w5big_text_of(bytes)), |t, i| {
-        t.state()
-            .messages
-            .at(0)
-            .content
-            .push_str(w5big_chunk(i));
+        t.state().messages.at(0).content.push_str(w5big_chunk(i));
     })
 }
 
