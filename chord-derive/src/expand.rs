@@ -309,19 +309,11 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         let member = &f.member;
         quote!(&self.#member)
     });
-    let debug_fields = fields.iter().map(|f| {
+    let debug_fields = fields.iter().filter(|f| f.tracked()).map(|f| {
         let member = &f.member;
         let label = member.to_token_stream().to_string();
         quote!(.field(#label, &self.#member))
     });
-    let debug_bounds = fields.iter().map(|f| {
-        let ty = proxy_type(f, &a);
-        quote!(#ty: ::chord::__private::core::fmt::Debug)
-    });
-    let proxy_where_preds: Vec<&WherePredicate> = proxy_where
-        .iter()
-        .flat_map(|w| w.predicates.iter())
-        .collect();
     let proxy_name = proxy.to_string();
 
     let doc_struct = format!(
@@ -347,13 +339,10 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         }
 
         #[automatically_derived]
-        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics
-        where
-            #(#proxy_where_preds,)*
-            #(#debug_bounds,)*
-        {
+        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics #proxy_where {
+            /// The serialized fields' proxies (fields serde skips are left out).
             fn fmt(&self, f: &mut ::chord::__private::core::fmt::Formatter<'_>) -> ::chord::__private::core::fmt::Result {
-                f.debug_struct(#proxy_name) #(#debug_fields)* .finish()
+                f.debug_struct(#proxy_name) #(#debug_fields)* .finish_non_exhaustive()
             }
         }
 
@@ -501,10 +490,6 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
     let b = Lifetime::new("'__b", Span::call_site());
     let mut_generics = with_lifetime(&bounded, &b, name);
     let (_, mut_ty_generics, _) = mut_generics.split_for_impl();
-    let proxy_where_preds: Vec<&WherePredicate> = proxy_where
-        .iter()
-        .flat_map(|w| w.predicates.iter())
-        .collect();
     quote! {
         #[doc = #doc_proxy]
         #vis struct #proxy #proxy_impl_generics #proxy_where {
@@ -557,13 +542,10 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
         }
 
         #[automatically_derived]
-        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics
-        where
-            #(#proxy_where_preds,)*
-            #name #ty_generics: ::chord::__private::core::fmt::Debug,
-        {
+        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics #proxy_where {
+            /// The value as JSON (what the replicas hold).
             fn fmt(&self, f: &mut ::chord::__private::core::fmt::Formatter<'_>) -> ::chord::__private::core::fmt::Result {
-                ::chord::__private::core::fmt::Debug::fmt(&*self.__value, f)
+                ::chord::__private::debug_json(&*self.__value, f)
             }
         }
 

@@ -83,7 +83,12 @@ pub fn start() -> Lane {
             name: "bash".into(),
             output: "x".repeat(10),
         }],
-        calls: ["c1", "c2"].map(|id| Call { id: id.into(), done: false }).into(),
+        calls: ["c1", "c2"]
+            .map(|id| Call {
+                id: id.into(),
+                done: false,
+            })
+            .into(),
         notes: vec!["b".into(), "a".into()],
         usage: Usage {
             input_tokens: 10,
@@ -96,7 +101,9 @@ pub fn start() -> Lane {
 // turn: tracked
 pub fn turn_tracked(t: &mut Tracker<Lane>, token: &str, chunk: &str, id: &str) {
     let mut lane = t.state();
-    lane.status.set(Status::Running { tool: "bash".into() });
+    lane.status.set(Status::Running {
+        tool: "bash".into(),
+    });
     lane.usage.output_tokens += 1;
     lane.answer += token;
     lane.transcript.push(entry("assistant", token));
@@ -119,7 +126,9 @@ pub fn turn_tracked(t: &mut Tracker<Lane>, token: &str, chunk: &str, id: &str) {
 
 // turn: plain
 pub fn turn_plain(lane: &mut Lane, token: &str, chunk: &str, id: &str) {
-    lane.status = Status::Running { tool: "bash".into() };
+    lane.status = Status::Running {
+        tool: "bash".into(),
+    };
     lane.usage.output_tokens += 1;
     lane.answer += token;
     lane.transcript.push(entry("assistant", token));

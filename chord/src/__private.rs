@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::proxy::{flush_leaf, LeafProxy};
+pub use crate::proxy::{debug_json, flush_leaf, LeafProxy};
 pub use crate::tracker::{Cx, Fields, Node, Tracked};
 pub use crate::{Error, Op, Path, Result, Seg};
 pub use core;

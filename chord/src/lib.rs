@@ -25,8 +25,9 @@
 //! let mut decoder = Decoder::new(); // on the replica's side
 //! let mut replica = None;
 //! for step in 0..3 {
-//!     lane.state().text().push_str("tok ");                                  // ["a", ["text"], "tok "]
-//!     lane.state().transcript().insert(0, Entry { role: "user".into() })?;   // ["p", ["transcript"], 0, 0, [..]]
+//!     let mut state = lane.state();
+//!     state.text += "tok ";                                      // ["a", ["text"], "tok "]
+//!     state.transcript.insert(0, Entry { role: "user".into() }); // ["p", ["transcript"], 0, 0, [..]]
 //!     // ...and each flush is the smallest batch of ops since the last one
 //!     // (the first is a base batch, `["r", value]`).
 //!     let ops = lane.flush()?;

@@ -197,9 +197,10 @@ impl<T: Tracked> Extend<T> for DequeProxy<'_, T> {
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for DequeProxy<'_, T> {
+impl<T: serde::Serialize> fmt::Debug for DequeProxy<'_, T> {
+    /// The value as JSON (what the replicas hold).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.v.fmt(f)
+        crate::proxy::debug_json(&*self.v, f)
     }
 }
 

@@ -92,9 +92,13 @@ impl<T> DerefMut for LeafProxy<'_, T> {
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for LeafProxy<'_, T> {
+impl<T> fmt::Debug for LeafProxy<'_, T> {
+    /// The value as JSON (what the replicas hold).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.v.fmt(f)
+        match (self.json)(self.v) {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("<not JSON>"),
+        }
     }
 }
 

@@ -292,9 +292,10 @@ impl<M: MapLike> DerefMut for MapProxy<'_, M> {
     }
 }
 
-impl<M: fmt::Debug> fmt::Debug for MapProxy<'_, M> {
+impl<M: MapLike> fmt::Debug for MapProxy<'_, M> {
+    /// The value as JSON (what the replicas hold).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.m.fmt(f)
+        crate::proxy::debug_json(&*self.m, f)
     }
 }
 

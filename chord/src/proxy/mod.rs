@@ -25,3 +25,16 @@ pub use vec::VecProxy;
 
 #[doc(hidden)]
 pub use leaf::flush as flush_leaf;
+
+/// Writes `value` as JSON: the `Debug` form of every proxy (what the replicas hold), which
+/// needs no `Debug` of the value's type.
+#[doc(hidden)]
+pub fn debug_json<T: serde::Serialize + ?Sized>(
+    value: &T,
+    f: &mut std::fmt::Formatter<'_>,
+) -> std::fmt::Result {
+    match serde_json::to_string(value) {
+        Ok(json) => f.write_str(&json),
+        Err(_) => f.write_str("<not JSON>"),
+    }
+}

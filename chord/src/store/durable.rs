@@ -31,8 +31,8 @@ use crate::tracker::{Tracked, Tracker};
 /// let store = JsonlStore::open(&log, Durability::EveryAppend)?;
 /// let mut tool = Durable::open(LogWriter::new(store, Checkpoint::EveryBatches(50)), at.clone(), Tool::default)?;
 /// for i in 0..200 {
-///     tool.state().output().push_str(&format!("line {i}\n"));
-///     tool.state().output().keep_last(64);
+///     tool.state().output.push_str(&format!("line {i}\n"));
+///     tool.state().output.keep_last(64);
 ///     tool.flush()?; // on disk when it returns (Durability::EveryAppend)
 /// }
 /// let expected = tool.output.clone();
