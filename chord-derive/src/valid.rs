@@ -20,7 +20,7 @@ pub(crate) fn check(cx: &Ctxt, input: &Input) {
         ),
         Shape::Struct(style, fields) => {
             newtype(cx, *style, fields);
-            names(cx, fields, None);
+            names(cx, fields);
         }
         Shape::Enum(variants) => {
             let a = &input.attrs;
@@ -41,14 +41,9 @@ pub(crate) fn check(cx: &Ctxt, input: &Input) {
                         format!("the variant name `{}` is reserved: chord refuses it as a path segment (it reaches a JavaScript replica's prototype chain); rename it with `#[serde(rename = \"...\")]`", v.json_name),
                     );
                 }
-                if a.tag.is_some() && a.content.is_none() && v.style == Style::Tuple {
-                    cx.error(
-                        v.ident,
-                        "an internally tagged enum cannot hold a tuple variant (serde refuses to write it); use named fields",
-                    );
-                }
-                let tag = if a.content.is_none() { a.tag.as_deref() } else { None };
-                names(cx, &v.fields, tag);
+                // (serde itself refuses a tuple variant under an internal tag, and a field
+                // named like the tag.)
+                names(cx, &v.fields);
             }
         }
     }
@@ -64,20 +59,9 @@ fn newtype(cx: &Ctxt, style: Style, fields: &[Field]) {
     }
 }
 
-/// Reserved and duplicate JSON names among named fields (`tag`: an internal tag's name,
-/// which the fields share an object with).
-fn names(cx: &Ctxt, fields: &[Field], tag: Option<&str>) {
+/// Reserved and duplicate JSON names among named fields.
+fn names(cx: &Ctxt, fields: &[Field]) {
     let mut seen: HashMap<&str, &Field> = HashMap::new();
-    if let Some(tag) = tag {
-        for f in fields.iter().filter(|f| f.tracked()) {
-            if f.json_name() == Some(tag) {
-                cx.error(
-                    &f.member,
-                    format!("field `{}` serializes as `{tag}`, the enum's tag; paths would be ambiguous", member(f)),
-                );
-            }
-        }
-    }
     for field in fields.iter().filter(|f| f.tracked()) {
         let Seg::Key(json) = &field.seg else { continue };
         if RESERVED.contains(&json.as_str()) {

@@ -2,6 +2,6 @@ use chord::Tracked;
 use serde::Serialize;
 
 #[derive(Tracked, Serialize)]
-struct Pair(String, u32);
+struct Secret(#[serde(skip)] String);
 
 fn main() {}

@@ -2,8 +2,9 @@ use chord::Tracked;
 use serde::Serialize;
 
 #[derive(Tracked, Serialize)]
-struct Flags {
-    set: bool,
+enum Node {
+    #[serde(rename = "constructor")]
+    Build { steps: Vec<String> },
 }
 
 fn main() {}
