@@ -96,6 +96,7 @@ pub use crate::diff::diff;
 pub use crate::error::{Category, Error, ErrorKind, Result};
 pub use crate::op::{display_batch, is_base, utf16_len, Op};
 pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
+pub use crate::tracker::js_safe::MAX_SAFE_INTEGER;
 pub use crate::tracker::{track, Proxy, Tracked, Tracker};
 pub use crate::validate::{batch_from_value, parse_batch};
 pub use crate::wire::{Decoder, Encoder, PathRef, WireBatch, WireOp};
