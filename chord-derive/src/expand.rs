@@ -326,6 +326,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
     );
     quote! {
         #[doc = #doc_struct]
+        #[allow(dead_code)]
         #def
 
         #[automatically_derived]
@@ -498,6 +499,7 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
         }
 
         #[doc = #doc_mut]
+        #[allow(dead_code)]
         #vis enum #variant_enum #proxy_impl_generics #proxy_where {
             #(#mut_variants),*
         }

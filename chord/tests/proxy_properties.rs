@@ -53,7 +53,6 @@ struct Item {
 }
 
 #[derive(Tracked, Serialize, Clone, Debug, Default)]
-#[allow(dead_code)] // fields read through the proxies only
 enum External {
     #[default]
     A,
@@ -78,7 +77,6 @@ enum Internal {
 
 #[derive(Tracked, Serialize, Clone, Debug, Default)]
 #[serde(tag = "t", content = "c", rename_all_fields = "camelCase")]
-#[allow(dead_code)] // fields read through the proxies only
 enum Adjacent {
     #[default]
     A,
