@@ -113,7 +113,7 @@ fn a_value_json_cannot_carry_is_refused_and_nothing_is_stored() {
         at,
     );
     g.flush().unwrap();
-    let _ = g.state().value.update(|v| *v = f64::INFINITY);
+    g.state().value.update(|v| *v = f64::INFINITY);
     let err = g.flush().unwrap_err();
     assert!(err.to_string().contains("flushing g/cpu"), "{err}");
     assert_eq!(g.writer().store().len(), 1, "only the first base is stored");

@@ -197,7 +197,7 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
             .m
             .__keys()
             .into_iter()
-            .map(|k| (!reserved(&k)).then(|| Key::Name(k)))
+            .map(|k| (!reserved(&k)).then_some(Key::Name(k)))
             .collect();
         if keys.iter().any(Option::is_none) {
             let m = &*self.m;
