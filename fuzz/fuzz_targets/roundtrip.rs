@@ -237,8 +237,8 @@ fn run_list(mut l: chord::proxy::VecProxy<'_, String>, a: &ListAction) {
     let at = |i: u8| usize::from(i).min(len);
     let texts = |v: &[Text]| v.iter().map(Text::string).collect::<Vec<_>>();
     match a {
-        ListAction::Push(t) => l.push(t.string()).unwrap(),
-        ListAction::Insert(i, t) => l.insert(at(*i), t.string()).unwrap(),
+        ListAction::Push(t) => l.push(t.string()),
+        ListAction::Insert(i, t) => l.insert(at(*i), t.string()),
         ListAction::Remove(i) if usize::from(*i) < len => drop(l.remove(usize::from(*i))),
         ListAction::Pop => drop(l.pop()),
         ListAction::Truncate(n) => l.truncate(usize::from(*n)),
@@ -248,7 +248,7 @@ fn run_list(mut l: chord::proxy::VecProxy<'_, String>, a: &ListAction) {
         }
         ListAction::Splice(a, b, v) => {
             let (a, b) = (at(*a), at(*b));
-            drop(l.splice(a.min(b)..a.max(b), texts(v)).unwrap());
+            drop(l.splice(a.min(b)..a.max(b), texts(v)));
         }
         ListAction::Retain(mask) => {
             let mut k = 0;
@@ -261,10 +261,10 @@ fn run_list(mut l: chord::proxy::VecProxy<'_, String>, a: &ListAction) {
             drop(l.swap_remove(usize::from(*i)));
         }
         ListAction::Reverse => l.reverse(),
-        ListAction::Set(v) => l.set(texts(v)).unwrap(),
+        ListAction::Set(v) => l.set(texts(v)),
         ListAction::Clear => l.clear(),
-        ListAction::Extend(v) => l.extend(texts(v)).unwrap(),
-        ListAction::Resize(n, t) => l.resize(usize::from(*n % 16), t.string()).unwrap(),
+        ListAction::Extend(v) => l.extend(texts(v)),
+        ListAction::Resize(n, t) => l.resize(usize::from(*n % 16), t.string()),
         ListAction::Sort => l.sort(),
         ListAction::Dedup => l.dedup(),
         ListAction::Edit(i, e) => {
@@ -335,7 +335,7 @@ fn run_meta(mut meta: chord::proxy::ValueProxy<'_>, a: &MetaAction) {
         MetaAction::ArrayInsert(i, j) => {
             if let Some(mut arr) = meta.as_array() {
                 let i = usize::from(*i).min(arr.len());
-                arr.insert(i, j.value()).unwrap();
+                arr.insert(i, j.value());
             }
         }
         MetaAction::ArraySplice(a, b, items) => {
@@ -345,7 +345,7 @@ fn run_meta(mut meta: chord::proxy::ValueProxy<'_>, a: &MetaAction) {
                     usize::from(*b).min(arr.len()),
                 );
                 let items = items.iter().map(Json::value);
-                drop(arr.splice(a.min(b)..a.max(b), items).unwrap());
+                drop(arr.splice(a.min(b)..a.max(b), items));
             }
         }
         MetaAction::ArrayReverse => {
@@ -412,46 +412,46 @@ struct Input {
 }
 
 fn run(t: &mut Tracker<State>, a: &Action) {
-    let mut s = t.state();
+    let s = t.state();
     match a {
-        Action::Text(e) => edit_text(s.text(), e),
-        Action::List(l) => run_list(s.list(), l),
+        Action::Text(e) => edit_text(s.text, e),
+        Action::List(l) => run_list(s.list, l),
         Action::Note(n) => {
-            let mut note = s.note();
+            let mut note = s.note;
             match n {
-                NoteAction::Set(v) => note.set(v.as_ref().map(Text::string)).unwrap(),
+                NoteAction::Set(v) => note.set(v.as_ref().map(Text::string)),
                 NoteAction::Edit(e) => {
-                    if let Some(p) = note.get_mut() {
+                    if let Some(p) = note.as_mut() {
                         edit_text(p, e);
                     }
                 }
                 NoteAction::Take => drop(note.take()),
                 NoteAction::GetOrInsert(t, e) => {
-                    let p = note.get_or_insert_with(|| t.string()).unwrap();
+                    let p = note.get_or_insert_with(|| t.string());
                     edit_text(p, e);
                 }
             }
         }
         Action::Counts(c) => {
-            let mut counts = s.counts();
+            let mut counts = s.counts;
             match c {
-                CountsAction::Insert(k, n) => drop(counts.insert(k.string(), *n).unwrap()),
+                CountsAction::Insert(k, n) => drop(counts.insert(k.string(), *n)),
                 CountsAction::Remove(k) => drop(counts.remove(&k.string())),
                 CountsAction::Set(k, n) => {
                     let k = k.string();
                     if let Some(mut p) = counts.get_mut(&k) {
-                        p.set(*n).unwrap();
+                        p.set(*n);
                     }
                 }
                 CountsAction::Add(k, n) => {
                     let k = k.string();
                     if let Some(mut p) = counts.get_mut(&k) {
-                        p.update(|v| *v = v.wrapping_add(*n)).unwrap();
+                        p.update(|v| *v = v.wrapping_add(*n));
                     }
                 }
             }
         }
-        Action::Meta(steps, m) => run_meta_at(s.meta(), steps, m),
+        Action::Meta(steps, m) => run_meta_at(s.meta, steps, m),
         Action::Flush | Action::Rebase | Action::Replace(_) => unreachable!("the caller's"),
     }
 }
@@ -487,13 +487,15 @@ impl Stream {
 
 fuzz_target!(|input: Input| {
     let state = input.start.state();
-    let (t, replica) = match &input.held {
+    let (mut t, replica) = match &input.held {
         None => (track(state), None),
         Some(held) => {
             let held = held.value();
             (Tracker::resume_from(state, held.clone()), Some(held))
         }
     };
+    // Exact replication between Rust replicas: integers span all of u64/i64 here.
+    t.set_js_safe(false);
     let mut s = Stream {
         t,
         enc: Encoder::new(),
