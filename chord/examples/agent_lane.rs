@@ -19,11 +19,13 @@
 //! HTTP. `-- --serve` keeps the server running with the agent looping slowly, for a browser;
 //! `-- --port N` (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chord::store::{recover_as, replay, Address, Checkpoint, Durability, JsonlStore, LogWriter};
 use chord::{apply, display_batch, track, Decoder, Encoder, Op, Tracked, Tracker};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -243,7 +245,7 @@ pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>
         text: "Why does the build fail on CI but not locally?".into(),
     });
     lane.status.set(Status::Thinking);
-    lane.usage.input_tokens.set(812);
+    lane.usage.input_tokens += 812;
     s.flush("user message")?;
 
     // The assistant streams its answer token by token.
@@ -258,7 +260,7 @@ pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>
         if let Some(mut message) = lane.streaming_message.as_mut() {
             message.text.push_str(token);
         }
-        lane.usage.output_tokens.update(|n| *n += 1);
+        lane.usage.output_tokens += 1;
         s.flush(&format!("token {i}"))?;
     }
 
@@ -273,16 +275,15 @@ pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>
     });
     s.flush("tool starts")?;
     for step in 1..=120u32 {
-        let lane = s.lane.state();
-        let mut tools = lane.tools;
-        let tool = tools.at(0);
-        let mut out = tool.output_window;
-        out.push_str(&format!(
-            "[{:>3}%] Building CXX object src/module_{step:03}.o\n",
+        let mut lane = s.lane.state();
+        let mut tool = lane.tools.last_mut().expect("the tool just started");
+        writeln!(
+            tool.output_window,
+            "[{:>3}%] Building CXX object src/module_{step:03}.o",
             step * 100 / 120
-        ));
-        out.keep_last(WINDOW);
-        let mut details = tool.details;
+        )?;
+        tool.output_window.keep_last(WINDOW);
+        let details = &mut tool.details;
         details.member("files").unwrap().set(step);
         if step % 40 == 0 {
             details
@@ -293,11 +294,9 @@ pub(crate) fn run_agent(s: &mut Stream) -> Result<(), Box<dyn std::error::Error>
         s.flush(&format!("build step {step}"))?;
     }
     let mut lane = s.lane.state();
-    lane.tools.at(0).exit_code.set(Some(1));
-    lane.tools
-        .at(0)
-        .output_window
-        .push_str("error: linker `cc` not found\n");
+    let mut tool = lane.tools.last_mut().expect("the tool ran");
+    tool.exit_code.set(Some(1));
+    tool.output_window += "error: linker `cc` not found\n";
     s.flush("tool fails")?;
 
     // The message is finished: it moves to the transcript and the streaming slot empties.
