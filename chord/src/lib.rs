@@ -85,6 +85,9 @@ pub mod replica;
 #[cfg_attr(docsrs, doc(cfg(feature = "sse")))]
 pub mod sse;
 pub mod store;
+#[cfg(feature = "streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
+pub mod streams;
 mod tracker;
 mod utf16;
 mod validate;
