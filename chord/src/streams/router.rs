@@ -174,6 +174,45 @@ impl Streams {
             .route(ROUTE, any(handle))
             .with_state(Arc::new(self))
     }
+
+    /// A router serving one namespace's streams at `{prefix}/{key}` (`prefix` starts with a
+    /// `/`), for clients that expect one path segment per stream, e.g. the protocol's
+    /// conformance suite (`/v1/stream/{key}`).
+    ///
+    /// ```
+    /// use chord::streams::{Log, Streams};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let log = Log::new(chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?);
+    /// let app: axum::Router = Streams::new(&log).namespace_router("/v1/stream", "v1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn namespace_router(self, prefix: &str, namespace: &str) -> Router {
+        let namespace: Arc<str> = namespace.into();
+        let streams = Arc::new(self);
+        let serve = move |method: Method,
+                          path: Result<Path<String>, PathRejection>,
+                          query: Query<HashMap<String, String>>,
+                          headers: HeaderMap,
+                          body: BodyBytes| {
+            let streams = Arc::clone(&streams);
+            let namespace = Arc::clone(&namespace);
+            async move {
+                let Ok(Path(key)) = path else {
+                    return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
+                };
+                serve_address(
+                    streams,
+                    method,
+                    (namespace.to_string(), key),
+                    query,
+                    headers,
+                    body,
+                )
+                .await
+            }
+        };
+        Router::new().route(&format!("{prefix}/{{key}}"), any(serve))
+    }
 }
 
 /// The path of `address`'s stream under [`ROUTE`], percent-encoded.
@@ -243,9 +282,20 @@ async fn handle(
     headers: HeaderMap,
     body: BodyBytes,
 ) -> Response {
-    let Ok(Path((namespace, key))) = path else {
+    let Ok(Path(names)) = path else {
         return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
     };
+    serve_address(streams, method, names, Query(query), headers, body).await
+}
+
+async fn serve_address(
+    streams: Arc<Streams>,
+    method: Method,
+    (namespace, key): (String, String),
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: BodyBytes,
+) -> Response {
     if let Err(why) = check_name(&namespace).and_then(|()| check_name(&key)) {
         return plain(StatusCode::BAD_REQUEST, why);
     }
