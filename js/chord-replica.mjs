@@ -49,6 +49,7 @@ const MESSAGES = {
   DecoderPoisoned: () => 'the decoder failed on an earlier batch; restart from a base batch with a fresh decoder',
   ReplicaFailed: () => 'the replica failed on an earlier batch; it takes only a base batch (resubscribe) or reset()',
   NoValue: () => 'there is no value yet: a stream must start with an `r` op',
+  NotBase: () => 'the first batch of a start is not a base batch',
   Missing: () => 'no such member or element',
   NotAContainer: (i) => `cannot walk into ${i.found}: only objects and arrays have children`,
   KeyOnArray: () => 'a string segment cannot address an array element',
@@ -738,14 +739,9 @@ export function apply(target, ops, limits) {
  * everything at once, for an explicit resubscription.
  *
  * @example
+ * // Kept current by `follow`, which resumes from the stream's offsets:
  * const replica = new Replica({ onChange: (value) => render(value) });
- * const connect = () => {
- *   const events = new EventSource('/lanes/main/events');
- *   events.onmessage = (e) => {
- *     try { replica.applyWireText(e.data); } catch { events.close(); setTimeout(connect, 500); }
- *   };
- * };
- * connect();
+ * follow('/streams/lanes/main', { replica });
  */
 export class Replica {
   #decoder;
@@ -824,4 +820,299 @@ export class Replica {
     this.#failed = e;
     return e;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Following a chord stream served as a Durable Stream.
+
+/** The response header naming the offset before the latest base batch. */
+export const BASE_OFFSET_HEADER = 'chord-base-offset';
+
+/**
+ * An HTTP error from the server (`status` 410: the offset is no longer served).
+ */
+export class StreamHttpError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} url
+   */
+  constructor(status, url) {
+    super(`${url} answered ${status}`);
+    this.name = 'StreamHttpError';
+    this.status = status;
+  }
+}
+
+/** Whether an error means starting again from the latest base batch. */
+function restarts(error) {
+  if (error instanceof ChordError) return true; // the decoder or the value is not to be trusted
+  const status = error?.status;
+  return status === 404 || status === 410;
+}
+
+function withQuery(url, params) {
+  const base = String(url);
+  const query = Object.entries(params)
+    .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+    .join('&');
+  return base + (base.includes('?') ? '&' : '?') + query;
+}
+
+/**
+ * The offset a fresh reader starts from: the `chord-base-offset` header of a `HEAD`
+ * (`-1`, the oldest base kept, from a server that does not send it).
+ * @param {string | URL} url
+ * @param {{ fetch?: typeof fetch, signal?: AbortSignal }} [options]
+ * @returns {Promise<string>}
+ */
+export async function baseOffset(url, { fetch: fetchImpl = globalThis.fetch, signal } = {}) {
+  const response = await fetchImpl(url, { method: 'HEAD', signal, cache: 'no-store' });
+  if (!response.ok) throw new StreamHttpError(response.status, String(url));
+  return response.headers.get(BASE_OFFSET_HEADER) ?? '-1';
+}
+
+/**
+ * The default transport: `fetch` with `live=sse`, parsed here (browsers and Node 18+). Yields
+ * each `data` event's messages together with the `streamNextOffset` of the `control` event
+ * after it.
+ * @type {Transport}
+ */
+export async function* sseTransport({ url, offset, signal, fetch: fetchImpl = globalThis.fetch, onBytes }) {
+  const response = await fetchImpl(withQuery(url, { offset, live: 'sse' }), {
+    headers: { accept: 'text/event-stream' },
+    signal,
+    cache: 'no-store',
+  });
+  if (!response.ok) throw new StreamHttpError(response.status, String(url));
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    throw new StreamHttpError(response.status, `${url} (not text/event-stream)`);
+  }
+  const reader = response.body.getReader();
+  // A fetch that does not end its body on abort still stops here.
+  const stop = () => reader.cancel().catch(() => {});
+  signal?.addEventListener('abort', stop, { once: true });
+  const text = new TextDecoder('utf-8', { fatal: true });
+  let buffer = '';
+  let name = '';
+  let data = null;
+  let pending = null;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      onBytes?.(value.byteLength);
+      buffer += text.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        if (buffer[end] === '\r' && end + 1 === buffer.length) break; // a CR, maybe of a CRLF
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
+        if (line === '') {
+          if (data !== null) {
+            if (name === 'data') {
+              if (pending !== null) throw fail('Json', { reason: 'two data events without a control event' });
+              pending = data;
+            } else if (name === 'control') {
+              const control = JSON.parse(data);
+              let messages = [];
+              if (pending !== null) {
+                try {
+                  messages = JSON.parse(pending);
+                } catch (e) {
+                  throw fail('Json', { reason: e.message });
+                }
+                pending = null;
+              }
+              yield { messages, offset: control.streamNextOffset };
+            }
+          }
+          name = '';
+          data = null;
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let v = colon < 0 ? '' : line.slice(colon + 1);
+        if (v.startsWith(' ')) v = v.slice(1);
+        if (field === 'event') name = v;
+        else if (field === 'data') data = data === null ? v : `${data}\n${v}`;
+      }
+    }
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    reader.cancel().catch(() => {});
+  }
+}
+
+/**
+ * A transport over the official client, `@durable-streams/client` (pass the imported
+ * module; chord does not depend on it).
+ * @param {{ stream: Function }} client `import * as client from '@durable-streams/client'`
+ * @returns {Transport}
+ */
+export function durableStreamsTransport(client) {
+  return async function* ({ url, offset, signal, fetch: fetchImpl }) {
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    const session = await client.stream({
+      url: String(url),
+      offset,
+      live: 'sse',
+      json: true,
+      signal,
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+      // Every error ends the session: `follow` decides whether to resume or restart.
+      onError: (error) => {
+        failure = error;
+      },
+    });
+    const unsubscribe = session.subscribeJson((batch) => {
+      queue.push({ messages: batch.items, offset: batch.offset });
+      wake?.();
+    });
+    session.closed.then(
+      () => {
+        finished = true;
+        wake?.();
+      },
+      (error) => {
+        failure ??= error;
+        finished = true;
+        wake?.();
+      },
+    );
+    try {
+      for (;;) {
+        while (queue.length > 0) yield queue.shift();
+        if (finished) break;
+        await new Promise((resolve) => {
+          wake = resolve;
+        });
+        wake = null;
+      }
+      if (failure) {
+        const status = failure.status;
+        throw typeof status === 'number' ? new StreamHttpError(status, String(url)) : failure;
+      }
+    } finally {
+      unsubscribe();
+      session.cancel();
+    }
+  };
+}
+
+/**
+ * Follows a chord stream served as a Durable Stream and keeps `replica` current.
+ *
+ * It starts at the latest base batch (the offset a `HEAD` names in `chord-base-offset`) with
+ * a fresh decoder. Each `data` event is applied with the `control` event after it, whose
+ * `streamNextOffset` it keeps. After any break (the connection drops, the server ends the
+ * response) it reconnects after a short backoff and resumes from that offset with the same
+ * decoder: it receives only the batches it missed, never a base batch again. It starts over
+ * from the latest base only when the server answers 410 (the offset is before the oldest base
+ * kept) or 404, or a batch does not decode or apply.
+ *
+ * @param {string | URL} url the stream's URL, e.g. `/streams/lanes/main`
+ * @param {FollowOptions} [options]
+ * @returns {Follower}
+ * @example
+ * const replica = new Replica({ onChange: render });
+ * const follower = follow('/streams/lanes/main', { replica });
+ * // later: follower.stop();
+ */
+export function follow(url, options = {}) {
+  const replica = options.replica ?? new Replica();
+  const transport = options.transport ?? sseTransport;
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const min = options.backoffMin ?? 50;
+  const max = Math.max(min, options.backoffMax ?? 2000);
+  const controller = new AbortController();
+  options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
+  const stats = { starts: 0, resumes: 0, batches: 0, bases: 0, bytes: 0, breaks: 0, lastBreak: null };
+  const emit = (type, detail) => options.onEvent?.({ type, ...detail });
+  const follower = {
+    replica,
+    stats,
+    offset: null,
+    stop() {
+      controller.abort();
+    },
+    done: null,
+  };
+  const sleep = (ms) =>
+    new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      controller.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    });
+
+  async function connection() {
+    const signal = controller.signal;
+    const fresh = follower.offset === null;
+    const offset = fresh ? await baseOffset(url, { fetch: fetchImpl, signal }) : follower.offset;
+    emit('open', { fresh, offset });
+    let first = true;
+    let delivered = false;
+    for await (const { messages, offset: next } of transport({
+      url,
+      offset,
+      signal,
+      fetch: fetchImpl,
+      onBytes: (n) => {
+        stats.bytes += n;
+      },
+    })) {
+      for (const batch of messages) {
+        if (fresh && first) {
+          if (!isBase(batch)) throw fail('NotBase');
+          replica.reset();
+        }
+        first = false;
+        replica.applyWire(batch);
+        stats.batches += 1;
+        if (isBase(batch)) stats.bases += 1;
+        emit('batch', { batch });
+      }
+      if (fresh && first) {
+        // A fresh start's first event carries its base batch.
+        if (messages.length === 0 && !delivered) continue;
+      }
+      follower.offset = next;
+      if (!delivered) {
+        delivered = true;
+        if (fresh) stats.starts += 1;
+        else stats.resumes += 1;
+        emit(fresh ? 'start' : 'resume', { offset: next });
+        emit('live', { live: true });
+      }
+    }
+    return delivered;
+  }
+
+  follower.done = (async () => {
+    let backoff = min;
+    while (!controller.signal.aborted) {
+      let delivered = false;
+      let why = 'ended';
+      try {
+        delivered = await connection();
+      } catch (error) {
+        if (controller.signal.aborted) break;
+        why = error;
+        delivered ||= false;
+        if (restarts(error)) follower.offset = null;
+      }
+      if (controller.signal.aborted) break;
+      stats.breaks += 1;
+      stats.lastBreak = why === 'ended' ? 'ended' : String(why?.message ?? why);
+      emit('break', { error: why === 'ended' ? null : why, restart: follower.offset === null });
+      emit('live', { live: false });
+      if (delivered) backoff = min;
+      await sleep(backoff * (0.5 + Math.random()));
+      backoff = Math.min(backoff * 2, max);
+    }
+  })();
+  return follower;
 }

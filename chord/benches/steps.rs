@@ -36,7 +36,7 @@ fn main() {
         .unwrap_or(case.steps);
     let mut run = (case.make)();
     let mut on_copy = 0;
-    for i in 0..steps {
+    for _ in 0..steps {
         if on_copy == case.reuse {
             run = (case.make)();
             on_copy = 0;

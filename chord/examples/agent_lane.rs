@@ -24,8 +24,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chord::store::{recover_as, replay, Address, Checkpoint, Durability, JsonlStore, LogWriter};
-use chord::{apply, display_batch, track, Decoder, Encoder, Op, Tracked, Tracker};
-
+use chord::{apply, display_batch, track, Decoder, Encoder, Tracked, Tracker};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -84,8 +83,21 @@ struct Usage {
 /// How many bytes of tool output the lane keeps.
 const WINDOW: usize = 2048;
 
-/// Where each flushed batch also goes (the live server publishes it to its hub).
-pub(crate) type Sink = Box<dyn FnMut(&[Op]) -> Result<(), Box<dyn std::error::Error>> + Send>;
+/// The store the lane's log is written to: with `live`, shared with the stream server.
+#[cfg(feature = "live")]
+pub(crate) type LaneStore = chord::streams::Log<JsonlStore>;
+#[cfg(not(feature = "live"))]
+pub(crate) type LaneStore = JsonlStore;
+
+/// The JSONL file's record count and size.
+#[cfg(feature = "live")]
+fn log_size(store: &LaneStore) -> (usize, u64) {
+    store.with_store(|s| (s.len(), s.size()))
+}
+#[cfg(not(feature = "live"))]
+fn log_size(store: &LaneStore) -> (usize, u64) {
+    (store.len(), store.size())
+}
 
 /// A producer connected to one replica over the wire codec, with byte accounting.
 pub(crate) struct Stream {
@@ -98,12 +110,10 @@ pub(crate) struct Stream {
     ops: usize,
     wire_bytes: usize,
     snapshot_bytes: usize,
-    /// Receives every non-empty batch.
-    sink: Option<Sink>,
     /// A pause after each batch, so that a person (or a browser) can watch.
     pace: Duration,
     /// The durable log every batch is appended to, and where the lane lives in it.
-    log: LogWriter<JsonlStore>,
+    log: LogWriter<LaneStore>,
     log_path: PathBuf,
     address: Address,
 }
@@ -136,8 +146,13 @@ impl Stream {
             ops: 0,
             wire_bytes: 0,
             snapshot_bytes: 0,
-            sink: None,
             pace: Duration::ZERO,
+            #[cfg(feature = "live")]
+            log: LogWriter::new(
+                chord::streams::Log::new(store),
+                Checkpoint::EveryBatches(50),
+            ),
+            #[cfg(not(feature = "live"))]
             log: LogWriter::new(store, Checkpoint::EveryBatches(50)),
             log_path,
             address: Address::new("lanes", "main"),
@@ -154,9 +169,6 @@ impl Stream {
         let lane = self.lane.get();
         self.log
             .append_checkpointed(&self.address, &ops, || Ok(serde_json::to_value(lane)?))?;
-        if let Some(sink) = &mut self.sink {
-            sink(&ops)?;
-        }
         let wire = self.encoder.encode(&ops).to_json();
         apply(&mut self.replica, self.decoder.decode_str(&wire)?)?;
         let state = serde_json::to_value(self.lane.get())?;
@@ -186,11 +198,10 @@ impl Stream {
             "recovery diverged"
         );
         let r = replay(store, &self.address, None)?;
+        let (records, size) = log_size(store);
         println!(
-            "\ndurable log {}: {} records, {} bytes; recovery replayed {} batches from the base at seq {}",
+            "\ndurable log {}: {records} records, {size} bytes; recovery replayed {} batches from the base at seq {}",
             self.log_path.display(),
-            store.len(),
-            store.size(),
             r.batches,
             r.base_seq.unwrap_or_default(),
         );

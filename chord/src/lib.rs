@@ -58,10 +58,9 @@
 //! | feature | what it adds | dependencies it turns on |
 //! | --- | --- | --- |
 //! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
-//! | `hub` | `hub::Hub`: fan-out of a value's batches to subscribers, each with its own encoder and a bounded queue | tokio (channels only; any executor) |
-//! | `sse` | `sse::Sse`: an axum Server-Sent Events endpoint over a hub (implies `hub`) | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2 |
-//! | `replica` | `replica::Replica`: a Rust replica following an SSE endpoint over plain HTTP/1 | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
-//! | `live` | `hub` + `sse` + `replica` | |
+//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2 |
+//! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
+//! | `live` | `streams` + `replica` | |
 //!
 //! None is on by default: the core (tracking, the format, the codec, the applier, JSONL
 //! logs) depends only on serde, serde_json and crc32c.
@@ -72,9 +71,6 @@
 mod apply;
 mod diff;
 mod error;
-#[cfg(feature = "hub")]
-#[cfg_attr(docsrs, doc(cfg(feature = "hub")))]
-pub mod hub;
 mod op;
 mod overlap;
 mod path;
@@ -82,10 +78,10 @@ pub mod proxy;
 #[cfg(feature = "replica")]
 #[cfg_attr(docsrs, doc(cfg(feature = "replica")))]
 pub mod replica;
-#[cfg(feature = "sse")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sse")))]
-pub mod sse;
 pub mod store;
+#[cfg(feature = "streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
+pub mod streams;
 mod tracker;
 mod utf16;
 mod validate;

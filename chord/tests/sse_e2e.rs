@@ -1,6 +1,7 @@
-//! End to end: the main example's server on loopback, its page in headless Chromium, the
-//! agent running; the page's replica must equal the server's state, also after the server
-//! ends its stream and the page resubscribes.
+//! End to end: the main example's server on loopback behind a proxy that the test cuts, its
+//! page in headless Chromium, the agent running; the page follows the lane's Durable Stream,
+//! resumes from its offset after every cut without a base batch, and ends equal to the
+//! server's state.
 //!
 //! Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: JSON
 //! messages ending in NUL on file descriptors 3 and 4), which needs no WebSocket client and
@@ -11,13 +12,18 @@
 mod agent_lane;
 
 use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_lane::server::{lane, LaneServer};
 use agent_lane::{run_agent, Stream};
+use chord::store::{recover, ReadOptions, Store, BASE};
+use chord::streams::Streams;
 use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
 
 /// A generous bound on waiting for something that should take moments, so a broken build
 /// fails instead of hanging. Nothing is asserted about how long anything took.
@@ -27,43 +33,140 @@ const PATIENCE: Duration = Duration::from_secs(60);
 const READ_PAGE: &str = r#"JSON.stringify({
     value: window.__replica ? window.__replica.value ?? null : null,
     chord: window.__chord ?? null,
-    status: document.getElementById('status').textContent,
-    connection: document.getElementById('connection').textContent,
-    transcript: document.getElementById('transcript').textContent,
-    streaming: document.getElementById('streaming').hidden,
+    status: document.getElementById('status')?.textContent ?? null,
+    connection: document.getElementById('connection')?.textContent ?? null,
+    transcript: document.getElementById('transcript')?.textContent ?? null,
+    streaming: document.getElementById('streaming')?.hidden ?? null,
     output: [...document.querySelectorAll('.output')].map((e) => e.textContent),
-    state: document.getElementById('state').textContent,
+    state: document.getElementById('state')?.textContent ?? null,
 })"#;
 
+/// A TCP proxy whose open connections the test can cut, all at once.
+#[derive(Clone, Default)]
+struct Proxy {
+    open: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(upstream: SocketAddr) -> (Proxy, SocketAddr) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let proxy = Proxy::default();
+        let open = Arc::clone(&proxy.open);
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                open.lock().unwrap().push(task);
+            }
+        });
+        (proxy, addr)
+    }
+
+    /// Closes every connection open now (aborting a copy drops both sockets).
+    fn cut(&self) {
+        for task in self.open.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
 #[test]
-fn the_page_renders_the_lane_live_and_equals_the_server() {
+fn the_page_follows_the_lane_and_resumes_after_cuts_without_a_base_batch() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let server = runtime.block_on(LaneServer::start(0)).unwrap();
-
-    // The lane exists before the page opens; the agent waits for the page to subscribe.
+    // The lane is in the log before the page opens.
     let mut s = Stream::new(true);
-    s.publish_to(&server.hub, Duration::from_millis(4)).unwrap();
+    s.serve(Duration::from_millis(4)).unwrap();
+    let log = s.log();
+    let server = runtime
+        .block_on(LaneServer::start(0, Streams::new(&log)))
+        .unwrap();
+    let (proxy, proxy_addr) = runtime.block_on(Proxy::start(server.addr));
 
     let mut browser = Browser::launch();
-    let page = browser.open(&server.url());
-    wait_for("the page to subscribe", || {
-        server.hub.subscribers(&lane()) == 1
+    let page = browser.open(&format!("http://{proxy_addr}/"));
+    let read = |browser: &mut Browser| -> Value {
+        let text = browser.evaluate(&page, READ_PAGE);
+        serde_json::from_str(text.as_str().unwrap_or("null")).unwrap()
+    };
+    wait_for("the page to start", || {
+        read(&mut browser)["chord"]["starts"] == 1
     });
 
-    // The agent's turn, about 150 batches, while the page follows.
-    run_agent(&mut s).unwrap();
-    let expected = server.hub.get(&lane()).unwrap();
-    assert_eq!(expected, s.state(), "the hub holds the producer's state");
+    // The agent's turn, about 150 batches, while the page follows; the connection is cut
+    // three times mid-stream, each time once the page has resumed and received a batch since.
+    let agent = std::thread::spawn(move || {
+        run_agent(&mut s).unwrap();
+        s
+    });
+    for cut in 1..=3u64 {
+        let batches = read(&mut browser)["chord"]["batches"].as_u64().unwrap();
+        wait_for("a batch since the last cut", || {
+            let chord = read(&mut browser)["chord"].clone();
+            chord["live"] == true
+                && (chord["batches"].as_u64().unwrap() > batches || agent.is_finished())
+        });
+        proxy.cut();
+        wait_for("the page to resume", || {
+            read(&mut browser)["chord"]["resumes"].as_u64().unwrap() >= cut
+        });
+    }
+    let s = agent.join().unwrap();
+    let expected = s.state();
+    assert_eq!(
+        recover(&log, &lane()).unwrap(),
+        Some(expected.clone()),
+        "the log holds the producer's state"
+    );
 
     let shown = wait_for_page(&mut browser, &page, &expected);
     let chord = &shown["chord"];
     println!("page after the turn: {chord}");
     assert_eq!(chord["errors"], 0, "no batch failed in the page");
-    assert_eq!(chord["subscriptions"], 1);
+    assert_eq!(chord["starts"], 1, "one start from a base batch");
+    assert!(chord["resumes"].as_u64().unwrap() >= 3, "{chord}");
+    let connections = chord["connections"].as_array().unwrap();
+    let first = &connections[0];
+    assert_eq!(first["fresh"], true, "{first}");
+    assert_eq!(first["firstBase"], true, "{first}");
+    for resumed in &connections[1..] {
+        assert_eq!(
+            resumed["fresh"], false,
+            "resumed from its offset: {resumed}"
+        );
+    }
+    // The only base batches the page received are the first and the producer's checkpoints
+    // (the log's other base records): none was sent because of a cut, every resume went on
+    // with what it had missed.
+    let records = log
+        .read_list(&lane(), &ReadOptions::asc().limit(100_000))
+        .unwrap()
+        .records;
+    let logged_bases = records
+        .iter()
+        .filter(|r| r.tag.as_deref() == Some(BASE))
+        .count();
+    let received: u64 = connections
+        .iter()
+        .map(|c| c["bases"].as_u64().unwrap())
+        .sum();
+    assert_eq!(received, logged_bases as u64, "{chord}");
+    let bytes: u64 = connections
+        .iter()
+        .map(|c| c["bytes"].as_u64().unwrap())
+        .sum();
+    let logged: usize = records.iter().map(|r| r.batch.len()).sum();
+    println!("page received {bytes} bytes of events for {logged} bytes of batches in the log");
     assert!(
         chord["batches"].as_u64().unwrap() > 1,
         "the page followed deltas, not only a base batch: {chord}"
@@ -86,19 +189,6 @@ fn the_page_renders_the_lane_live_and_equals_the_server() {
         browser.screenshot(&page, &path);
         println!("screenshot: {path}");
     }
-
-    // The server ends the stream (the value is removed, then published anew): the page
-    // resubscribes and rebuilds from the new stream's base batch, then follows a new turn.
-    assert!(server.hub.remove(&lane()));
-    s.restart().unwrap();
-    let empty = server.hub.get(&lane()).unwrap();
-    assert_ne!(empty, expected);
-    let shown = wait_for_page(&mut browser, &page, &empty);
-    println!("page after a resubscription: {}", shown["chord"]);
-    assert!(shown["chord"]["subscriptions"].as_u64().unwrap() >= 2);
-    run_agent(&mut s).unwrap();
-    let shown = wait_for_page(&mut browser, &page, &server.hub.get(&lane()).unwrap());
-    assert_eq!(shown["chord"]["errors"], 0);
 
     browser.close();
     runtime.block_on(server.stop()).unwrap();

@@ -1,6 +1,7 @@
 //! Faults: connections cut at random points (mid-headers, mid-chunk, mid-event), connections
-//! that go silent, server-side disconnects, and streams that do not decode or apply. Every
-//! replica resubscribes and converges to the producer's value.
+//! that go silent, server-side ends, and streams that do not decode or apply. Every replica
+//! converges to the producer's value; after a cut it resumes from its offset, never starting
+//! from a base batch again.
 //!
 //! `CHORD_FAULT_SEED` replays a run (the seed is printed); `CHORD_FAULT_REPLICAS` and
 //! `CHORD_FAULT_BATCHES` size it.
@@ -10,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chord::hub::{Address, Hub};
 use chord::replica::{Break, Replica};
-use chord::sse::{self, Sse};
+use chord::store::{recover, Address, Checkpoint, Durability, JsonlStore, LogWriter};
+use chord::streams::{self, Retention, Streams};
 use chord::track;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -165,15 +166,28 @@ fn replicas_behind_a_faulty_network_converge() {
         .unwrap();
     let _entered = runtime.enter();
 
-    let hub = Hub::builder().queue(128).build();
+    let dir = tempfile::tempdir().unwrap();
+    let grouped = Durability::Grouped {
+        max_batches: 64,
+        max_delay: Duration::from_millis(5),
+    };
+    let store = JsonlStore::open(dir.path().join("log.jsonl"), grouped).unwrap();
+    // Enough bases kept that no replica's offset is ever dropped: every break resumes.
+    let log = streams::Builder::new()
+        .retention(Retention::Bases(1_000))
+        .tail_records(64)
+        .build(store);
+    let mut writer = LogWriter::new(log.clone(), Checkpoint::Never);
     let lane = Address::new("lanes", "main");
     let (server_addr, proxy_addr, chaos, faults) = runtime.block_on(async {
         let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let server_addr = server.local_addr().unwrap();
-        let app = Sse::new(hub.clone())
+        // Server-side ends: every response ends after 150 ms, and the replica resumes.
+        let app = Streams::new(&log)
             .keep_alive(Duration::from_millis(50))
+            .sse_lifetime(Duration::from_millis(150))
             .router();
-        tokio::spawn(sse::serve(server, app, std::future::pending()));
+        tokio::spawn(streams::serve(server, app, std::future::pending()));
         let proxy = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy_addr = proxy.local_addr().unwrap();
         let chaos = Arc::new(AtomicBool::new(true));
@@ -190,10 +204,10 @@ fn replicas_behind_a_faulty_network_converge() {
 
     let mut rng = Rng::new(seed ^ 0xFEED);
     let mut producer = track(json!({"output": "", "n": 0, "transcript": [], "details": null}));
-    hub.publish(&lane, &producer.flush().unwrap()).unwrap();
+    writer.append(&lane, &producer.flush().unwrap()).unwrap();
 
-    let url = format!("http://{proxy_addr}{}", sse::stream_path(&lane));
-    let direct = format!("http://{server_addr}{}", sse::stream_path(&lane));
+    let url = format!("http://{proxy_addr}{}", streams::stream_path(&lane));
+    let direct = format!("http://{server_addr}{}", streams::stream_path(&lane));
     let followers: Vec<Replica> = (0..replicas)
         .map(|i| {
             // One replica talks to the server directly: it sees only server-side faults.
@@ -205,23 +219,23 @@ fn replicas_behind_a_faulty_network_converge() {
                 .unwrap()
         })
         .collect();
+    // Every replica has its base batch before the producer goes on.
+    runtime.block_on(async {
+        for replica in &followers {
+            let started = replica.wait_until(|s| s.value.is_some());
+            tokio::time::timeout(PATIENCE, started).await.unwrap();
+        }
+    });
 
+    let mut rebases = 0;
     for i in 1..=batches {
         step(&mut producer, i, &mut rng);
-        hub.publish(&lane, &producer.flush().unwrap()).unwrap();
-        // Server-side faults: the value is dropped and published anew, which ends every
-        // subscription, and the producer sometimes checkpoints with a base batch.
-        match rng.below(500) {
-            0 => {
-                hub.remove(&lane);
-                producer.rebase();
-                hub.publish(&lane, &producer.flush().unwrap()).unwrap();
-            }
-            1 => {
-                producer.rebase();
-                hub.publish(&lane, &producer.flush().unwrap()).unwrap();
-            }
-            _ => {}
+        writer.append(&lane, &producer.flush().unwrap()).unwrap();
+        // The producer sometimes checkpoints with a base batch, in the stream.
+        if rng.below(500) == 0 {
+            producer.rebase();
+            writer.append(&lane, &producer.flush().unwrap()).unwrap();
+            rebases += 1;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -229,7 +243,7 @@ fn replicas_behind_a_faulty_network_converge() {
     // The network heals; every replica must reach the producer's value.
     chaos.store(false, Ordering::Relaxed);
     let expected = serde_json::to_value(producer.get()).unwrap();
-    assert_eq!(hub.get(&lane), Some(expected.clone()));
+    assert_eq!(recover(&log, &lane).unwrap(), Some(expected.clone()));
     runtime.block_on(async {
         for (i, replica) in followers.iter().enumerate() {
             let reached = tokio::time::timeout(
@@ -245,15 +259,30 @@ fn replicas_behind_a_faulty_network_converge() {
             );
         }
     });
-    let subscriptions: u64 = followers.iter().map(|r| r.stats().subscriptions).sum();
+    let resumes: u64 = followers.iter().map(|r| r.stats().resumes).sum();
     let breaks: u64 = followers.iter().map(|r| r.stats().breaks).sum();
+    let bytes: u64 = followers.iter().map(|r| r.stats().bytes).sum();
     println!(
-        "proxy: {} connections, {} cut, {} frozen; replicas: {subscriptions} subscriptions, {breaks} breaks; hub: {:?}",
+        "proxy: {} connections, {} cut, {} frozen; replicas: {resumes} resumes, {breaks} breaks, {bytes} bytes; {rebases} bases written after the first",
         faults.connections.load(Ordering::Relaxed),
         faults.cut.load(Ordering::Relaxed),
         faults.frozen.load(Ordering::Relaxed),
-        hub.stats()
     );
+    for (i, replica) in followers.iter().enumerate() {
+        let stats = replica.stats();
+        // Started once from a base batch; every later connection resumed from its offset and
+        // received only the bases the producer wrote into the stream.
+        assert_eq!(
+            stats.subscriptions, 1,
+            "replica {i} restarted (seed {seed}): {stats:?}"
+        );
+        assert_eq!(
+            stats.bases,
+            1 + rebases,
+            "replica {i} (seed {seed}): {stats:?}"
+        );
+        assert!(stats.resumes > 0, "replica {i} never resumed: {stats:?}");
+    }
     assert!(
         faults.cut.load(Ordering::Relaxed) > 0,
         "the proxy cut connections"
@@ -264,97 +293,136 @@ fn replicas_behind_a_faulty_network_converge() {
     );
 }
 
-/// Answers the first connection with `broken`, closing it after, and every later one with
-/// `good`, kept open.
+/// Answers `HEAD` with a base offset, the first `GET` with `broken` (closing the connection
+/// after it), and every later `GET` with `good`, kept open.
 async fn canned_server(listener: TcpListener, broken: Vec<u8>, good: Vec<u8>) {
     let mut held = Vec::new();
-    for i in 0.. {
+    let mut gets = 0;
+    loop {
         let Ok((mut conn, _)) = listener.accept().await else {
             continue;
         };
-        // Read the request head before answering.
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            match conn.read(&mut byte).await {
-                Ok(1) => head.push(byte[0]),
-                _ => break,
+        loop {
+            // Read a request head before answering.
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match conn.read(&mut byte).await {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
             }
-        }
-        if i == 0 {
-            let _ = conn.write_all(&broken).await;
-        } else {
-            let _ = conn.write_all(&good).await;
-            held.push(conn);
+            if head.starts_with(b"HEAD ") {
+                let answer = "HTTP/1.1 200 OK\r\nchord-base-offset: 0000000000000000\r\ncontent-length: 0\r\n\r\n";
+                let _ = conn.write_all(answer.as_bytes()).await;
+                continue;
+            }
+            gets += 1;
+            if gets == 1 {
+                let _ = conn.write_all(&broken).await;
+            } else {
+                let _ = conn.write_all(&good).await;
+                held.push(conn);
+            }
+            break;
         }
     }
 }
 
+/// A `text/event-stream` response: each batch a `data` event and its `control` event.
 fn stream(events: &[&[u8]]) -> Vec<u8> {
     let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n".to_vec();
-    for event in events {
-        out.extend_from_slice(b"data: ");
+    for (i, event) in events.iter().enumerate() {
+        out.extend_from_slice(b"event: data\ndata: [");
         out.extend_from_slice(event);
-        out.extend_from_slice(b"\n\n");
+        out.extend_from_slice(b"]\n\nevent: control\ndata: ");
+        let control = format!(
+            "{{\"streamNextOffset\":\"{:016x}\",\"upToDate\":true}}\n\n",
+            i + 1
+        );
+        out.extend_from_slice(control.as_bytes());
     }
     out
 }
 
+/// What breaks, the response that breaks it, the break seen, then (starts, resumes).
+type Case = (&'static str, Vec<u8>, Break, (u64, u64));
+
 #[test]
-fn every_kind_of_break_ends_in_a_resubscription() {
+fn every_kind_of_break_ends_in_a_resume_or_a_restart() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     let base: &[u8] = br#"[["r",{"text":"a","n":1}]]"#;
-    let cases: Vec<(&str, Vec<u8>, Break)> = vec![
+    // What breaks, how, and then (starts from a base batch, resumes from an offset).
+    let cases: Vec<Case> = vec![
         (
             "an error status",
             b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n".to_vec(),
             Break::Status(503),
+            (1, 0),
+        ),
+        (
+            "gone",
+            b"HTTP/1.1 410 Gone\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            Break::Status(410),
+            (1, 0),
         ),
         (
             "not an event stream",
             b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi".to_vec(),
             Break::NotEventStream,
+            (1, 0),
         ),
         (
             "not HTTP",
             b"SSH-2.0-OpenSSH\r\n\r\n".to_vec(),
             Break::Connection(String::new()),
+            (1, 0),
         ),
         (
             "a first batch that is not a base batch",
             stream(&[br#"[["s",["n"],2]]"#]),
             Break::NotBase,
+            (1, 0),
         ),
         (
             "an id the stream never defined",
             stream(&[base, br#"[["a",7,"x"]]"#]),
             Break::Decode(String::new()),
+            (2, 0),
         ),
         (
             "not JSON",
             stream(&[base, b"[[\"a\""]),
             Break::Decode(String::new()),
+            (2, 0),
         ),
         (
             "a reserved segment",
             stream(&[base, br#"[["s",["__proto__"],1]]"#]),
             Break::Decode(String::new()),
+            (2, 0),
         ),
         (
             "a path that does not resolve",
             stream(&[base, br#"[["a",["nope"],"x"]]"#]),
             Break::Apply(String::new()),
+            (2, 0),
         ),
         (
             "bytes that are not UTF-8",
-            stream(&[base, b"\xff\xfe"]),
+            {
+                let mut s = stream(&[base]);
+                s.extend_from_slice(b"event: data\ndata: \xff\xfe\n\n");
+                s
+            },
             Break::Events(String::new()),
+            (1, 1),
         ),
-        ("a stream that ends", stream(&[base]), Break::Ended),
+        ("a stream that ends", stream(&[base]), Break::Ended, (1, 1)),
         (
             "a stream cut inside an event",
             {
@@ -362,13 +430,13 @@ fn every_kind_of_break_ends_in_a_resubscription() {
                 s[..s.len() - 12].to_vec()
             },
             Break::Ended,
+            (1, 1),
         ),
     ];
     let good = stream(&[base, br#"[["a",["text"],"b"],["s",["n"],2]]"#]);
     let kind = |b: &Break| std::mem::discriminant(b);
     runtime.block_on(async {
-        for (what, broken, expected) in cases {
-            let delivers_base = broken.windows(base.len()).any(|w| w == base);
+        for (what, broken, expected, (starts, resumes)) in cases {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let server = tokio::spawn(canned_server(listener, broken, good.clone()));
@@ -378,16 +446,19 @@ fn every_kind_of_break_ends_in_a_resubscription() {
                 .unwrap();
             let reached = tokio::time::timeout(
                 PATIENCE,
-                replica.wait_until(|s| s.value == Some(json!({"text": "ab", "n": 2}))),
+                replica.wait_until(|s| s.live && s.value == Some(json!({"text": "ab", "n": 2}))),
             )
             .await;
             let stats = replica.stats();
             assert!(reached.is_ok(), "{what}: never recovered: {stats:?}");
-            assert!(replica.is_live(), "{what}");
             assert_eq!(stats.breaks, 1, "{what}: {stats:?}");
-            let seen = stats.last_break.unwrap();
+            let seen = stats.last_break.clone().unwrap();
             assert_eq!(kind(&seen), kind(&expected), "{what}: {seen}");
-            assert_eq!(stats.subscriptions, 1 + u64::from(delivers_base), "{what}");
+            assert_eq!(
+                (stats.subscriptions, stats.resumes),
+                (starts, resumes),
+                "{what}: {stats:?}"
+            );
             println!("{what}: {seen}");
             server.abort();
         }

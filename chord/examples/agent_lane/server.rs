@@ -1,10 +1,11 @@
-//! The agent lane served live (the `sse` feature): a hub holding the lane, its Server-Sent
-//! Events stream, a web page that renders it with `js/chord-replica.mjs`, and a Rust replica
+//! The agent lane served live (the `live` feature): the lane's durable log served as a
+//! Durable Stream, a web page that renders it with `js/chord-replica.mjs`, and a Rust replica
 //! following it over HTTP.
 //!
 //! - `GET /`: the page (streaming text, tool output window, transcript, status).
 //! - `GET /chord-replica.mjs`: the JavaScript replica the page imports.
-//! - `GET /streams/lanes/main`: the lane's event stream.
+//! - `GET /streams/lanes/main?offset=..&live=sse` (and `HEAD`, catch-up, `live=long-poll`):
+//!   the lane's stream.
 
 use std::error::Error;
 use std::io;
@@ -15,10 +16,9 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use chord::hub::{Address, Hub};
 use chord::replica::Replica;
-use chord::sse::{self, Sse};
-use chord::Op;
+use chord::store::{Address, JsonlStore};
+use chord::streams::{self, Log, Streams};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -38,19 +38,18 @@ impl Stream {
         self.flush("new turn (base batch)")
     }
 
-    /// Publishes the lane to `hub` now, then every batch it flushes, pausing `pace` after
-    /// each.
-    pub(crate) fn publish_to(&mut self, hub: &Hub, pace: Duration) -> Result<(), Box<dyn Error>> {
-        let hub = hub.clone();
-        let address = lane();
-        // The lane is on the hub from now on; the next flush is a base batch too, so that
-        // changes not flushed yet are not applied twice.
-        hub.publish(&address, &[Op::Replace(self.state())])?;
-        self.lane.rebase();
-        self.sink = Some(Box::new(move |ops| {
-            hub.publish(&address, ops)?;
-            Ok(())
-        }));
+    /// The log the lane is written to, which the server serves.
+    pub(crate) fn log(&self) -> Log<JsonlStore> {
+        self.log.store().clone()
+    }
+
+    /// Makes sure the log holds the lane (a base batch now if it holds nothing yet), then
+    /// pauses `pace` after each batch so that a person (or a browser) can watch.
+    pub(crate) fn serve(&mut self, pace: Duration) -> Result<(), Box<dyn Error>> {
+        if self.log.wants_base(&self.address) {
+            self.lane.rebase();
+            self.flush("the lane's first base batch")?;
+        }
         self.pace = pace;
         Ok(())
     }
@@ -67,14 +66,14 @@ const PAGE: &str = include_str!("page.html");
 /// The dependency-free JavaScript replica.
 const MODULE: &str = include_str!("chord-replica.mjs");
 
-/// Where the lane lives in the hub (and in the durable log).
+/// Where the lane lives in the durable log.
 pub(crate) fn lane() -> Address {
     Address::new("lanes", "main")
 }
 
-/// The page, the module and the event streams.
-pub(crate) fn router(hub: Hub) -> Router {
-    Sse::new(hub)
+/// The page, the module and the streams.
+pub(crate) fn router(streams: Streams) -> Router {
+    streams
         .router()
         .route("/", get(page))
         .route("/chord-replica.mjs", get(module))
@@ -100,27 +99,24 @@ async fn module() -> impl IntoResponse {
     )
 }
 
-/// A running server: the hub it serves and where it listens.
+/// A running server: where it listens.
 pub(crate) struct LaneServer {
-    pub(crate) hub: Hub,
     pub(crate) addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<io::Result<()>>,
 }
 
 impl LaneServer {
-    /// Serves a new hub on 127.0.0.1:`port` (0 picks a free port).
-    pub(crate) async fn start(port: u16) -> io::Result<LaneServer> {
+    /// Serves `streams` on 127.0.0.1:`port` (0 picks a free port).
+    pub(crate) async fn start(port: u16, streams: Streams) -> io::Result<LaneServer> {
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
         let addr = listener.local_addr()?;
-        let hub = Hub::new();
         let (stop, stopped) = oneshot::channel::<()>();
-        let app = router(hub.clone());
-        let task = tokio::spawn(sse::serve(listener, app, async {
+        let app = router(streams);
+        let task = tokio::spawn(streams::serve(listener, app, async {
             let _ = stopped.await;
         }));
         Ok(LaneServer {
-            hub,
             addr,
             stop: Some(stop),
             task,
@@ -132,9 +128,9 @@ impl LaneServer {
         format!("http://{}/", self.addr)
     }
 
-    /// The lane's event stream's URL.
+    /// The lane's stream's URL.
     pub(crate) fn stream_url(&self) -> String {
-        format!("http://{}{}", self.addr, sse::stream_path(&lane()))
+        format!("http://{}{}", self.addr, streams::stream_path(&lane()))
     }
 
     /// Closes every connection and stops listening.
@@ -149,7 +145,7 @@ impl LaneServer {
     }
 }
 
-/// The example's `main` with the `sse` feature: the agent's turn as without it, also served
+/// The example's `main` with the `live` feature: the agent's turn as without it, also served
 /// live and checked against a Rust replica over HTTP; `--serve` then keeps going.
 pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -166,14 +162,14 @@ pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let server = runtime.block_on(LaneServer::start(port))?;
+    let pace = Duration::from_millis(if serve_forever { 60 } else { 2 });
+    s.serve(pace)?;
+    let server = runtime.block_on(LaneServer::start(port, Streams::new(&s.log())))?;
     println!(
-        "serving the lane at {} (events: {})",
+        "serving the lane at {} (stream: {})",
         server.url(),
         server.stream_url()
     );
-    let pace = Duration::from_millis(if serve_forever { 60 } else { 2 });
-    s.publish_to(&server.hub, pace)?;
     let replica = {
         let _entered = runtime.enter();
         Replica::connect(&server.stream_url())?
@@ -202,8 +198,8 @@ pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
     }
     let stats = replica.stats();
     println!(
-        "HTTP replica equals the producer: {} batches over {} subscription(s)",
-        stats.batches, stats.subscriptions
+        "HTTP replica equals the producer: {} batches, {} start(s) from a base batch, {} resume(s)",
+        stats.batches, stats.subscriptions, stats.resumes
     );
 
     if serve_forever {

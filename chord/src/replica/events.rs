@@ -1,9 +1,9 @@
 //! An incremental `text/event-stream` parser: bytes in, the data of each event out.
 //!
-//! It follows the HTML standard's rules for the fields chord's endpoint sends: lines end in
-//! CR, LF or CRLF (also split across reads); `data:` lines join with `\n`; a blank line ends
-//! an event; comments, `id:` and `retry:` are read past; events named by `event:` other than
-//! `message` are skipped. Unlike a browser it refuses, rather than repairs, what chord never
+//! It follows the HTML standard's rules for the fields a Durable Streams server sends: lines
+//! end in CR, LF or CRLF (also split across reads); `data:` lines join with `\n`; a blank line
+//! ends an event, named by its `event:` field (`message` without one); comments, `id:` and
+//! `retry:` are read past. Unlike a browser it refuses, rather than repairs, what chord never
 //! sends: text that is not UTF-8, and events or lines over a size bound.
 
 use std::fmt;
@@ -47,7 +47,16 @@ pub(crate) struct Parser {
 struct Event {
     data: String,
     has_data: bool,
-    skip: bool,
+    name: String,
+}
+
+/// One event: its name and its data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Dispatched {
+    /// The `event:` field, `message` when absent.
+    pub(crate) name: String,
+    /// The `data:` lines, joined.
+    pub(crate) data: String,
 }
 
 impl Parser {
@@ -74,8 +83,8 @@ impl Parser {
         self.pending.extend_from_slice(bytes);
     }
 
-    /// The data of the next complete event, if the bytes pushed so far hold one.
-    pub(crate) fn next_event(&mut self) -> Result<Option<String>, EventError> {
+    /// The next complete event, if the bytes pushed so far hold one.
+    pub(crate) fn next_event(&mut self) -> Result<Option<Dispatched>, EventError> {
         loop {
             let unread = &self.pending[self.pos..];
             if self.at_start {
@@ -128,13 +137,16 @@ impl Parser {
 }
 
 impl Event {
-    fn line(&mut self, line: &[u8], max: usize) -> Result<Option<String>, EventError> {
+    fn line(&mut self, line: &[u8], max: usize) -> Result<Option<Dispatched>, EventError> {
         if line.is_empty() {
             let data = std::mem::take(&mut self.data);
-            let dispatch = self.has_data && !self.skip;
+            let mut name = std::mem::take(&mut self.name);
+            let dispatch = self.has_data;
             self.has_data = false;
-            self.skip = false;
-            return Ok(dispatch.then_some(data));
+            if name.is_empty() {
+                name.push_str("message");
+            }
+            return Ok(dispatch.then_some(Dispatched { name, data }));
         }
         let line = std::str::from_utf8(line).map_err(|_| EventError::NotUtf8)?;
         if line.starts_with(':') {
@@ -155,7 +167,12 @@ impl Event {
                     return Err(EventError::TooLarge(max));
                 }
             }
-            "event" => self.skip = !value.is_empty() && value != "message",
+            "event" => {
+                if value.len() > max {
+                    return Err(EventError::TooLarge(max));
+                }
+                self.name = value.to_owned();
+            }
             _ => {} // id, retry, and fields the standard says to ignore
         }
         Ok(None)
@@ -172,7 +189,9 @@ mod tests {
         for chunk in chunks {
             parser.push(chunk);
             while let Some(event) = parser.next_event()? {
-                out.push(event);
+                if event.name == "message" {
+                    out.push(event.data);
+                }
             }
         }
         Ok(out)
@@ -196,9 +215,16 @@ mod tests {
     }
 
     #[test]
-    fn data_lines_join_and_other_events_are_skipped() {
+    fn data_lines_join_and_events_keep_their_names() {
         let text = b"\xEF\xBB\xBFdata: a\ndata\ndata:  b\n\nevent: other\ndata: x\n\nevent: message\ndata: y\n\ndata: partial";
         assert_eq!(events(&[text]).unwrap(), ["a\n\n b", "y"]);
+        let mut parser = Parser::new(1024);
+        parser.push(b"event: control\ndata: {}\n\n");
+        let event = parser.next_event().unwrap().unwrap();
+        assert_eq!(
+            (event.name.as_str(), event.data.as_str()),
+            ("control", "{}")
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The task behind a replica: follows one subscription after another, rebuilding from each
-//! base batch, with a jittered backoff between them.
+//! The task behind a replica: follows the stream connection after connection, resuming each
+//! from the offset the last one reached, and restarting from the latest base batch when the
+//! server no longer serves that offset or a batch did not decode or apply.
 
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -9,17 +10,21 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HOST};
-use hyper::{Request, StatusCode};
+use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use serde_json::value::RawValue;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::events::Parser;
+use super::events::{Dispatched, Parser};
 use super::stats::Counters;
 use super::target::Target;
 use super::{Break, Builder, State};
 use crate::{apply, is_base, Decoder};
+
+/// The header naming the offset before the latest base batch (see `streams`).
+const BASE_OFFSET: &str = "chord-base-offset";
 
 /// The task behind a [`Replica`](super::Replica).
 pub(super) struct Follower {
@@ -29,13 +34,25 @@ pub(super) struct Follower {
     pub(super) stats: Arc<Counters>,
 }
 
+/// Where the replica stands in its stream: the offset its value reflects and the decoder that
+/// has read everything up to it. `None`: start again from the latest base batch.
+#[derive(Default)]
+struct Position {
+    offset: Option<String>,
+    decoder: Decoder,
+}
+
 impl Follower {
     /// Follows the stream until the task is aborted.
     pub(super) async fn run(self) {
         let mut backoff = self.config.backoff_min;
         let mut jitter = Jitter::new(Arc::as_ptr(&self.stats) as usize as u64);
+        let mut at = Position::default();
         loop {
-            let (why, delivered) = self.follow().await;
+            let (why, delivered) = self.follow(&mut at).await;
+            if why.restarts() {
+                at = Position::default();
+            }
             // The reason first, then the count: whoever sees the count sees its reason.
             *self
                 .stats
@@ -53,16 +70,18 @@ impl Follower {
         }
     }
 
-    /// Follows one subscription until it breaks. Whether it delivered its base batch.
-    async fn follow(&self) -> (Break, bool) {
+    /// Follows one connection until it breaks. Whether it delivered a control event.
+    async fn follow(&self, at: &mut Position) -> (Break, bool) {
+        let resuming = at.offset.is_some();
         // A server (or a proxy) that accepts and then says nothing counts as silent too.
-        let mut body = match tokio::time::timeout(self.config.idle_timeout, self.open()).await {
+        let opened = tokio::time::timeout(self.config.idle_timeout, self.open(at)).await;
+        let mut body = match opened {
             Ok(Ok(body)) => body,
             Ok(Err(why)) => return (why, false),
             Err(_) => return (Break::Idle, false),
         };
         let mut parser = Parser::new(self.config.max_event);
-        let mut decoder = Decoder::new();
+        let mut pending: Option<String> = None;
         let mut delivered = false;
         loop {
             let frame =
@@ -75,6 +94,9 @@ impl Follower {
             let Ok(data) = frame.into_data() else {
                 continue; // trailers
             };
+            self.stats
+                .bytes
+                .fetch_add(data.len() as u64, Ordering::Relaxed);
             parser.push(&data);
             loop {
                 let event = match parser.next_event() {
@@ -82,75 +104,177 @@ impl Follower {
                     Ok(None) => break,
                     Err(e) => return (Break::Events(e.to_string()), delivered),
                 };
-                if let Err(why) = self.batch(&mut decoder, &event, delivered) {
+                if let Err(why) = self.event(at, event, &mut pending) {
                     return (why, delivered);
                 }
-                delivered = true;
+                if !delivered && at.offset.is_some() && pending.is_none() {
+                    delivered = true;
+                    let count = if resuming {
+                        &self.stats.resumes
+                    } else {
+                        &self.stats.subscriptions
+                    };
+                    count.fetch_add(1, Ordering::Relaxed);
+                    self.state
+                        .send_if_modified(|s| !std::mem::replace(&mut s.live, true));
+                }
             }
         }
     }
 
-    /// Decodes and applies one event: the first of a subscription must be a base batch.
-    fn batch(&self, decoder: &mut Decoder, event: &str, following: bool) -> Result<(), Break> {
+    /// Takes one event: a `data` event waits for the `control` event after it, which says
+    /// the offset its batches reach; both are applied together, so the offset the replica
+    /// holds always matches its value.
+    fn event(
+        &self,
+        at: &mut Position,
+        event: Dispatched,
+        pending: &mut Option<String>,
+    ) -> Result<(), Break> {
+        match event.name.as_str() {
+            "data" => {
+                if pending.replace(event.data).is_some() {
+                    return Err(Break::Events(
+                        "two data events without a control event".into(),
+                    ));
+                }
+                Ok(())
+            }
+            "control" => {
+                let control: serde_json::Value = serde_json::from_str(&event.data)
+                    .map_err(|e| Break::Events(format!("a control event: {e}")))?;
+                let next = control
+                    .get("streamNextOffset")
+                    .and_then(serde_json::Value::as_str)
+                    .ok_or_else(|| {
+                        Break::Events("a control event without streamNextOffset".into())
+                    })?
+                    .to_owned();
+                if let Some(data) = pending.take() {
+                    let batches: Vec<&RawValue> = serde_json::from_str(&data).map_err(|e| {
+                        Break::Decode(format!("a data event is no JSON array: {e}"))
+                    })?;
+                    for batch in batches {
+                        let fresh = at.offset.is_none();
+                        self.batch(&mut at.decoder, batch.get(), fresh)?;
+                        // Only the first batch of a fresh start starts from nothing.
+                        at.offset.get_or_insert_with(String::new);
+                    }
+                }
+                at.offset = Some(next);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Decodes and applies one batch: the first of a fresh start must be a base batch.
+    fn batch(&self, decoder: &mut Decoder, text: &str, fresh: bool) -> Result<(), Break> {
         let ops = decoder
-            .decode_str(event)
+            .decode_str(text)
             .map_err(|e| Break::Decode(e.to_string()))?;
-        if !following {
-            if !is_base(&ops) {
+        let base = is_base(&ops);
+        if fresh {
+            if !base {
                 return Err(Break::NotBase);
             }
-            let mut fresh = None;
-            apply(&mut fresh, ops).map_err(|e| Break::Apply(e.to_string()))?;
+            let mut value = None;
+            apply(&mut value, ops).map_err(|e| Break::Apply(e.to_string()))?;
             // Counted before the new state is published: whoever sees the state change
             // also sees the counters that go with it.
-            self.stats.subscriptions.fetch_add(1, Ordering::Relaxed);
+            self.stats.bases.fetch_add(1, Ordering::Relaxed);
             self.stats.batches.fetch_add(1, Ordering::Relaxed);
-            self.state.send_modify(|s| {
-                s.value = fresh;
-                s.live = true;
-            });
-        } else {
-            let mut failed = None;
-            self.state
-                .send_if_modified(|s| match apply(&mut s.value, ops) {
-                    Ok(()) => {
-                        // Inside the update, so before the watchers are told.
-                        self.stats.batches.fetch_add(1, Ordering::Relaxed);
-                        true
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        false
-                    }
-                });
-            if let Some(e) = failed {
-                return Err(Break::Apply(e.to_string()));
-            }
+            self.state.send_modify(|s| s.value = value);
+            return Ok(());
         }
-        Ok(())
+        let mut failed = None;
+        self.state
+            .send_if_modified(|s| match apply(&mut s.value, ops) {
+                Ok(()) => {
+                    // Inside the update, so before the watchers are told.
+                    if base {
+                        self.stats.bases.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            });
+        match failed {
+            Some(e) => Err(Break::Apply(e.to_string())),
+            None => Ok(()),
+        }
     }
 
-    /// Connects and sends the request; the response body once it is an event stream.
-    async fn open(&self) -> Result<Connection, Break> {
+    /// Opens an HTTP/1 connection to the server.
+    async fn connect(&self) -> Result<Connection, Break> {
         let broken = |e: &dyn fmt::Display| Break::Connection(e.to_string());
         let stream = TcpStream::connect((self.target.host.as_str(), self.target.port))
             .await
             .map_err(|e| broken(&e))?;
         let _ = stream.set_nodelay(true);
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| broken(&e))?;
-        let driver = tokio::spawn(connection);
-        let request = Request::get(self.target.path.as_str())
+        Ok(Connection {
+            sender,
+            driver: tokio::spawn(connection),
+        })
+    }
+
+    /// Sends one request on `connection`.
+    async fn send(
+        &self,
+        connection: &mut Connection,
+        method: Method,
+        path: &str,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, Break> {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
             .header(HOST, self.target.authority.clone())
             .header(ACCEPT, "text/event-stream")
             .header(CACHE_CONTROL, "no-cache")
             .body(Empty::<Bytes>::new())
-            .map_err(|e| broken(&e))?;
-        let response = sender.send_request(request).await.map_err(|e| broken(&e))?;
+            .map_err(|e| Break::Connection(e.to_string()))?;
+        connection
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| Break::Connection(e.to_string()))
+    }
+
+    /// Asks the server for the offset before the latest base batch (`HEAD`), then opens the
+    /// SSE response from there, or from the offset the replica holds.
+    async fn open(&self, at: &Position) -> Result<Body, Break> {
+        let mut connection = self.connect().await?;
+        let offset = match &at.offset {
+            Some(offset) => offset.clone(),
+            None => {
+                let head = self
+                    .send(&mut connection, Method::HEAD, &self.target.path)
+                    .await?;
+                if head.status() != StatusCode::OK {
+                    return Err(Break::Status(head.status().as_u16()));
+                }
+                head.headers()
+                    .get(BASE_OFFSET)
+                    .and_then(|v| v.to_str().ok())
+                    .map_or_else(|| "-1".to_owned(), str::to_owned)
+            }
+        };
+        let joiner = if self.target.path.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let path = format!("{}{joiner}offset={offset}&live=sse", self.target.path);
+        let response = self.send(&mut connection, Method::GET, &path).await?;
         let status = response.status();
         if status != StatusCode::OK {
-            driver.abort();
             return Err(Break::Status(status.as_u16()));
         }
         let is_events = response
@@ -159,19 +283,18 @@ impl Follower {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
         if !is_events {
-            driver.abort();
             return Err(Break::NotEventStream);
         }
-        Ok(Connection {
+        Ok(Body {
             body: response.into_body(),
-            driver,
+            _connection: connection,
         })
     }
 }
 
-/// A response body and the task driving its connection, closed together.
+/// An HTTP/1 connection: its request sender and the task driving it, closed together.
 struct Connection {
-    body: hyper::body::Incoming,
+    sender: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
     driver: JoinHandle<Result<(), hyper::Error>>,
 }
 
@@ -179,6 +302,12 @@ impl Drop for Connection {
     fn drop(&mut self) {
         self.driver.abort();
     }
+}
+
+/// A response body and the connection it arrives on.
+struct Body {
+    body: hyper::body::Incoming,
+    _connection: Connection,
 }
 
 /// A small xorshift generator spreading backoffs.

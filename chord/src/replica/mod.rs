@@ -1,15 +1,20 @@
-//! A Rust replica: follows a value's Server-Sent Events stream over HTTP and keeps it current.
+//! A Rust replica: follows a value's Durable Stream over HTTP and keeps it current.
 //!
-//! [`Replica::connect`] starts a task that subscribes to a stream served by
-//! [`sse`](crate::sse) (or anything speaking the same protocol), decodes each event with its
-//! own [`Decoder`], and applies it. The value is readable at any time
-//! ([`value`](Replica::value), [`value_as`](Replica::value_as)) and every change is announced
-//! on a [`watch`] channel ([`watch`](Replica::watch)).
+//! [`Replica::connect`] starts a task that reads a stream served by
+//! [`streams`](crate::streams) (`live=sse`), decodes each batch with its own [`Decoder`], and
+//! applies it. The value is readable at any time ([`value`](Replica::value),
+//! [`value_as`](Replica::value_as)) and every change is announced on a [`watch`] channel
+//! ([`watch`](Replica::watch)).
 //!
-//! On any break (the connection drops or stalls, the server answers an error, an event does
-//! not decode or does not apply, the first batch is not a base batch) the replica resubscribes
-//! after a short backoff and rebuilds from the new subscription's base batch with a fresh
-//! decoder. Until then it keeps the last value it had, marked not [`live`](State::live).
+//! It starts at the latest base batch (a `HEAD` finds its offset, `Chord-Base-Offset`). A
+//! `data` event is applied together with the `control` event after it, whose
+//! `streamNextOffset` the replica keeps. When the connection drops, stalls, or the server
+//! ends it (every minute, as the protocol advises), the replica reconnects after a short
+//! backoff and *resumes* from that offset with the same decoder: it receives only the batches
+//! it missed, no base batch. It starts again from the latest base with a fresh decoder only
+//! when the server answers `410 Gone` (the offset is before the oldest base kept) or `404`,
+//! or a batch did not decode or apply ([`Break::restarts`]). Meanwhile it keeps its value,
+//! marked not [`live`](State::live).
 //!
 //! Plain `http://` only: put TLS in front of the server, or follow the stream with another
 //! client and the same decoder and applier.

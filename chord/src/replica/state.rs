@@ -6,9 +6,10 @@ use serde_json::Value;
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct State {
-    /// The value, once a base batch has arrived. After a break it stays at the last value
-    /// until the next subscription's base batch replaces it.
+    /// The value, once a base batch has arrived. After a break it stays at the last value;
+    /// the next connection resumes from it (or, on a restart, a base batch replaces it).
     pub value: Option<Value>,
-    /// Whether the replica is following its stream now (between a base batch and a break).
+    /// Whether the replica is following its stream now (from a connection's first event to
+    /// its break).
     pub live: bool,
 }

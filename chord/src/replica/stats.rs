@@ -8,8 +8,16 @@ use std::sync::{Mutex, PoisonError};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Subscriptions that delivered their base batch.
+    /// Connections that started from the latest base batch (the first, and each restart after
+    /// a `410 Gone` or a batch that did not decode or apply) and delivered it.
     pub subscriptions: u64,
+    /// Connections that resumed from the offset the replica held (no base batch) and
+    /// delivered their first event.
+    pub resumes: u64,
+    /// Base batches applied: one per start, plus any the producer wrote into the stream.
+    pub bases: u64,
+    /// Bytes of event streams received.
+    pub bytes: u64,
     /// Batches applied, base batches included.
     pub batches: u64,
     /// Subscriptions (or attempts) that ended.
@@ -18,13 +26,14 @@ pub struct Stats {
     pub last_break: Option<Break>,
 }
 
-/// Why a subscription ended, from [`Stats::last_break`].
+/// Why a connection ended, from [`Stats::last_break`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Break {
     /// Connecting, sending the request or reading the response failed.
     Connection(String),
-    /// The server answered with a status other than 200.
+    /// The server answered with a status other than 200 (`410`: the offset is no longer
+    /// served, and the replica restarts from the latest base batch).
     Status(u16),
     /// The response is not `text/event-stream`.
     NotEventStream,
@@ -36,7 +45,7 @@ pub enum Break {
     Events(String),
     /// An event did not decode as a wire batch.
     Decode(String),
-    /// The first batch of a subscription was not a base batch.
+    /// The first batch of a start was not a base batch.
     NotBase,
     /// A batch did not apply to the replica's value.
     Apply(String),
@@ -52,11 +61,21 @@ impl fmt::Display for Break {
             Break::Idle => f.write_str("the stream went silent"),
             Break::Events(e) => write!(f, "unreadable event stream: {e}"),
             Break::Decode(e) => write!(f, "a batch did not decode: {e}"),
-            Break::NotBase => {
-                f.write_str("the first batch of the subscription is not a base batch")
-            }
+            Break::NotBase => f.write_str("the first batch of a start is not a base batch"),
             Break::Apply(e) => write!(f, "a batch did not apply: {e}"),
         }
+    }
+}
+
+impl Break {
+    /// Whether the replica must start again from the latest base batch: the server no longer
+    /// serves its offset (410) or the stream (404), or its decoder or value can no longer be
+    /// trusted. Other breaks resume from the offset held.
+    pub fn restarts(&self) -> bool {
+        matches!(
+            self,
+            Break::Status(404 | 410) | Break::Decode(_) | Break::NotBase | Break::Apply(_)
+        )
     }
 }
 
@@ -64,6 +83,9 @@ impl fmt::Display for Break {
 #[derive(Debug, Default)]
 pub(super) struct Counters {
     pub(super) subscriptions: AtomicU64,
+    pub(super) resumes: AtomicU64,
+    pub(super) bases: AtomicU64,
+    pub(super) bytes: AtomicU64,
     pub(super) batches: AtomicU64,
     pub(super) breaks: AtomicU64,
     pub(super) last_break: Mutex<Option<Break>>,
@@ -74,6 +96,9 @@ impl Counters {
     pub(super) fn snapshot(&self) -> Stats {
         Stats {
             subscriptions: self.subscriptions.load(Ordering::Relaxed),
+            resumes: self.resumes.load(Ordering::Relaxed),
+            bases: self.bases.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
             batches: self.batches.load(Ordering::Relaxed),
             breaks: self.breaks.load(Ordering::Relaxed),
             last_break: self

@@ -1,0 +1,37 @@
+//! [`Retention`]: how much of each log readers may still read.
+
+/// How much history a stream serves: readers may resume anywhere from the oldest *kept* base
+/// batch on; an offset before it answers `410 Gone`, and the client restarts from the latest
+/// base.
+///
+/// Retention is applied to what the server serves (the records before the oldest kept base
+/// are never read again); the records stay in the store file until the store is compacted
+/// by other means.
+///
+/// ```
+/// use chord::streams::Retention;
+/// assert_eq!(Retention::default(), Retention::Bases(4));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Retention {
+    /// Keep the last `n` base batches (at least 1) and everything after the oldest of them.
+    /// With a [`Checkpoint`](crate::store::Checkpoint) of `b` batches, a reader can resume
+    /// after a gap of about `(n - 1) * b` batches without a new base.
+    Bases(usize),
+}
+
+impl Default for Retention {
+    /// [`Retention::Bases`]`(4)`.
+    fn default() -> Self {
+        Retention::Bases(4)
+    }
+}
+
+impl Retention {
+    pub(crate) fn bases(self) -> usize {
+        match self {
+            Retention::Bases(n) => n.max(1),
+        }
+    }
+}

@@ -1,0 +1,701 @@
+//! [`Streams`]: the axum router serving every address's log as a Durable Stream.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes as BodyBytes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use bytes::Bytes;
+use http_body::Frame;
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
+
+use super::log::Source;
+use super::offset::Start;
+use super::tail::{Entry, Found, Tail};
+use super::write::{self, Authorize, Write, WriteRequest};
+use super::{frame, Log, Offset};
+use crate::store::{Address, Record, Store};
+
+/// The route the router serves: a value's stream by namespace and key, each one path segment
+/// (percent-encode a `/` inside them; [`stream_path`] does).
+pub const ROUTE: &str = "/streams/{namespace}/{key}";
+
+/// The header, on every response for a stream, naming the offset just before its latest base
+/// batch: where a reader with no state starts (`GET ...?offset=<it>`), so that it needs only
+/// a fresh decoder and replays the least.
+pub const BASE_OFFSET_HEADER: &str = "chord-base-offset";
+
+/// The longest namespace or key, in bytes, the router accepts.
+pub const MAX_NAME: usize = 1024;
+
+/// The default [`Streams::long_poll`] timeout.
+pub const DEFAULT_LONG_POLL: Duration = Duration::from_secs(20);
+
+/// The default [`Streams::sse_lifetime`].
+pub const DEFAULT_SSE_LIFETIME: Duration = Duration::from_secs(60);
+
+/// The default interval of keep-alive comments on an idle SSE response.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The default `Cache-Control` of catch-up and long-poll reads.
+pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";
+
+/// Most bytes of batches in one catch-up response or SSE `data` event (a single larger
+/// record is sent whole).
+const CHUNK: usize = 256 * 1024;
+
+/// Serves every address of a [`Log`] as a [Durable Stream] (`application/json`, each message
+/// one wire batch exactly as stored) at [`ROUTE`].
+///
+/// The read path, for every backend: catch-up reads (`GET ?offset=`), `live=long-poll`,
+/// `live=sse` (`data` and `control` events), `HEAD`; `Stream-Next-Offset`,
+/// `Stream-Up-To-Date`, `Stream-Cursor`, `ETag` (`If-None-Match` answers 304) and
+/// `Cache-Control`; 400 for a malformed offset or name, 404 for an address with no records,
+/// 410 for an offset before the oldest base batch kept (see [`Retention`](super::Retention))
+/// or beyond the tail.
+///
+/// Where a reader starts: `offset=-1` (or none) reads from the oldest base kept;
+/// [`BASE_OFFSET_HEADER`] on every response names the offset before the *latest* base, which
+/// a fresh replica uses (a `HEAD` first, or any earlier response). Either way the first
+/// message is a base batch and a fresh [`Decoder`](crate::Decoder) decodes from there; a
+/// reader resuming from an offset it was given gets only the records after it and keeps its
+/// decoder.
+///
+/// Every reader at the tail is sent the same bytes, framed once per record by the log's tail
+/// cache; a reader that falls behind the cache reads the store from its own offset (nothing
+/// is queued per reader, so a slow reader holds no memory but its socket's).
+///
+/// The write side (`PUT`, `POST`, `DELETE`) answers 405 unless [`writes`](Streams::writes)
+/// enables it with an authorization hook.
+///
+/// [Durable Stream]: https://github.com/durable-streams/durable-streams
+///
+/// ```
+/// use chord::store::JsonlStore;
+/// use chord::streams::{Log, Streams};
+/// # let dir = tempfile::tempdir()?;
+/// let log = Log::new(JsonlStore::open(dir.path().join("log.jsonl"), Default::default())?);
+/// let app: axum::Router = Streams::new(&log)
+///     .router()
+///     .route("/health", axum::routing::get(|| async { "ok" }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct Streams {
+    source: Arc<dyn Source>,
+    long_poll: Duration,
+    sse_lifetime: Duration,
+    keep_alive: Duration,
+    cache_control: HeaderValue,
+    authorize: Option<Authorize>,
+}
+
+impl std::fmt::Debug for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams")
+            .field("long_poll", &self.long_poll)
+            .field("sse_lifetime", &self.sse_lifetime)
+            .field("writes", &self.authorize.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Streams {
+    /// Serves `log`'s addresses, read-only, with the defaults.
+    pub fn new<S: Store + Send + 'static>(log: &Log<S>) -> Streams {
+        Streams {
+            source: log.source(),
+            long_poll: DEFAULT_LONG_POLL,
+            sse_lifetime: DEFAULT_SSE_LIFETIME,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
+            authorize: None,
+        }
+    }
+
+    /// How long a long-poll waits for a record before answering 204 (default
+    /// [`DEFAULT_LONG_POLL`]).
+    pub fn long_poll(mut self, timeout: Duration) -> Streams {
+        self.long_poll = timeout;
+        self
+    }
+
+    /// How long an SSE response lasts before the server ends it and the client reconnects
+    /// from its offset (default [`DEFAULT_SSE_LIFETIME`], as the protocol advises).
+    pub fn sse_lifetime(mut self, lifetime: Duration) -> Streams {
+        self.sse_lifetime = lifetime;
+        self
+    }
+
+    /// Sends an SSE comment after `every` without an event (default [`DEFAULT_KEEP_ALIVE`]).
+    pub fn keep_alive(mut self, every: Duration) -> Streams {
+        self.keep_alive = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The `Cache-Control` of catch-up and long-poll reads (default
+    /// [`DEFAULT_CACHE_CONTROL`]; `public, ...` for streams every user may read).
+    pub fn cache_control(mut self, value: HeaderValue) -> Streams {
+        self.cache_control = value;
+        self
+    }
+
+    /// Enables the protocol's write side: `PUT` (create, or confirm), `POST` (append wire
+    /// batches; the body is one JSON array of them), nothing else. Every request goes through
+    /// `authorize` first; one it refuses answers 403 and changes nothing.
+    ///
+    /// Appends go to the log like a producer's, checked as [`Store::append`] checks them.
+    /// Only for streams no producer in the process writes to: a [`LogWriter`]'s encoder does
+    /// not know the batches appended here, so its later path ids could clash.
+    ///
+    /// [`LogWriter`]: crate::store::LogWriter
+    pub fn writes<F>(mut self, authorize: F) -> Streams
+    where
+        F: Fn(&WriteRequest<'_>) -> bool + Send + Sync + 'static,
+    {
+        self.authorize = Some(Arc::new(authorize));
+        self
+    }
+
+    /// The router: [`ROUTE`]. Add routes to it, or nest it under a prefix.
+    pub fn router(self) -> Router {
+        Router::new()
+            .route(ROUTE, any(handle))
+            .with_state(Arc::new(self))
+    }
+
+    /// A router serving one namespace's streams at `{prefix}/{key}` (`prefix` starts with a
+    /// `/`), for clients that expect one path segment per stream, e.g. the protocol's
+    /// conformance suite (`/v1/stream/{key}`).
+    ///
+    /// ```
+    /// use chord::streams::{Log, Streams};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let log = Log::new(chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?);
+    /// let app: axum::Router = Streams::new(&log).namespace_router("/v1/stream", "v1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn namespace_router(self, prefix: &str, namespace: &str) -> Router {
+        let namespace: Arc<str> = namespace.into();
+        let streams = Arc::new(self);
+        let serve = move |method: Method,
+                          path: Result<Path<String>, PathRejection>,
+                          query: Query<HashMap<String, String>>,
+                          headers: HeaderMap,
+                          body: BodyBytes| {
+            let streams = Arc::clone(&streams);
+            let namespace = Arc::clone(&namespace);
+            async move {
+                let Ok(Path(key)) = path else {
+                    return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
+                };
+                serve_address(
+                    streams,
+                    method,
+                    (namespace.to_string(), key),
+                    query,
+                    headers,
+                    body,
+                )
+                .await
+            }
+        };
+        Router::new().route(&format!("{prefix}/{{key}}"), any(serve))
+    }
+}
+
+/// The path of `address`'s stream under [`ROUTE`], percent-encoded.
+///
+/// ```
+/// use chord::store::Address;
+/// use chord::streams::stream_path;
+/// assert_eq!(stream_path(&Address::new("lanes", "main")), "/streams/lanes/main");
+/// assert_eq!(stream_path(&Address::new("sessions/42", "a b")), "/streams/sessions%2F42/a%20b");
+/// ```
+pub fn stream_path(address: &Address) -> String {
+    format!(
+        "/streams/{}/{}",
+        percent_encode(&address.namespace),
+        percent_encode(&address.key)
+    )
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > MAX_NAME {
+        return Err("a namespace or key must be 1 to 1024 bytes\n");
+    }
+    if name.chars().any(char::is_control) {
+        return Err("a namespace or key must not hold control characters\n");
+    }
+    Ok(())
+}
+
+fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+    let mut r = (status, text.into()).into_response();
+    security(r.headers_mut());
+    r
+}
+
+fn security(headers: &mut HeaderMap) {
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("cross-origin"),
+    );
+}
+
+fn offset_value(seq: u64) -> HeaderValue {
+    HeaderValue::from_str(&Offset::from_seq(seq).to_string()).expect("hex digits")
+}
+
+async fn handle(
+    State(streams): State<Arc<Streams>>,
+    method: Method,
+    path: Result<Path<(String, String)>, PathRejection>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: BodyBytes,
+) -> Response {
+    let Ok(Path(names)) = path else {
+        return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
+    };
+    serve_address(streams, method, names, Query(query), headers, body).await
+}
+
+async fn serve_address(
+    streams: Arc<Streams>,
+    method: Method,
+    (namespace, key): (String, String),
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: BodyBytes,
+) -> Response {
+    if let Err(why) = check_name(&namespace).and_then(|()| check_name(&key)) {
+        return plain(StatusCode::BAD_REQUEST, why);
+    }
+    let address = Address::new(namespace, key);
+    let write = match method {
+        Method::GET | Method::HEAD => None,
+        Method::PUT => Some(Write::Create),
+        Method::POST => Some(Write::Append),
+        Method::DELETE => Some(Write::Delete),
+        _ => return write::not_allowed(),
+    };
+    if let Some(write) = write {
+        let request = WriteRequest {
+            write,
+            address: &address,
+            headers: &headers,
+        };
+        match &streams.authorize {
+            None => return write::not_allowed(),
+            Some(authorize) if !authorize(&request) => {
+                return plain(StatusCode::FORBIDDEN, "not authorized\n")
+            }
+            Some(_) => {}
+        }
+        let tail = match load(&streams, &address).await {
+            Ok(tail) => tail,
+            Err(response) => return *response,
+        };
+        let source = Arc::clone(&streams.source);
+        return write::handle(source, tail, write, &address, &headers, &body).await;
+    }
+    let tail = match load(&streams, &address).await {
+        Ok(Some(tail)) => tail,
+        Ok(None) => return plain(StatusCode::NOT_FOUND, "no such stream\n"),
+        Err(response) => return *response,
+    };
+    if method == Method::HEAD {
+        return head(&tail);
+    }
+    let start = match Start::parse(query.get("offset").map(String::as_str)) {
+        Ok(start) => start,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, format!("{e}\n")),
+    };
+    let cursor = match query.get("cursor").map(|c| c.parse::<u64>()) {
+        None => None,
+        Some(Ok(c)) => Some(c),
+        Some(Err(_)) => None, // a cursor is only a cache key: an unknown one is no error
+    };
+    let reader = Reader {
+        streams: Arc::clone(&streams),
+        address,
+        tail,
+    };
+    match query.get("live").map(String::as_str) {
+        None => reader.catch_up(start, &headers).await,
+        Some("long-poll") => {
+            if !query.contains_key("offset") {
+                return plain(StatusCode::BAD_REQUEST, "live=long-poll needs an offset\n");
+            }
+            reader.long_poll(start, cursor).await
+        }
+        Some("sse") => reader.sse(start, cursor),
+        Some(other) => plain(
+            StatusCode::BAD_REQUEST,
+            format!("unknown live mode {other:?}: expected long-poll or sse\n"),
+        ),
+    }
+}
+
+async fn load(streams: &Streams, address: &Address) -> Result<Option<Arc<Tail>>, Box<Response>> {
+    let source = Arc::clone(&streams.source);
+    let at = address.clone();
+    // Loading reads the store: not on a runtime worker.
+    match tokio::task::spawn_blocking(move || source.tail(&at)).await {
+        Ok(Ok(tail)) => Ok(tail),
+        Ok(Err(e)) => Err(Box::new(plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("reading {address}: {e}\n"),
+        ))),
+        Err(_) => Err(Box::new(plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the read was cancelled\n",
+        ))),
+    }
+}
+
+/// The metadata every response for a stream carries.
+fn stream_headers(headers: &mut HeaderMap, tail: &Tail) {
+    let position = tail.position();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(BASE_OFFSET_HEADER, offset_value(position.base));
+    security(headers);
+}
+
+fn head(tail: &Tail) -> Response {
+    let mut r = Response::new(Body::empty());
+    let h = r.headers_mut();
+    stream_headers(h, tail);
+    h.insert("stream-next-offset", offset_value(tail.position().last));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// One read of one stream.
+struct Reader {
+    streams: Arc<Streams>,
+    address: Address,
+    tail: Arc<Tail>,
+}
+
+/// A chunk of records read from the cache or the store.
+enum Chunk {
+    Entries(Vec<Arc<Entry>>),
+    Records(Vec<Record>),
+}
+
+impl Chunk {
+    fn is_empty(&self) -> bool {
+        match self {
+            Chunk::Entries(e) => e.is_empty(),
+            Chunk::Records(r) => r.is_empty(),
+        }
+    }
+
+    fn last_seq(&self) -> Option<u64> {
+        match self {
+            Chunk::Entries(e) => e.last().map(|e| e.seq),
+            Chunk::Records(r) => r.last().map(|r| r.seq),
+        }
+    }
+
+    fn batches(&self) -> Vec<&str> {
+        match self {
+            Chunk::Entries(e) => e.iter().map(|e| &*e.batch).collect(),
+            Chunk::Records(r) => r.iter().map(|r| r.batch.as_str()).collect(),
+        }
+    }
+}
+
+impl Reader {
+    /// Where `start` is, as a seq: `None` for `now`.
+    fn resolve(&self, start: Start) -> u64 {
+        let position = self.tail.position();
+        match start {
+            Start::Beginning => position.floor,
+            Start::Now => position.last,
+            Start::At(offset) => offset.seq(),
+        }
+    }
+
+    /// The records after `after`, from the cache or else the store. `None`: gone.
+    async fn chunk(&self, after: u64) -> Result<Option<Chunk>, Response> {
+        match self.tail.read(after, CHUNK) {
+            Found::Entries(entries) => Ok(Some(Chunk::Entries(entries))),
+            Found::Gone => Ok(None),
+            Found::Miss => {
+                let source = Arc::clone(&self.streams.source);
+                let address = self.address.clone();
+                let read = move || source.read(&address, after, CHUNK);
+                match tokio::task::spawn_blocking(read).await {
+                    Ok(Ok(records)) => Ok(Some(Chunk::Records(records))),
+                    Ok(Err(e)) => Err(plain(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("reading {}: {e}\n", self.address),
+                    )),
+                    Err(_) => Err(plain(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the read was cancelled\n",
+                    )),
+                }
+            }
+        }
+    }
+
+    fn gone(&self) -> Response {
+        let mut r = plain(
+            StatusCode::GONE,
+            "offset no longer served (before the oldest base kept, or beyond the tail): \
+             restart from the latest base\n",
+        );
+        stream_headers(r.headers_mut(), &self.tail);
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        r
+    }
+
+    /// A 200 with the chunk's records as one JSON array.
+    fn data(
+        &self,
+        after: u64,
+        chunk: &Chunk,
+        cursor: Option<u64>,
+        headers: &HeaderMap,
+    ) -> Response {
+        let next = chunk.last_seq().unwrap_or(after);
+        let up_to_date = next >= self.tail.position().last;
+        let etag = format!("\"{}:{}\"", Offset::from_seq(after), Offset::from_seq(next));
+        let matches = headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+        let mut r = if matches {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::NOT_MODIFIED;
+            r
+        } else {
+            Response::new(Body::from(frame::json_array(chunk.batches())))
+        };
+        let h = r.headers_mut();
+        stream_headers(h, &self.tail);
+        h.insert("stream-next-offset", offset_value(next));
+        if up_to_date {
+            h.insert("stream-up-to-date", HeaderValue::from_static("true"));
+        }
+        if let Some(cursor) = cursor {
+            h.insert("stream-cursor", HeaderValue::from(cursor));
+        }
+        h.insert(
+            header::ETAG,
+            HeaderValue::from_str(&etag).expect("hex digits"),
+        );
+        h.insert(header::CACHE_CONTROL, self.streams.cache_control.clone());
+        r
+    }
+
+    async fn catch_up(self, start: Start, headers: &HeaderMap) -> Response {
+        let after = self.resolve(start);
+        if start == Start::Now {
+            let mut r = Response::new(Body::from("[]"));
+            let h = r.headers_mut();
+            stream_headers(h, &self.tail);
+            h.insert("stream-next-offset", offset_value(after));
+            h.insert("stream-up-to-date", HeaderValue::from_static("true"));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            return r;
+        }
+        match self.chunk(after).await {
+            Ok(Some(chunk)) => self.data(after, &chunk, None, headers),
+            Ok(None) => self.gone(),
+            Err(r) => r,
+        }
+    }
+
+    async fn long_poll(self, start: Start, echoed: Option<u64>) -> Response {
+        let after = self.resolve(start);
+        // Subscribed before the first read, so no record slips between it and the wait.
+        let mut changes = self.tail.subscribe();
+        let deadline = Instant::now() + self.streams.long_poll;
+        loop {
+            changes.borrow_and_update();
+            let chunk = match self.chunk(after).await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return self.gone(),
+                Err(r) => return r,
+            };
+            if !chunk.is_empty() {
+                return self.data(
+                    after,
+                    &chunk,
+                    Some(frame::cursor(echoed)),
+                    &HeaderMap::new(),
+                );
+            }
+            let changed = tokio::select! {
+                changed = changes.changed() => changed.is_ok(),
+                () = sleep_until(deadline) => false,
+            };
+            if !changed {
+                let mut r = Response::new(Body::empty());
+                *r.status_mut() = StatusCode::NO_CONTENT;
+                let h = r.headers_mut();
+                stream_headers(h, &self.tail);
+                h.insert("stream-next-offset", offset_value(after));
+                h.insert("stream-up-to-date", HeaderValue::from_static("true"));
+                h.insert("stream-cursor", HeaderValue::from(frame::cursor(echoed)));
+                h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return r;
+            }
+        }
+    }
+
+    fn sse(self, start: Start, echoed: Option<u64>) -> Response {
+        let after = self.resolve(start);
+        if let Found::Gone = self.tail.read(after, 1) {
+            return self.gone();
+        }
+        let (tx, rx) = mpsc::channel(2);
+        let mut r = Response::new(Body::new(Events { rx }));
+        let h = r.headers_mut();
+        stream_headers(h, &self.tail);
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        tokio::spawn(self.follow(after, echoed, tx));
+        r
+    }
+
+    /// Sends the records after `after` as SSE events until the response's lifetime ends or
+    /// the client goes away.
+    async fn follow(self, mut after: u64, echoed: Option<u64>, tx: mpsc::Sender<Bytes>) {
+        let end = Instant::now() + self.streams.sse_lifetime;
+        let every = self.streams.keep_alive;
+        let mut changes = self.tail.subscribe();
+        let mut first = true;
+        let send = |bytes: Bytes| {
+            let tx = tx.clone();
+            async move {
+                tokio::select! {
+                    sent = tx.send(bytes) => sent.is_ok(),
+                    () = sleep_until(end) => false,
+                }
+            }
+        };
+        loop {
+            changes.borrow_and_update();
+            let chunk = match self.chunk(after).await {
+                Ok(Some(chunk)) => chunk,
+                // Gone (or the store failed): end; the client's next request learns why.
+                Ok(None) | Err(_) => return,
+            };
+            let last = self.tail.position().last;
+            let bytes = match &chunk {
+                Chunk::Entries(e) if e.len() == 1 && e[0].seq == last && echoed.is_none() => {
+                    e[0].live.clone() // the same bytes for every reader at the tail
+                }
+                _ if chunk.is_empty() => {
+                    if first {
+                        let mut out = Vec::new();
+                        frame::control_event(
+                            &mut out,
+                            Offset::from_seq(after),
+                            frame::cursor(echoed),
+                            true,
+                        );
+                        first = false;
+                        if !send(Bytes::from(out)).await {
+                            return;
+                        }
+                    }
+                    let mut deadline = Instant::now() + every;
+                    loop {
+                        tokio::select! {
+                            changed = changes.changed() => {
+                                if changed.is_err() { return; }
+                                break;
+                            }
+                            () = sleep_until(deadline.min(end)) => {
+                                if Instant::now() >= end { return; }
+                                if !send(Bytes::from_static(b": keep-alive\n\n")).await { return; }
+                                deadline = Instant::now() + every;
+                            }
+                            () = tx.closed() => return,
+                        }
+                    }
+                    continue;
+                }
+                _ => {
+                    let next = chunk.last_seq().unwrap_or(after);
+                    let mut out = Vec::new();
+                    frame::data_event(&mut out, chunk.batches());
+                    frame::control_event(
+                        &mut out,
+                        Offset::from_seq(next),
+                        frame::cursor(echoed),
+                        next >= last,
+                    );
+                    Bytes::from(out)
+                }
+            };
+            first = false;
+            after = chunk.last_seq().unwrap_or(after);
+            if !send(bytes).await || Instant::now() >= end {
+                return;
+            }
+        }
+    }
+}
+
+/// The `text/event-stream` body: the events a reader's task sends.
+struct Events {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl http_body::Body for Events {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.get_mut()
+            .rx
+            .poll_recv(cx)
+            .map(|bytes| bytes.map(|b| Ok(Frame::data(b))))
+    }
+}

@@ -1,0 +1,266 @@
+//! The tail cache of one address's log: its newest records, shared by every reader, each
+//! framed once; where retention stands; and the signal that a record arrived.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::{frame, Offset};
+use crate::store::{Record, BASE};
+
+/// One record as readers receive it: its batch and its live SSE events, built once.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The record's seq.
+    pub(crate) seq: u64,
+    /// The seq of the address's record before it (0: none).
+    pub(crate) prev: u64,
+    /// The wire batch, exactly as stored.
+    pub(crate) batch: Box<str>,
+    /// A `data` event with this batch and the `control` event saying the reader is up to
+    /// date at it: what every live reader at the tail is sent, the same bytes for all.
+    pub(crate) live: Bytes,
+}
+
+impl Entry {
+    pub(crate) fn new(seq: u64, prev: u64, batch: &str) -> Entry {
+        let mut live = Vec::with_capacity(batch.len() + 128);
+        frame::data_event(&mut live, [batch]);
+        frame::control_event(&mut live, Offset::from_seq(seq), frame::cursor(None), true);
+        Entry {
+            seq,
+            prev,
+            batch: batch.into(),
+            live: Bytes::from(live),
+        }
+    }
+
+    pub(crate) fn from_record(record: &Record, prev: u64) -> Entry {
+        Entry::new(record.seq, prev, &record.batch)
+    }
+
+    fn cost(&self) -> usize {
+        self.batch.len() + self.live.len() + 64
+    }
+}
+
+/// How large each tail cache may grow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    pub(crate) records: usize,
+    pub(crate) bytes: usize,
+    pub(crate) bases: usize,
+}
+
+/// What a read found in the cache.
+#[derive(Debug)]
+pub(crate) enum Found {
+    /// The records after the offset (none when it is the tail), all from the cache.
+    Entries(Vec<Arc<Entry>>),
+    /// The offset is older than the cache: read the store.
+    Miss,
+    /// The offset is before the oldest kept base, or beyond the tail: `410 Gone`.
+    Gone,
+}
+
+/// The tail of one address's log.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    state: Mutex<State>,
+    last: watch::Sender<u64>,
+}
+
+#[derive(Debug)]
+struct State {
+    bounds: Bounds,
+    /// The address's newest records, contiguous, oldest first.
+    entries: VecDeque<Arc<Entry>>,
+    bytes: usize,
+    /// The kept base records: (seq, seq of the record before it), oldest first.
+    bases: VecDeque<(u64, u64)>,
+    /// The newest record retention dropped (0: none); readers start after it.
+    floor: u64,
+    /// The address's last record (0: none).
+    last: u64,
+}
+
+/// Where a tail stands: what HEAD and every response report.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Position {
+    /// The newest record retention dropped: reading from `-1` starts after it.
+    pub(crate) floor: u64,
+    /// The offset just before the latest base batch.
+    pub(crate) base: u64,
+    /// The last record.
+    pub(crate) last: u64,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Tail {
+    /// A tail built from the address's newest records, newest first (as a descending read
+    /// gives them), each with the seq of the record before it.
+    pub(crate) fn load(bounds: Bounds, newest_first: Vec<(Record, u64)>) -> Tail {
+        let last = newest_first.first().map_or(0, |(r, _)| r.seq);
+        let mut state = State {
+            bounds,
+            entries: VecDeque::new(),
+            bytes: 0,
+            bases: VecDeque::new(),
+            floor: 0,
+            last,
+        };
+        for (record, prev) in &newest_first {
+            let base = record.tag.as_deref() == Some(BASE);
+            if base && state.bases.len() < bounds.bases {
+                state.bases.push_front((record.seq, *prev));
+            }
+            let full = state.entries.len() >= bounds.records
+                || state.bytes + record.batch.len() > bounds.bytes;
+            if !full {
+                let entry = Entry::from_record(record, *prev);
+                state.bytes += entry.cost();
+                state.entries.push_front(Arc::new(entry));
+            }
+        }
+        if state.bases.len() == bounds.bases {
+            state.floor = state.bases[0].1;
+        }
+        // Nothing before the floor is served: drop what the cache holds of it.
+        while state.entries.front().is_some_and(|e| e.seq <= state.floor) {
+            let e = state.entries.pop_front().expect("checked");
+            state.bytes -= e.cost();
+        }
+        Tail {
+            state: Mutex::new(state),
+            last: watch::channel(last).0,
+        }
+    }
+
+    /// Adds the record just appended.
+    pub(crate) fn push(&self, seq: u64, base: bool, batch: &str) {
+        {
+            let mut state = lock(&self.state);
+            let entry = Arc::new(Entry::new(seq, state.last, batch));
+            if base {
+                let prev = state.last;
+                state.bases.push_back((seq, prev));
+                if state.bases.len() > state.bounds.bases {
+                    state.bases.pop_front();
+                    state.floor = state.bases[0].1;
+                }
+            }
+            state.last = seq;
+            state.bytes += entry.cost();
+            state.entries.push_back(entry);
+            let floor = state.floor;
+            while state.entries.len() > 1
+                && (state.entries.len() > state.bounds.records
+                    || state.bytes > state.bounds.bytes
+                    || state.entries[0].seq <= floor)
+            {
+                let e = state.entries.pop_front().expect("more than one");
+                state.bytes -= e.cost();
+            }
+        }
+        self.last.send_replace(seq);
+    }
+
+    /// Where the tail stands.
+    pub(crate) fn position(&self) -> Position {
+        let state = lock(&self.state);
+        Position {
+            floor: state.floor,
+            base: state.bases.back().map_or(state.floor, |&(_, prev)| prev),
+            last: state.last,
+        }
+    }
+
+    /// The records after `after`, at most `max_bytes` of batches (at least one record).
+    pub(crate) fn read(&self, after: u64, max_bytes: usize) -> Found {
+        let state = lock(&self.state);
+        if after < state.floor || after > state.last {
+            return Found::Gone;
+        }
+        if after == state.last {
+            return Found::Entries(Vec::new());
+        }
+        match state.entries.front() {
+            Some(first) if first.prev <= after => {}
+            _ => return Found::Miss,
+        }
+        let from = state.entries.partition_point(|e| e.seq <= after);
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for e in state.entries.range(from..) {
+            if !out.is_empty() && bytes + e.batch.len() > max_bytes {
+                break;
+            }
+            bytes += e.batch.len();
+            out.push(Arc::clone(e));
+        }
+        Found::Entries(out)
+    }
+
+    /// A receiver that changes when a record is appended.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.last.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, base: bool) -> Record {
+        Record {
+            seq,
+            batch: if base {
+                format!(r#"[["r",{seq}]]"#)
+            } else {
+                format!(r#"[["s",["n"],{seq}]]"#)
+            },
+            tag: base.then(|| BASE.to_owned()),
+        }
+    }
+
+    fn seqs(found: Found) -> Vec<u64> {
+        match found {
+            Found::Entries(e) => e.iter().map(|e| e.seq).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn retention_moves_the_floor_to_before_the_oldest_kept_base() {
+        let bounds = Bounds {
+            records: 3,
+            bytes: 1 << 20,
+            bases: 2,
+        };
+        let tail = Tail::load(bounds, vec![(record(2, false), 1), (record(1, true), 0)]);
+        assert_eq!(seqs(tail.read(0, 1 << 20)), [1, 2]);
+        tail.push(5, true, r#"[["r",5]]"#);
+        tail.push(7, false, r#"[["s",["n"],7]]"#);
+        // The cache holds 3 records: 2, 5, 7. Reading from 0 needs the store.
+        assert!(matches!(tail.read(0, 1 << 20), Found::Miss));
+        assert_eq!(seqs(tail.read(2, 1 << 20)), [5, 7]);
+        assert_eq!(seqs(tail.read(7, 1 << 20)), Vec::<u64>::new());
+        assert!(matches!(tail.read(8, 1 << 20), Found::Gone));
+        // A third base: the first is no longer kept.
+        tail.push(9, true, r#"[["r",9]]"#);
+        let p = tail.position();
+        assert_eq!((p.floor, p.base, p.last), (2, 7, 9));
+        assert!(matches!(tail.read(1, 1 << 20), Found::Gone));
+        assert_eq!(seqs(tail.read(2, 1 << 20)), [5, 7, 9]);
+        assert_eq!(
+            seqs(tail.read(2, 1)),
+            [5],
+            "at least one record, then the byte bound"
+        );
+    }
+}

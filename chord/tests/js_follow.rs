@@ -1,0 +1,89 @@
+//! The JavaScript `follow()` against chord's server over real HTTP, in Node, with both
+//! transports: its own (`fetch` + SSE parsing) and the official `@durable-streams/client`
+//! (installed by `scripts/test` from `js/package.json`). The server ends every SSE response
+//! after 100 ms, so the followers reconnect many times; each starts once from a base batch and
+//! ends equal to the producer.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter};
+use chord::streams::{self, Log, Streams};
+use chord::{path, NonEmptyPath, Op};
+use serde_json::{json, Value};
+
+#[test]
+fn javascript_followers_resume_over_both_transports() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    assert!(
+        root.join("js/node_modules/@durable-streams/client")
+            .exists(),
+        "js/node_modules is missing: run `npm ci` in js/ (scripts/test does)"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+    let log = Log::new(store);
+    let mut writer = LogWriter::new(log.clone(), Checkpoint::Never);
+    let lane = Address::new("lanes", "main");
+    writer
+        .append(&lane, &[Op::Replace(json!({"text": "", "n": 0}))])
+        .unwrap();
+    let addr = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Streams::new(&log)
+            .sse_lifetime(Duration::from_millis(100))
+            .router();
+        tokio::spawn(streams::serve(listener, app, std::future::pending()));
+        addr
+    });
+    let url = format!("http://{addr}{}", streams::stream_path(&lane));
+    let last = 60u64;
+    let followers: Vec<_> = ["sse", "durable-streams"]
+        .into_iter()
+        .map(|kind| {
+            let child = Command::new("node")
+                .args(["js/test/live/follow.mjs", &url, &last.to_string(), kind])
+                .current_dir(&root)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("`node` (Node.js 20 or later) is needed: {e}"));
+            (kind, child)
+        })
+        .collect();
+    let mut text = String::new();
+    for n in 1..=last {
+        let chunk = format!("t{n} ");
+        text.push_str(&chunk);
+        let ops = [
+            Op::Append(path!["text"], chunk),
+            Op::Set(NonEmptyPath::new("n"), json!(n)),
+        ];
+        writer.append(&lane, &ops).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let expected = json!({"text": text, "n": last});
+    for (kind, child) in followers {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {stdout}\n{stderr}");
+        let got: Value = serde_json::from_str(stdout.trim()).unwrap();
+        println!("{kind}: {}", got["stats"]);
+        assert_eq!(got["value"], expected, "{kind}");
+        assert_eq!(
+            got["stats"]["starts"], 1,
+            "{kind}: one start from a base batch"
+        );
+        assert_eq!(
+            got["stats"]["bases"], 1,
+            "{kind}: no base batch after the first"
+        );
+    }
+}

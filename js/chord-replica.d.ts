@@ -1,0 +1,197 @@
+// Type declarations for chord-replica.mjs, the whole public API. Checked by `tsc` in CI
+// (js/tsconfig.json compiles them with test/types.ts, which uses every export).
+
+/** A path segment: an object key or an array index. */
+export type Segment = string | number;
+/** A path: where an op applies, from the root. */
+export type Path = ReadonlyArray<Segment>;
+
+/** A decoded op: `["r", v]`, `["s", path, v]`, `["d", path]`, `["a", path, text]`, `["t", path, n]`, `["p", path, index, remove, items]`. */
+export type Op =
+  | readonly ['r', unknown]
+  | readonly ['s', Path, unknown]
+  | readonly ['d', Path]
+  | readonly ['a', Path, string]
+  | readonly ['t', Path, number]
+  | readonly ['p', Path, number, number, ReadonlyArray<unknown>];
+
+/** Bounds on what one batch may do (see `DEFAULT_LIMITS`). */
+export interface Limits {
+  maxDepth: number;
+  maxArrayLen: number;
+  maxStringLen: number;
+  maxWork: number;
+}
+
+/** Path segments refused everywhere a path is walked. */
+export const RESERVED: ReadonlyArray<'__proto__' | 'constructor' | 'prototype'>;
+/** The most segments a path may have. */
+export const MAX_PATH_SEGMENTS: 128;
+/** chord's default `Limits`. */
+export const DEFAULT_LIMITS: Readonly<Limits>;
+
+/** A path in chord's readable form: `transcript[3].text`, `$` for the root. */
+export function formatPath(path: Path): string;
+
+/** The one error type of the replica: `kind` is chord's `ErrorKind` name. */
+export class ChordError extends Error {
+  constructor(kind: string, info?: Record<string, unknown>);
+  readonly name: 'ChordError';
+  /** chord's error kind, e.g. `"UnknownVerb"`, `"IndexOutOfRange"`, `"LimitExceeded"`. */
+  kind: string;
+  /** The failing op's position in its batch, when known. */
+  opIndex: number | undefined;
+  /** The document location, when known. */
+  path: Segment[] | undefined;
+  /** The message without the op and path prefix. */
+  detail: string;
+  /** The kind's fields (`verb`, `index`, `len`, `limit`, `max`, ...). */
+  [field: string]: unknown;
+}
+
+/** Checks one decoded op; returns it, or throws the first violation. */
+export function checkOp(op: unknown): Op;
+/** Checks one wire op; returns it, or throws the first violation. */
+export function checkWireOp(op: unknown): unknown[];
+/** Whether `op` is a valid decoded op. */
+export function validOp(op: unknown): boolean;
+/** Whether `op` is a valid wire op. */
+export function validWireOp(op: unknown): boolean;
+/** Whether a batch (decoded or wire) starts with `r`. */
+export function isBase(batch: unknown): boolean;
+
+/** A decoder for one stream (path ids live across batches until an `r`). */
+export interface Decoder {
+  /** Decodes one parsed wire batch into ops. */
+  decode(wireBatch: unknown): Op[];
+  /** Parses and decodes one wire batch given as JSON text. */
+  decodeText(text: string): Op[];
+  /** Whether an earlier batch failed (every later call throws `DecoderPoisoned`). */
+  readonly poisoned: boolean;
+}
+/** A fresh decoder for one stream. */
+export function createDecoder(): Decoder;
+
+/** Applies a batch atomically; returns the new value (the target is untouched on error). */
+export function apply(target: unknown, ops: ReadonlyArray<unknown>, limits?: Partial<Limits>): unknown;
+
+/** Options of a `Replica`. */
+export interface ReplicaOptions {
+  /** Bounds for `apply`. */
+  limits?: Partial<Limits>;
+  /** Called after every batch that applied, with the new value and the decoded ops. */
+  onChange?: (value: unknown, ops: Op[]) => void;
+}
+
+/** A value kept current by wire batches, with its own decoder. */
+export class Replica {
+  constructor(options?: ReplicaOptions);
+  limits: Partial<Limits> | undefined;
+  onChange: ((value: unknown, ops: Op[]) => void) | null;
+  /** The current value (`undefined` before the first base batch). */
+  readonly value: unknown;
+  /** The error that stopped the replica, or `null`. */
+  readonly failed: ChordError | null;
+  /** Forgets the value, the ids and any failure. */
+  reset(): void;
+  /** Decodes and applies one wire batch given as JSON text; returns the new value. */
+  applyWireText(textBatch: string): unknown;
+  /** Decodes and applies one parsed wire batch; returns the new value. */
+  applyWire(wireBatch: unknown): unknown;
+}
+
+/** The response header naming the offset just before a stream's latest base batch. */
+export const BASE_OFFSET_HEADER: 'chord-base-offset';
+
+/** An HTTP error from the server (`410`: the offset is no longer served). */
+export class StreamHttpError extends Error {
+  constructor(status: number, url: string);
+  readonly name: 'StreamHttpError';
+  status: number;
+}
+
+/** The offset a fresh reader starts from (`chord-base-offset` of a `HEAD`, else `-1`). */
+export function baseOffset(
+  url: string | URL,
+  options?: { fetch?: typeof fetch; signal?: AbortSignal },
+): Promise<string>;
+
+/** One step of a transport: the messages (wire batches) of a `data` event and the offset after them. */
+export interface Chunk {
+  messages: ReadonlyArray<unknown>;
+  offset: string;
+}
+
+/** What a transport is given for one connection. */
+export interface TransportRequest {
+  url: string | URL;
+  offset: string;
+  signal: AbortSignal;
+  fetch?: typeof fetch;
+  /** Called with the size of every piece of the response body received. */
+  onBytes?: (bytes: number) => void;
+}
+
+/** How events arrive: one connection, yielding chunks until it ends (or throwing why). */
+export type Transport = (request: TransportRequest) => AsyncIterable<Chunk>;
+
+/** The default transport: `fetch` with `live=sse`, parsed by chord. */
+export const sseTransport: Transport;
+
+/** A transport over `@durable-streams/client` (pass the imported module). */
+export function durableStreamsTransport(client: { stream: (options: any) => Promise<any> }): Transport;
+
+/** What `follow` reports through `onEvent`. */
+export type FollowEvent =
+  | { type: 'open'; fresh: boolean; offset: string }
+  | { type: 'batch'; batch: unknown }
+  | { type: 'start' | 'resume'; offset: string }
+  | { type: 'live'; live: boolean }
+  | { type: 'break'; error: unknown; restart: boolean };
+
+/** Options of `follow`. */
+export interface FollowOptions {
+  /** The replica to keep current (a new one by default). */
+  replica?: Replica;
+  /** The `fetch` to use (the global one by default). */
+  fetch?: typeof fetch;
+  /** Stops following when aborted. */
+  signal?: AbortSignal;
+  /** Backoff after a break, in milliseconds (default 50, doubling up to `backoffMax`, 2000). */
+  backoffMin?: number;
+  backoffMax?: number;
+  /** How events arrive (default `sseTransport`). */
+  transport?: Transport;
+  /** Called on every connection, batch, start, resume and break. */
+  onEvent?: (event: FollowEvent) => void;
+}
+
+/** Counters of a follower. */
+export interface FollowStats {
+  /** Connections that started from the latest base batch and delivered it. */
+  starts: number;
+  /** Connections that resumed from the offset held. */
+  resumes: number;
+  batches: number;
+  /** Base batches applied (each start's, and any the producer wrote into the stream). */
+  bases: number;
+  /** Bytes of event streams received (the default transport only). */
+  bytes: number;
+  breaks: number;
+  lastBreak: string | null;
+}
+
+/** A running `follow`. */
+export interface Follower {
+  readonly replica: Replica;
+  readonly stats: FollowStats;
+  /** The offset the replica's value reflects (`null` until the first start). */
+  readonly offset: string | null;
+  /** Stops following. */
+  stop(): void;
+  /** Settles once stopped. */
+  readonly done: Promise<void>;
+}
+
+/** Follows a chord stream served as a Durable Stream, resuming from its offsets. */
+export function follow(url: string | URL, options?: FollowOptions): Follower;

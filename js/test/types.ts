@@ -1,0 +1,70 @@
+// Uses every export of chord-replica.mjs through its declarations: `tsc -p js` fails when the
+// declarations and their use disagree. Not run, only type-checked.
+import * as client from '@durable-streams/client';
+import {
+  apply,
+  BASE_OFFSET_HEADER,
+  baseOffset,
+  checkOp,
+  checkWireOp,
+  ChordError,
+  createDecoder,
+  DEFAULT_LIMITS,
+  durableStreamsTransport,
+  follow,
+  type FollowEvent,
+  formatPath,
+  isBase,
+  MAX_PATH_SEGMENTS,
+  type Op,
+  Replica,
+  RESERVED,
+  sseTransport,
+  StreamHttpError,
+  validOp,
+  validWireOp,
+} from 'chord-replica';
+
+const decoder = createDecoder();
+const ops: Op[] = decoder.decodeText('[["r",{"text":""}]]');
+let value: unknown = apply(undefined, ops, { maxWork: DEFAULT_LIMITS.maxWork });
+value = apply(value, [['a', ['text'], 'hi']]);
+const ok: boolean = isBase(ops) && validOp(ops[0]) && validWireOp(checkWireOp(['d', 0]));
+const op: Op = checkOp(['s', ['n'], 1]);
+const where: string = formatPath(['transcript', 3, 'text']);
+const limits: number = MAX_PATH_SEGMENTS + RESERVED.length;
+const poisoned: boolean = decoder.poisoned;
+
+const replica = new Replica({ onChange: (v: unknown, batch: Op[]) => void [v, batch] });
+replica.applyWireText('[["r",1]]');
+replica.applyWire([['r', 2]]);
+const failed: ChordError | null = replica.failed;
+if (failed) {
+  const kind: string = failed.kind;
+  const at: number | undefined = failed.opIndex;
+  void [kind, at];
+}
+replica.reset();
+
+async function main(): Promise<void> {
+  const offset: string = await baseOffset('/streams/lanes/main');
+  const header: 'chord-base-offset' = BASE_OFFSET_HEADER;
+  const follower = follow('/streams/lanes/main', {
+    replica,
+    transport: sseTransport,
+    backoffMin: 10,
+    onEvent: (e: FollowEvent) => {
+      if (e.type === 'break' && e.error instanceof StreamHttpError) void e.error.status;
+    },
+  });
+  const other = follow(new URL('http://localhost/streams/lanes/main'), {
+    transport: durableStreamsTransport(client),
+  });
+  follower.stop();
+  other.stop();
+  await follower.done;
+  const resumes: number = follower.stats.resumes + (follower.offset ?? '').length;
+  void [offset, header, resumes, other.replica.value];
+}
+
+void [value, ok, op, where, limits, poisoned, main];
