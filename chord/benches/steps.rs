@@ -18,7 +18,10 @@ mod workloads;
 use std::hint::black_box;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let (Some(workload), Some(lib)) = (args.first(), args.get(1)) else {
         // The workloads, with the steps each runs on one copy.
         for case in workloads::cases() {
