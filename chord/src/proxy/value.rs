@@ -6,7 +6,7 @@ use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::Path;
 use crate::proxy::{map, MapProxy, TextProxy, VecProxy};
-use crate::tracker::{flush_assigned, seq, text, Cx, Node, State, Tracked};
+use crate::tracker::{flush_assigned, seq, text, to_json, Cx, Node, State, Tracked};
 
 /// The proxy of an untyped `serde_json::Value` ("arbitrary facet state"): the same intent
 /// recording as the typed proxies, chosen by the value's type at run time.
@@ -200,7 +200,7 @@ impl Tracked for Value {
     fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
         match (&node.state, self) {
             (State::Assigned(before), _) => {
-                flush_assigned(path, before, Some(self.clone()), out);
+                flush_assigned(path, before, Some(to_json(self, path)?), out);
                 Ok(())
             }
             (State::Text(_), Value::String(s)) => {

@@ -5,8 +5,22 @@
 //! a value without building anything and refuses what JSON cannot carry faithfully.
 
 use std::fmt::Display;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::tracker::js_safe::MAX_SAFE_INTEGER;
 
 use serde::ser::{self, Serialize};
+
+/// How many integers beyond ±(2^53 − 1) checked values have held, in any tracker, on any
+/// thread. A flush in JS-safe mode looks for them in its batch only when this moved since the
+/// tracker's last flush: finding none costs one atomic load, not a walk of every value sent.
+pub(crate) static UNSAFE_INTEGERS: AtomicU64 = AtomicU64::new(0);
+
+fn note(unsafe_integer: bool) {
+    if unsafe_integer {
+        UNSAFE_INTEGERS.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// Why a value is not JSON.
 #[derive(Debug)]
@@ -56,10 +70,19 @@ impl ser::Serializer for Checker {
     type SerializeStructVariant = Self;
 
     ok_scalars!(serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
-        serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
-        serialize_u64: u64, serialize_char: char, serialize_str: &str, serialize_bytes: &[u8]);
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+        serialize_char: char, serialize_str: &str, serialize_bytes: &[u8]);
 
+    fn serialize_i64(self, v: i64) -> R {
+        note(v.unsigned_abs() > MAX_SAFE_INTEGER);
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> R {
+        note(v > MAX_SAFE_INTEGER);
+        Ok(())
+    }
     fn serialize_i128(self, v: i128) -> R {
+        note(v.unsigned_abs() > u128::from(MAX_SAFE_INTEGER));
         if i64::try_from(v).is_ok() || u64::try_from(v).is_ok() {
             Ok(())
         } else {
@@ -67,6 +90,7 @@ impl ser::Serializer for Checker {
         }
     }
     fn serialize_u128(self, v: u128) -> R {
+        note(v > u128::from(MAX_SAFE_INTEGER));
         if u64::try_from(v).is_ok() {
             Ok(())
         } else {

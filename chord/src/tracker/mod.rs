@@ -10,6 +10,7 @@ pub(crate) mod seq;
 pub(crate) mod text;
 
 use std::ops::Deref;
+use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -89,6 +90,8 @@ pub struct Tracker<T> {
     root: Node,
     base: bool,
     js_safe: bool,
+    /// `check::UNSAFE_INTEGERS` at the last flush.
+    unsafe_seen: u64,
 }
 
 impl<T: Tracked> Tracker<T> {
@@ -99,6 +102,7 @@ impl<T: Tracked> Tracker<T> {
             root: Node::default(),
             base: true,
             js_safe: true,
+            unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
         }
     }
 
@@ -115,6 +119,7 @@ impl<T: Tracked> Tracker<T> {
             root: Node::default(),
             base: false,
             js_safe: true,
+            unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
         }
     }
 
@@ -141,6 +146,7 @@ impl<T: Tracked> Tracker<T> {
             root,
             base: false,
             js_safe: true,
+            unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
         }
     }
 
@@ -243,9 +249,13 @@ impl<T: Tracked> Tracker<T> {
             self.value
                 .__flush(&mut self.root, &mut Path::root(), &mut out)?;
         }
-        if self.js_safe {
+        // Every value sent went through `check` (at flush, or for edits kept across a
+        // reassignment, when they were recorded), which counts unsafe integers.
+        let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
+        if self.js_safe && seen != self.unsafe_seen {
             js_safe::check(&out)?;
         }
+        self.unsafe_seen = seen;
         self.base = false;
         self.root.reset();
         Ok(out)
