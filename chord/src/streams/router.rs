@@ -52,9 +52,13 @@ pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The default `Cache-Control` of catch-up and long-poll reads.
 pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";
 
-/// Most bytes of batches in one catch-up response or SSE `data` event (a single larger
-/// record is sent whole).
+/// Most bytes of batches in one catch-up response (a single larger record is sent whole).
 const CHUNK: usize = 256 * 1024;
+
+/// Most bytes of batches in one SSE `data` event (a single larger record is sent whole): a
+/// reader applies a `data` event once the `control` event after it arrives, so a reader
+/// catching up over a link that breaks often progresses in steps this small.
+const SSE_CHUNK: usize = 16 * 1024;
 
 /// Serves every address of a [`Log`] as a [Durable Stream] (`application/json`, each message
 /// one wire batch exactly as stored) at [`ROUTE`].
@@ -718,7 +722,7 @@ impl http_body::Body for Events {
             if let Some(changes) = this.changes.as_mut() {
                 changes.borrow_and_update();
             }
-            match this.reader.tail.read(this.after, CHUNK) {
+            match this.reader.tail.read(this.after, SSE_CHUNK) {
                 Found::Gone => {
                     this.done = true;
                     return Poll::Ready(None);
@@ -727,8 +731,9 @@ impl http_body::Body for Events {
                     let source = Arc::clone(&this.reader.streams.source);
                     let address = this.reader.address.clone();
                     let after = this.after;
-                    let read =
-                        tokio::task::spawn_blocking(move || source.read(&address, after, CHUNK));
+                    let read = tokio::task::spawn_blocking(move || {
+                        source.read(&address, after, SSE_CHUNK)
+                    });
                     this.read = Some(Box::pin(
                         async move { read.await.ok().and_then(Result::ok) },
                     ));
