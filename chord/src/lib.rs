@@ -52,6 +52,8 @@
 //! - [`Encoder`] / [`Decoder`] ([`wire`]): the per-stream codec that shortens paths.
 //! - [`store`]: durable logs (JSONL, SQLite with the `sqlite` feature), recovery, and the
 //!   checkpointed [`store::Durable`] tracker.
+//! - `streams` (feature `streams`): every log served as a Durable Stream over HTTP, resumable
+//!   from any offset it handed out; `replica` (feature `replica`): a Rust replica following one.
 //!
 //! # Features
 //!

@@ -48,7 +48,7 @@ fn javascript_followers_resume_over_both_transports() {
         .into_iter()
         .map(|kind| {
             let child = Command::new("node")
-                .args(["js/test/live/follow.mjs", &url, &last.to_string(), kind])
+                .args(["js/tools/follow.mjs", &url, &last.to_string(), kind])
                 .current_dir(&root)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

@@ -386,7 +386,7 @@ fn every_kind_of_break_ends_in_a_resume_or_a_restart() {
             "a first batch that is not a base batch",
             stream(&[br#"[["s",["n"],2]]"#]),
             Break::NotBase,
-            (1, 0),
+            (2, 0),
         ),
         (
             "an id the stream never defined",

@@ -104,19 +104,8 @@ impl Follower {
                     Ok(None) => break,
                     Err(e) => return (Break::Events(e.to_string()), delivered),
                 };
-                if let Err(why) = self.event(at, event, &mut pending) {
+                if let Err(why) = self.event(at, event, &mut pending, resuming, &mut delivered) {
                     return (why, delivered);
-                }
-                if !delivered && at.offset.is_some() && pending.is_none() {
-                    delivered = true;
-                    let count = if resuming {
-                        &self.stats.resumes
-                    } else {
-                        &self.stats.subscriptions
-                    };
-                    count.fetch_add(1, Ordering::Relaxed);
-                    self.state
-                        .send_if_modified(|s| !std::mem::replace(&mut s.live, true));
                 }
             }
         }
@@ -130,6 +119,8 @@ impl Follower {
         at: &mut Position,
         event: Dispatched,
         pending: &mut Option<String>,
+        resuming: bool,
+        delivered: &mut bool,
     ) -> Result<(), Break> {
         match event.name.as_str() {
             "data" => {
@@ -150,6 +141,19 @@ impl Follower {
                         Break::Events("a control event without streamNextOffset".into())
                     })?
                     .to_owned();
+                if !*delivered {
+                    // Counted, and the replica marked live, before its batches are applied:
+                    // whoever sees the value change also sees the counters that go with it.
+                    *delivered = true;
+                    let count = if resuming {
+                        &self.stats.resumes
+                    } else {
+                        &self.stats.subscriptions
+                    };
+                    count.fetch_add(1, Ordering::Relaxed);
+                    self.state
+                        .send_if_modified(|s| !std::mem::replace(&mut s.live, true));
+                }
                 if let Some(data) = pending.take() {
                     let batches: Vec<&RawValue> = serde_json::from_str(&data).map_err(|e| {
                         Break::Decode(format!("a data event is no JSON array: {e}"))

@@ -9,10 +9,11 @@ use std::sync::{Mutex, PoisonError};
 #[non_exhaustive]
 pub struct Stats {
     /// Connections that started from the latest base batch (the first, and each restart after
-    /// a `410 Gone` or a batch that did not decode or apply) and delivered it.
+    /// a `410 Gone` or a batch that did not decode or apply) and received their first
+    /// `control` event (counted before its batches are applied).
     pub subscriptions: u64,
     /// Connections that resumed from the offset the replica held (no base batch) and
-    /// delivered their first event.
+    /// received their first `control` event.
     pub resumes: u64,
     /// Base batches applied: one per start, plus any the producer wrote into the stream.
     pub bases: u64,

@@ -173,14 +173,22 @@ impl<S: Store> Shared<S> {
     fn newest(&self, store: &S, address: &Address) -> Result<Vec<(Record, u64)>> {
         let mut out: Vec<(Record, u64)> = Vec::new();
         let mut bases = 0;
+        let mut kept = 0usize;
         let mut cursor = None;
         loop {
             let page = store.read_list(address, &ReadOptions::desc().cursor(cursor).limit(256))?;
-            for record in page.records {
+            for mut record in page.records {
                 if let Some(newer) = out.last_mut() {
                     newer.1 = record.seq;
                 }
                 let base = record.tag.as_deref() == Some(BASE);
+                // Beyond what the cache can hold, only the seqs and tags are needed: memory
+                // stays bounded however far back the kept bases are.
+                kept += record.batch.len();
+                let newest = out.is_empty(); // kept whatever its size, as the cache keeps it
+                if !newest && (out.len() >= self.bounds.records || kept > self.bounds.bytes) {
+                    record.batch = String::new();
+                }
                 out.push((record, 0));
                 if base {
                     bases += 1;

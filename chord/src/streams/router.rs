@@ -16,8 +16,10 @@ use axum::routing::any;
 use axum::Router;
 use bytes::Bytes;
 use http_body::Frame;
-use tokio::sync::mpsc;
-use tokio::time::{sleep_until, Instant};
+use std::future::Future;
+
+use tokio::sync::watch;
+use tokio::time::{sleep_until, Instant, Sleep};
 
 use super::log::Source;
 use super::offset::Start;
@@ -50,9 +52,13 @@ pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The default `Cache-Control` of catch-up and long-poll reads.
 pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";
 
-/// Most bytes of batches in one catch-up response or SSE `data` event (a single larger
-/// record is sent whole).
+/// Most bytes of batches in one catch-up response (a single larger record is sent whole).
 const CHUNK: usize = 256 * 1024;
+
+/// Most bytes of batches in one SSE `data` event (a single larger record is sent whole): a
+/// reader applies a `data` event once the `control` event after it arrives, so a reader
+/// catching up over a link that breaks often progresses in steps this small.
+const SSE_CHUNK: usize = 16 * 1024;
 
 /// Serves every address of a [`Log`] as a [Durable Stream] (`application/json`, each message
 /// one wire batch exactly as stored) at [`ROUTE`].
@@ -585,104 +591,89 @@ impl Reader {
         if let Found::Gone = self.tail.read(after, 1) {
             return self.gone();
         }
-        let (tx, rx) = mpsc::channel(2);
-        let mut r = Response::new(Body::new(Events { rx }));
+        let now = Instant::now();
+        let changes = self.tail.subscribe();
+        let tail = Arc::clone(&self.tail);
+        let events = Events {
+            end: Box::pin(sleep_until(now + self.streams.sse_lifetime)),
+            keep_alive: Box::pin(sleep_until(now + self.streams.keep_alive)),
+            wait: None,
+            read: None,
+            changes: Some(changes),
+            after,
+            echoed,
+            first: true,
+            done: false,
+            reader: self,
+        };
+        let mut r = Response::new(Body::new(events));
         let h = r.headers_mut();
-        stream_headers(h, &self.tail);
+        stream_headers(h, &tail);
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         );
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-        tokio::spawn(self.follow(after, echoed, tx));
         r
-    }
-
-    /// Sends the records after `after` as SSE events until the response's lifetime ends or
-    /// the client goes away.
-    async fn follow(self, mut after: u64, echoed: Option<u64>, tx: mpsc::Sender<Bytes>) {
-        let end = Instant::now() + self.streams.sse_lifetime;
-        let every = self.streams.keep_alive;
-        let mut changes = self.tail.subscribe();
-        let mut first = true;
-        let send = |bytes: Bytes| {
-            let tx = tx.clone();
-            async move {
-                tokio::select! {
-                    sent = tx.send(bytes) => sent.is_ok(),
-                    () = sleep_until(end) => false,
-                }
-            }
-        };
-        loop {
-            changes.borrow_and_update();
-            let chunk = match self.chunk(after).await {
-                Ok(Some(chunk)) => chunk,
-                // Gone (or the store failed): end; the client's next request learns why.
-                Ok(None) | Err(_) => return,
-            };
-            let last = self.tail.position().last;
-            let bytes = match &chunk {
-                Chunk::Entries(e) if e.len() == 1 && e[0].seq == last && echoed.is_none() => {
-                    e[0].live.clone() // the same bytes for every reader at the tail
-                }
-                _ if chunk.is_empty() => {
-                    if first {
-                        let mut out = Vec::new();
-                        frame::control_event(
-                            &mut out,
-                            Offset::from_seq(after),
-                            frame::cursor(echoed),
-                            true,
-                        );
-                        first = false;
-                        if !send(Bytes::from(out)).await {
-                            return;
-                        }
-                    }
-                    let mut deadline = Instant::now() + every;
-                    loop {
-                        tokio::select! {
-                            changed = changes.changed() => {
-                                if changed.is_err() { return; }
-                                break;
-                            }
-                            () = sleep_until(deadline.min(end)) => {
-                                if Instant::now() >= end { return; }
-                                if !send(Bytes::from_static(b": keep-alive\n\n")).await { return; }
-                                deadline = Instant::now() + every;
-                            }
-                            () = tx.closed() => return,
-                        }
-                    }
-                    continue;
-                }
-                _ => {
-                    let next = chunk.last_seq().unwrap_or(after);
-                    let mut out = Vec::new();
-                    frame::data_event(&mut out, chunk.batches());
-                    frame::control_event(
-                        &mut out,
-                        Offset::from_seq(next),
-                        frame::cursor(echoed),
-                        next >= last,
-                    );
-                    Bytes::from(out)
-                }
-            };
-            first = false;
-            after = chunk.last_seq().unwrap_or(after);
-            if !send(bytes).await || Instant::now() >= end {
-                return;
-            }
-        }
     }
 }
 
-/// The `text/event-stream` body: the events a reader's task sends.
+type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The `text/event-stream` body of one reader, polled by the connection itself: no task and
+/// no queue per reader. Each poll sends what the reader has not had yet (from the tail cache,
+/// the same bytes for every reader at the tail, or else the store), then waits for the next
+/// record, a keep-alive, or the end of the response's lifetime.
 struct Events {
-    rx: mpsc::Receiver<Bytes>,
+    reader: Reader,
+    after: u64,
+    echoed: Option<u64>,
+    changes: Option<watch::Receiver<u64>>,
+    /// Waiting for a record: resolves with the receiver.
+    wait: Option<Pending<Option<watch::Receiver<u64>>>>,
+    /// A store read in flight.
+    read: Option<Pending<Option<Vec<Record>>>>,
+    end: Pin<Box<Sleep>>,
+    keep_alive: Pin<Box<Sleep>>,
+    first: bool,
+    done: bool,
+}
+
+impl Events {
+    fn control(&self, next: u64, up_to_date: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        frame::control_event(
+            &mut out,
+            Offset::from_seq(next),
+            frame::cursor(self.echoed),
+            up_to_date,
+        );
+        out
+    }
+
+    /// The events for `chunk`, read after `self.after`.
+    fn events(&mut self, chunk: &Chunk) -> Bytes {
+        let last = self.reader.tail.position().last;
+        let next = chunk.last_seq().unwrap_or(self.after);
+        self.after = next;
+        if let Chunk::Entries(e) = chunk {
+            if e.len() == 1 && e[0].seq == last && self.echoed.is_none() {
+                return e[0].live.clone(); // the same bytes for every reader at the tail
+            }
+        }
+        let mut out = Vec::new();
+        frame::data_event(&mut out, chunk.batches());
+        out.extend_from_slice(&self.control(next, next >= last));
+        Bytes::from(out)
+    }
+
+    fn sent(&mut self, bytes: Bytes) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.first = false;
+        let every = self.reader.streams.keep_alive;
+        self.keep_alive.as_mut().reset(Instant::now() + every);
+        Poll::Ready(Some(Ok(Frame::data(bytes))))
+    }
 }
 
 impl http_body::Body for Events {
@@ -693,9 +684,78 @@ impl http_body::Body for Events {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.get_mut()
-            .rx
-            .poll_recv(cx)
-            .map(|bytes| bytes.map(|b| Ok(Frame::data(b))))
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if this.end.as_mut().poll(cx).is_ready() {
+            this.done = true; // the client resumes from its offset
+            return Poll::Ready(None);
+        }
+        loop {
+            if let Some(read) = this.read.as_mut() {
+                let Poll::Ready(records) = read.as_mut().poll(cx) else {
+                    return Poll::Pending;
+                };
+                this.read = None;
+                let Some(records) = records else {
+                    this.done = true; // the store failed: the client's next request says why
+                    return Poll::Ready(None);
+                };
+                let bytes = this.events(&Chunk::Records(records));
+                return this.sent(bytes);
+            }
+            if let Some(wait) = this.wait.as_mut() {
+                let Poll::Ready(changes) = wait.as_mut().poll(cx) else {
+                    if this.keep_alive.as_mut().poll(cx).is_ready() {
+                        return this.sent(Bytes::from_static(b": keep-alive\n\n"));
+                    }
+                    return Poll::Pending;
+                };
+                this.wait = None;
+                this.changes = changes;
+                if this.changes.is_none() {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+            }
+            if let Some(changes) = this.changes.as_mut() {
+                changes.borrow_and_update();
+            }
+            match this.reader.tail.read(this.after, SSE_CHUNK) {
+                Found::Gone => {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+                Found::Miss => {
+                    let source = Arc::clone(&this.reader.streams.source);
+                    let address = this.reader.address.clone();
+                    let after = this.after;
+                    let read = tokio::task::spawn_blocking(move || {
+                        source.read(&address, after, SSE_CHUNK)
+                    });
+                    this.read = Some(Box::pin(
+                        async move { read.await.ok().and_then(Result::ok) },
+                    ));
+                }
+                Found::Entries(entries) if !entries.is_empty() => {
+                    let bytes = this.events(&Chunk::Entries(entries));
+                    return this.sent(bytes);
+                }
+                Found::Entries(_) => {
+                    let Some(mut changes) = this.changes.take() else {
+                        this.done = true;
+                        return Poll::Ready(None);
+                    };
+                    this.wait = Some(Box::pin(async move {
+                        changes.changed().await.ok().map(|()| changes)
+                    }));
+                    if this.first {
+                        let bytes = Bytes::from(this.control(this.after, true));
+                        return this.sent(bytes);
+                    }
+                }
+            }
+        }
     }
 }

@@ -103,7 +103,8 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 
 impl Tail {
     /// A tail built from the address's newest records, newest first (as a descending read
-    /// gives them), each with the seq of the record before it.
+    /// gives them), each with the seq of the record before it. Only the newest that fit the
+    /// bounds need their batch text.
     pub(crate) fn load(bounds: Bounds, newest_first: Vec<(Record, u64)>) -> Tail {
         let last = newest_first.first().map_or(0, |(r, _)| r.seq);
         let mut state = State {
@@ -114,13 +115,17 @@ impl Tail {
             floor: 0,
             last,
         };
+        // The cache holds the newest records, contiguous: once one does not fit, no older one
+        // goes in (their batch text may not even have been kept).
+        let mut full = false;
         for (record, prev) in &newest_first {
             let base = record.tag.as_deref() == Some(BASE);
             if base && state.bases.len() < bounds.bases {
                 state.bases.push_front((record.seq, *prev));
             }
-            let full = state.entries.len() >= bounds.records
-                || state.bytes + record.batch.len() > bounds.bytes;
+            full = full
+                || state.entries.len() >= bounds.records
+                || (!state.entries.is_empty() && state.bytes + record.batch.len() > bounds.bytes);
             if !full {
                 let entry = Entry::from_record(record, *prev);
                 state.bytes += entry.cost();
@@ -262,5 +267,27 @@ mod tests {
             [5],
             "at least one record, then the byte bound"
         );
+    }
+
+    #[test]
+    fn the_cache_stays_contiguous_when_a_record_does_not_fit() {
+        let bounds = Bounds {
+            records: 10,
+            bytes: 600,
+            bases: 4,
+        };
+        let big = Record {
+            seq: 2,
+            batch: format!(r#"[["s",["n"],"{}"]]"#, "x".repeat(500)),
+            tag: None,
+        };
+        // Newest first: 3 fits, 2 does not, 1 would fit again but must stay out.
+        let tail = Tail::load(
+            bounds,
+            vec![(record(3, false), 2), (big, 1), (record(1, true), 0)],
+        );
+        assert!(matches!(tail.read(0, 1 << 20), Found::Miss));
+        assert!(matches!(tail.read(1, 1 << 20), Found::Miss));
+        assert_eq!(seqs(tail.read(2, 1 << 20)), [3]);
     }
 }

@@ -1,8 +1,8 @@
 // Follows a chord stream until its value's `n` reaches a target, then prints what it got.
 // Driven by chord/tests/js_follow.rs against chord's server, once per transport:
-//   node follow.mjs <stream url> <n> sse|durable-streams
+//   node js/tools/follow.mjs <stream url> <n> sse|durable-streams
 // (Not a test file on its own: the Rust test starts the server and checks the output.)
-import { durableStreamsTransport, follow, sseTransport } from '../../chord-replica.mjs';
+import { durableStreamsTransport, follow, sseTransport } from '../chord-replica.mjs';
 
 const [url, target, kind] = process.argv.slice(2);
 const transport =
