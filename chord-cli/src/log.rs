@@ -15,7 +15,7 @@ pub(crate) enum Log {
         /// The file as given.
         name: String,
         /// The store.
-        store: JsonlStore,
+        store: Box<JsonlStore>,
     },
     /// A PostgreSQL store (no lock, nothing changed: reads only).
     Postgres(PostgresStore),
@@ -60,7 +60,7 @@ impl Log {
         }
         Ok(Log::Jsonl {
             name: log.display().to_string(),
-            store,
+            store: Box::new(store),
         })
     }
 
@@ -75,7 +75,7 @@ impl Log {
     /// The store, to read.
     pub(crate) fn store(&self) -> &dyn Store {
         match self {
-            Log::Jsonl { store, .. } => store,
+            Log::Jsonl { store, .. } => &**store,
             Log::Postgres(store) => store,
         }
     }
@@ -83,7 +83,7 @@ impl Log {
     /// The JSONL store, for what only a file has (its size, a torn tail).
     pub(crate) fn jsonl(&self) -> Option<&JsonlStore> {
         match self {
-            Log::Jsonl { store, .. } => Some(store),
+            Log::Jsonl { store, .. } => Some(&**store),
             Log::Postgres(_) => None,
         }
     }

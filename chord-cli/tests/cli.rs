@@ -500,23 +500,38 @@ fn a_postgres_store_reads_as_its_jsonl_twin() {
         serde_json::from_str(&stdout(&chord(&["stats", target]))).unwrap()
     };
     let (file, db) = (stats(log.to_str().unwrap()), stats(&url));
-    for field in ["records", "addresses", "base_batches", "replay", "bytes_by_verb"] {
+    for field in [
+        "records",
+        "addresses",
+        "base_batches",
+        "replay",
+        "bytes_by_verb",
+    ] {
         assert_eq!(db[field], file[field], "{field}");
     }
     assert_eq!(db["records"], 14);
     assert_eq!(db["bytes"], Value::Null);
-    assert!(db["log"].as_str().unwrap().ends_with(&format!("schema={schema}")));
+    assert!(db["log"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("schema={schema}")));
     assert_eq!(
         stdout(&chord(&["addresses", &url])),
         stdout(&chord(&["addresses", log.to_str().unwrap()]))
     );
     let recovered = stdout(&chord(&["recover", &url, "lanes", "main"]));
-    assert_eq!(recovered, stdout(&chord(&["recover", log.to_str().unwrap(), "lanes", "main"])));
+    assert_eq!(
+        recovered,
+        stdout(&chord(&["recover", log.to_str().unwrap(), "lanes", "main"]))
+    );
     let text = stdout(&chord(&["--format", "text", "stats", &url]));
     assert!(text.contains("14 in 2 addresses"), "{text}");
     // A server that does not answer is an error naming the database, never its password.
     let out = chord(&["stats", "postgres://me:secret@127.0.0.1:1/nothing"]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("127.0.0.1:1/nothing") && !err.contains("secret"), "{err}");
+    assert!(
+        err.contains("127.0.0.1:1/nothing") && !err.contains("secret"),
+        "{err}"
+    );
 }

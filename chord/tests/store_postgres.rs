@@ -75,8 +75,11 @@ fn open(schema: &str, app: &str, durability: Durability) -> PostgresStore {
 }
 
 fn open_reader(schema: &str, app: &str) -> PostgresStore {
-    PostgresStore::open_read_only(&format!("{}&application_name={app}", pg::schema_url(schema)))
-        .unwrap()
+    PostgresStore::open_read_only(&format!(
+        "{}&application_name={app}",
+        pg::schema_url(schema)
+    ))
+    .unwrap()
 }
 
 /// Ends every connection the server has for application `app`; how many.
@@ -119,7 +122,10 @@ fn follow(
 
 fn assert_in_order_without_gaps(got: &[Record], stored: &[Record]) {
     let seqs: Vec<u64> = got.iter().map(|r| r.seq).collect();
-    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "out of order: {seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "out of order: {seqs:?}"
+    );
     assert_eq!(got, stored, "the tail read something other than the log");
 }
 
@@ -134,9 +140,16 @@ fn a_tail_on_another_store_wakes_on_each_commit() {
     let a = lane();
     let mut tail = reader.tail(&a, None).unwrap();
     // Nothing written: the wait ends at its timeout, empty.
-    assert!(tail.next(Some(Duration::from_millis(20))).unwrap().is_empty());
+    assert!(tail
+        .next(Some(Duration::from_millis(20)))
+        .unwrap()
+        .is_empty());
     let until = Arc::new(AtomicU64::new(0));
-    let collected = follow(open_reader(&schema, "tail-reader"), a.clone(), until.clone());
+    let collected = follow(
+        open_reader(&schema, "tail-reader"),
+        a.clone(),
+        until.clone(),
+    );
     let mut last = writer.append(&a, &base(0), Some(BASE)).unwrap();
     for i in 1..200 {
         last = writer.append(&a, &set(i), None).unwrap();
@@ -178,8 +191,14 @@ fn a_tail_sees_a_grouped_batch_when_its_group_commits() {
     let s1 = writer.append(&a, &base(1), Some(BASE)).unwrap();
     let s2 = writer.append(&a, &set(2), None).unwrap();
     // Not committed: another node sees nothing yet.
-    assert!(tail.next(Some(Duration::from_millis(20))).unwrap().is_empty());
-    assert_eq!(reader.read_list(&a, &ReadOptions::asc()).unwrap().records, []);
+    assert!(tail
+        .next(Some(Duration::from_millis(20)))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        reader.read_list(&a, &ReadOptions::asc()).unwrap().records,
+        []
+    );
     assert_eq!(writer.sync().unwrap(), Some(s2));
     let got = tail.next(Some(Duration::from_secs(60))).unwrap();
     assert_eq!(got.iter().map(|r| r.seq).collect::<Vec<_>>(), [s1, s2]);
@@ -358,7 +377,11 @@ fn kill_9_the_writer_and_another_process_takes_over() {
     let schema = pg::fresh_schema("takeover");
     let a = lane();
     let until = Arc::new(AtomicU64::new(0));
-    let collected = follow(open_reader(&schema, "takeover-reader"), a.clone(), until.clone());
+    let collected = follow(
+        open_reader(&schema, "takeover-reader"),
+        a.clone(),
+        until.clone(),
+    );
     let mut child = Killed(
         Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
@@ -390,7 +413,10 @@ fn kill_9_the_writer_and_another_process_takes_over() {
     let err = standby.claim(&a, Duration::ZERO).unwrap_err();
     match &err {
         Error::AddressLocked { holder, .. } => {
-            assert!(holder.as_deref().unwrap_or("").contains("child-writer"), "{err}");
+            assert!(
+                holder.as_deref().unwrap_or("").contains("child-writer"),
+                "{err}"
+            );
         }
         other => panic!("{other}"),
     }
@@ -407,9 +433,16 @@ fn kill_9_the_writer_and_another_process_takes_over() {
     let writer = LogWriter::new(standby, Checkpoint::Never);
     let mut lane = Durable::open(writer, a.clone(), || state(0)).unwrap();
     let recovered = lane.get()["n"].as_u64().unwrap();
-    assert!(recovered >= acked.0, "recovered {recovered} < acknowledged {}", acked.0);
+    assert!(
+        recovered >= acked.0,
+        "recovered {recovered} < acknowledged {}",
+        acked.0
+    );
     assert_eq!(*lane.get(), state(recovered));
-    let before = lane.writer().store().read_list(&a, &ReadOptions::desc().limit(1));
+    let before = lane
+        .writer()
+        .store()
+        .read_list(&a, &ReadOptions::desc().limit(1));
     let before = before.unwrap().records[0].seq;
     let mut last = 0;
     for i in recovered + 1..=recovered + 20 {
@@ -424,8 +457,14 @@ fn kill_9_the_writer_and_another_process_takes_over() {
     // Existing readers continue without a new base: the takeover writes deltas.
     let after: Vec<&Record> = stored.iter().filter(|r| r.seq > before).collect();
     assert_eq!(after.len(), 20);
-    assert!(after.iter().all(|r| r.tag.is_none()), "a base after the takeover");
+    assert!(
+        after.iter().all(|r| r.tag.is_none()),
+        "a base after the takeover"
+    );
     // A reader that followed from the start, through both writers, ends equal to the value.
     assert_eq!(replicate(&got), Some(state(recovered + 20)));
-    assert_eq!(recover(lane.writer().store(), &a).unwrap(), Some(state(recovered + 20)));
+    assert_eq!(
+        recover(lane.writer().store(), &a).unwrap(),
+        Some(state(recovered + 20))
+    );
 }

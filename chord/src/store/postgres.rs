@@ -16,8 +16,8 @@ use postgres::tls::{MakeTlsConnect, TlsConnect};
 use postgres::{Client, IsolationLevel, Socket, Transaction};
 
 use self::pool::Pool;
-use self::tail::Listener;
 pub use self::tail::Tail;
+use self::tail::{Listener, Source};
 use self::target::Target;
 use super::group::Syncer;
 use super::{Address, CheckedBatch, Durability, Error, Order, Page, ReadOptions, Record};
@@ -337,12 +337,8 @@ impl PostgresStore {
     /// [`Error::Postgres`] when the listener cannot connect.
     pub fn tail(&self, address: &Address, after: Option<u64>) -> Result<Tail> {
         let listener = self.shared.listener()?;
-        Ok(Tail::new(
-            Arc::clone(&self.shared),
-            listener,
-            address.clone(),
-            after,
-        ))
+        let source: Arc<dyn Source> = Arc::clone(&self.shared) as Arc<dyn Source>;
+        Ok(Tail::new(source, listener, address.clone(), after))
     }
 
     fn read_only(&self) -> Error {
@@ -661,9 +657,8 @@ impl Shared {
 
     /// The newest seq stored in the schema, 0 for none.
     fn newest(&self) -> Result<u64> {
-        let newest: i64 = self.read("read", |tx| {
-            Ok(tx.query_one(&self.sql.newest, &[])?.get(0))
-        })?;
+        let newest: i64 =
+            self.read("read", |tx| Ok(tx.query_one(&self.sql.newest, &[])?.get(0)))?;
         Ok(u64::try_from(newest).unwrap_or(0))
     }
 
@@ -927,6 +922,16 @@ impl Shared {
     }
 }
 
+impl Source for Shared {
+    fn read_page(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+        self.read_list(address, options)
+    }
+
+    fn key(&self, address: &Address) -> u64 {
+        Shared::key(self, address)
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         let listener = lock(&self.listener).take();
@@ -1119,7 +1124,9 @@ impl Writer {
             )
             .ok()??;
         let (pid, app, from): (i32, String, String) = (row.get(0), row.get(1), row.get(2));
-        Some(format!("backend pid {pid}, application {app:?}, from {from}"))
+        Some(format!(
+            "backend pid {pid}, application {app:?}, from {from}"
+        ))
     }
 
     /// The address's id and newest seq, creating its row when new.
@@ -1241,11 +1248,8 @@ impl Writer {
                 None => moves.push((r.id, to_sql(r.prev), to_sql(r.seq), String::new())),
             }
         }
-        let addresses: HashMap<i64, Address> = self
-            .claims
-            .iter()
-            .map(|(a, c)| (c.id, a.clone()))
-            .collect();
+        let addresses: HashMap<i64, Address> =
+            self.claims.iter().map(|(a, c)| (c.id, a.clone())).collect();
         for m in &mut moves {
             if let Some(address) = addresses.get(&m.0) {
                 m.3 = tail::payload(self.shared.key(address), m.2 as u64);

@@ -17,8 +17,15 @@ use std::time::{Duration, Instant};
 use postgres::fallible_iterator::FallibleIterator;
 
 use super::target::{quote, Target};
-use super::Shared;
-use crate::store::{Address, ReadOptions, Record, Result};
+use crate::store::{Address, Page, ReadOptions, Record, Result};
+
+/// What a tail reads from: the store's shared reading side.
+pub(crate) trait Source: Send + Sync {
+    /// One checked page of the address's records.
+    fn read_page(&self, address: &Address, options: &ReadOptions) -> Result<Page>;
+    /// The address's notification key.
+    fn key(&self, address: &Address) -> u64;
+}
 
 /// The channel a schema's writes notify on: short enough for PostgreSQL's 63-byte names
 /// whatever the schema is called (two schemas sharing one only wake each other's tails).
@@ -187,7 +194,10 @@ impl Listener {
                 return false;
             }
             state = match deadline {
-                None => self.wake.wait(state).unwrap_or_else(PoisonError::into_inner),
+                None => self
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner),
                 Some(deadline) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
@@ -226,7 +236,7 @@ impl Listener {
 /// # Ok::<(), chord::store::Error>(())
 /// ```
 pub struct Tail {
-    shared: Arc<Shared>,
+    shared: Arc<dyn Source>,
     listener: Arc<Listener>,
     address: Address,
     key: u64,
@@ -245,7 +255,7 @@ impl std::fmt::Debug for Tail {
 
 impl Tail {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        shared: Arc<dyn Source>,
         listener: Arc<Listener>,
         address: Address,
         cursor: Option<u64>,
@@ -295,7 +305,7 @@ impl Tail {
             // The mark is taken before the read: a commit the read misses notifies after it.
             let seen = self.listener.mark(self.key);
             let options = ReadOptions::asc().cursor(self.cursor).limit(self.limit);
-            let page = self.shared.read_list(&self.address, &options)?;
+            let page = self.shared.read_page(&self.address, &options)?;
             if let Some(last) = page.records.last() {
                 self.cursor = Some(last.seq);
                 return Ok(page.records);

@@ -200,13 +200,17 @@ mod tests {
 
     #[test]
     fn the_schema_parameter_is_taken_out_and_passwords_never_shown() {
-        let t = Target::parse("postgres://me:secret@db.example:6543/app?schema=lanes%20a&connect_timeout=5")
-            .unwrap();
+        let t = Target::parse(
+            "postgres://me:secret@db.example:6543/app?schema=lanes%20a&connect_timeout=5",
+        )
+        .unwrap();
         assert_eq!(t.schema, "lanes a");
         assert_eq!(t.name, "postgres://me@db.example:6543/app?schema=lanes a");
         let t = Target::parse("postgres://me@localhost/app").unwrap();
         assert_eq!(t.schema, "public");
-        let err = Target::parse("postgres://me:secret@h/db?nonsense=1").err().unwrap();
+        let err = Target::parse("postgres://me:secret@h/db?nonsense=1")
+            .err()
+            .unwrap();
         assert!(!err.to_string().contains("secret"), "{err}");
         assert!(matches!(
             Target::parse("postgres://h/db?schema="),
