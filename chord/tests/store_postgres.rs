@@ -468,3 +468,27 @@ fn kill_9_the_writer_and_another_process_takes_over() {
         Some(state(recovered + 20))
     );
 }
+
+/// Seqs come in leases; a writer taking over an address from a writer with a newer lease
+/// must not write a seq below the address's newest record.
+#[test]
+fn a_takeover_by_a_writer_with_an_older_lease_keeps_seqs_increasing() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema("lease");
+    let (x, y) = (Address::new("lanes", "x"), Address::new("lanes", "y"));
+    let mut first = open(&schema, "lease-first", Durability::EveryAppend);
+    first.append(&x, &base(1), Some(BASE)).unwrap(); // the older lease
+    let mut second = open(&schema, "lease-second", Durability::EveryAppend);
+    let newer = second.append(&y, &base(2), Some(BASE)).unwrap();
+    drop(second);
+    let next = first.append(&y, &set(3), None).unwrap();
+    assert!(next > newer, "{next} after {newer}");
+    assert_eq!(recover(&first, &y).unwrap(), Some(json!({"n": 3})));
+    // The older lease goes on serving the address it was not replaced for only while it is
+    // above that address's records: seqs of each address increase.
+    let on_x = first.append(&x, &set(4), None).unwrap();
+    assert!(on_x > next);
+    assert_eq!(recover(&first, &x).unwrap(), Some(json!({"n": 4})));
+}

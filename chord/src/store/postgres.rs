@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::tls::{MakeTlsConnect, TlsConnect};
-use postgres::{Client, IsolationLevel, Socket, Transaction};
+use postgres::types::Type;
+use postgres::{Client, Socket};
 
 use self::pool::Pool;
 pub use self::tail::Tail;
@@ -445,8 +446,6 @@ struct Sql {
     newest: String,
     asc: String,
     desc: String,
-    older: String,
-    newer: String,
     addresses: String,
     write: String,
     channel: String,
@@ -465,21 +464,35 @@ impl Sql {
             next_address_id: format!("SELECT nextval('{s}.chord_address_ids')"),
             next_seqs: format!("SELECT nextval('{s}.chord_seqs')"),
             newest: format!("SELECT coalesce(max(last), 0) FROM {s}.chord_addresses"),
+            // A page in one statement (one snapshot, one round trip): the address row, up to
+            // `limit + 1` records past the cursor, and the record next to the cursor on the
+            // other side, which the continuity check needs. $3: the bound, $4: how many,
+            // $5: the neighbour's bound, $6: whether there is one.
             asc: format!(
-                "SELECT seq, prev, tag, batch, crc FROM {s}.chord_records
-                 WHERE address = $1 AND seq > $2 ORDER BY seq ASC LIMIT $3"
+                "SELECT a.id, a.last, a.crc, r.seq, r.prev, r.tag, r.batch, r.crc, n.seq, n.prev
+                 FROM {s}.chord_addresses a
+                 LEFT JOIN LATERAL (
+                     SELECT seq, prev, tag, batch, crc FROM {s}.chord_records
+                     WHERE address = a.id AND seq > $3 ORDER BY seq ASC LIMIT $4) r ON true
+                 LEFT JOIN LATERAL (
+                     SELECT seq, prev FROM {s}.chord_records
+                     WHERE $6 AND address = a.id AND seq <= $5
+                     ORDER BY seq DESC LIMIT 1) n ON true
+                 WHERE a.namespace = $1 AND a.key = $2
+                 ORDER BY r.seq ASC"
             ),
             desc: format!(
-                "SELECT seq, prev, tag, batch, crc FROM {s}.chord_records
-                 WHERE address = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3"
-            ),
-            older: format!(
-                "SELECT seq, prev FROM {s}.chord_records WHERE address = $1 AND seq <= $2
-                 ORDER BY seq DESC LIMIT 1"
-            ),
-            newer: format!(
-                "SELECT seq, prev FROM {s}.chord_records WHERE address = $1 AND seq >= $2
-                 ORDER BY seq ASC LIMIT 1"
+                "SELECT a.id, a.last, a.crc, r.seq, r.prev, r.tag, r.batch, r.crc, n.seq, n.prev
+                 FROM {s}.chord_addresses a
+                 LEFT JOIN LATERAL (
+                     SELECT seq, prev, tag, batch, crc FROM {s}.chord_records
+                     WHERE address = a.id AND seq <= $3 ORDER BY seq DESC LIMIT $4) r ON true
+                 LEFT JOIN LATERAL (
+                     SELECT seq, prev FROM {s}.chord_records
+                     WHERE $6 AND address = a.id AND seq >= $5
+                     ORDER BY seq ASC LIMIT 1) n ON true
+                 WHERE a.namespace = $1 AND a.key = $2
+                 ORDER BY r.seq DESC"
             ),
             addresses: format!(
                 "SELECT a.id, a.namespace, a.key, a.last, a.crc,
@@ -662,28 +675,18 @@ impl Shared {
         Ok(u64::try_from(newest).unwrap_or(0))
     }
 
-    /// Runs `f` in a read-only `REPEATABLE READ` transaction on a pooled connection, once
-    /// more on a fresh connection if it fails (the server may have closed the first).
+    /// Runs `f` (one statement: one snapshot) on a pooled connection, once more on a fresh
+    /// connection if it fails (the server may have closed the first).
     fn read<T>(
         &self,
         action: &'static str,
-        f: impl Fn(&mut Transaction<'_>) -> std::result::Result<T, postgres::Error>,
+        f: impl Fn(&mut Client) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             let mut conn = self.pool.get(&self.target)?;
-            let result = (|| {
-                let mut tx = conn
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()?;
-                let value = f(&mut tx)?;
-                tx.commit()?;
-                Ok(value)
-            })();
-            match result {
+            match f(&mut conn) {
                 Ok(value) => return Ok(value),
                 Err(e) => {
                     conn.discard();
@@ -697,67 +700,66 @@ impl Shared {
 
     fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
         options.check()?;
-        let sql = &self.sql;
-        let fetched = self.read("read", |tx| {
-            let Some(found) = tx.query_opt(&sql.address, &[&address.namespace, &address.key])?
-            else {
-                return Ok(None);
-            };
-            let (id, last, crc): (i64, i64, i64) = (found.get(0), found.get(1), found.get(2));
-            let fetch = i64::try_from(options.limit).unwrap_or(i64::MAX - 1) + 1;
-            let rows = match (options.order, options.cursor) {
-                (Order::Asc, Some(c)) if c >= MAX_SEQ => Vec::new(),
-                (Order::Desc, Some(0)) => Vec::new(),
-                (Order::Asc, cursor) => {
-                    let bound = cursor.map_or(-1, to_sql);
-                    tx.query(&sql.asc, &[&id, &bound, &fetch])?
-                }
-                (Order::Desc, cursor) => {
-                    let bound = cursor.map_or(i64::MAX, |c| to_sql(c - 1));
-                    tx.query(&sql.desc, &[&id, &bound, &fetch])?
-                }
-            };
-            let rows = rows
-                .iter()
-                .map(|r| Row {
-                    seq: r.get(0),
-                    prev: r.get(1),
-                    tag: r.get(2),
-                    batch: r.get(3),
-                    crc: r.get(4),
-                })
-                .collect();
-            let (mut older, mut newer) = (None, None);
-            match (options.order, options.cursor) {
-                (Order::Asc, Some(cursor)) => {
-                    older = tx
-                        .query_opt(&sql.older, &[&id, &to_sql(cursor)])?
-                        .map(|r| r.get(0));
-                }
-                (Order::Desc, Some(cursor)) if cursor <= MAX_SEQ => {
-                    newer = tx
-                        .query_opt(&sql.newer, &[&id, &to_sql(cursor)])?
-                        .map(|r| (r.get(0), r.get(1)));
-                }
-                _ => {}
-            }
-            Ok(Some((
-                crc,
-                address.clone(),
-                Fetched {
-                    row: AddressRow { id, last },
-                    rows,
-                    older,
-                    newer,
-                },
-            )))
+        let fetch = i64::try_from(options.limit).unwrap_or(i64::MAX - 1) + 1;
+        let (query, bound, neighbour, with_neighbour) = match (options.order, options.cursor) {
+            (Order::Asc, cursor) => (
+                &self.sql.asc,
+                cursor.map_or(-1, to_sql),
+                cursor.map_or(0, to_sql),
+                cursor.is_some(),
+            ),
+            (Order::Desc, cursor) => (
+                &self.sql.desc,
+                // Records before the cursor: none before 0.
+                cursor.map_or(i64::MAX, |c| c.checked_sub(1).map_or(-1, to_sql)),
+                cursor.map_or(0, to_sql),
+                cursor.is_some_and(|c| c <= MAX_SEQ),
+            ),
+        };
+        let rows = self.read("read", |client| {
+            client.query_typed(
+                query,
+                &[
+                    (&address.namespace, Type::TEXT),
+                    (&address.key, Type::TEXT),
+                    (&bound, Type::INT8),
+                    (&fetch, Type::INT8),
+                    (&neighbour, Type::INT8),
+                    (&with_neighbour, Type::BOOL),
+                ],
+            )
         })?;
-        let Some((crc, address, fetched)) = fetched else {
+        let Some(first) = rows.first() else {
             return Ok(Page::default());
         };
-        self.check_address(fetched.row.id, &address, crc)?;
+        let (id, last, crc): (i64, i64, i64) = (first.get(0), first.get(1), first.get(2));
+        let neighbour: (Option<i64>, Option<i64>) = (first.get(8), first.get(9));
+        let fetched = Fetched {
+            row: AddressRow { id, last },
+            rows: rows
+                .iter()
+                .filter_map(|r| {
+                    Some(Row {
+                        seq: r.get::<_, Option<i64>>(3)?,
+                        prev: r.get(4),
+                        tag: r.get(5),
+                        batch: r.get(6),
+                        crc: r.get(7),
+                    })
+                })
+                .collect(),
+            older: match options.order {
+                Order::Asc => neighbour.0,
+                Order::Desc => None,
+            },
+            newer: match (options.order, neighbour) {
+                (Order::Desc, (Some(seq), Some(prev))) => Some((seq, prev)),
+                _ => None,
+            },
+        };
+        self.check_address(id, address, crc)?;
         let reached_end = fetched.rows.len() <= options.limit;
-        self.verify(&address, options, &fetched, reached_end)?;
+        self.verify(address, options, &fetched, reached_end)?;
         let total = fetched.rows.len();
         let mut records = Vec::new();
         for r in fetched.rows.into_iter().take(options.limit) {
@@ -882,9 +884,9 @@ impl Shared {
     }
 
     fn addresses(&self) -> Result<Vec<Address>> {
-        let rows = self.read("list addresses", |tx| {
-            Ok(tx
-                .query(&self.sql.addresses, &[])?
+        let rows = self.read("list addresses", |client| {
+            Ok(client
+                .query_typed(&self.sql.addresses, &[])?
                 .iter()
                 .map(|r| {
                     let row: (i64, String, String, i64, i64, bool) =
@@ -1157,10 +1159,13 @@ impl Writer {
         Ok((id, 0))
     }
 
-    /// The next seq, reserving more from `chord_seqs` when the lease is used up.
-    fn next_seq(&mut self) -> Result<u64> {
+    /// The next seq past `after` (the address's newest record), reserving more from
+    /// `chord_seqs` when the lease is used up, or lies below `after` (an address taken over
+    /// from a writer with a newer lease): every value the sequence gives lies past every seq
+    /// handed out before.
+    fn next_seq(&mut self, after: u64) -> Result<u64> {
         let (next, end) = self.lease;
-        if next <= end {
+        if next <= end && next > after {
             self.lease.0 = next + 1;
             return Ok(next);
         }
@@ -1188,7 +1193,7 @@ impl Writer {
     fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
         let claim = self.claim(address, Duration::ZERO)?;
         let (id, prev) = (claim.id, claim.last);
-        let seq = self.next_seq()?;
+        let seq = self.next_seq(prev)?;
         let crc = record_crc(seq, id, prev, tag, batch);
         let pending = Pending {
             id,
@@ -1265,6 +1270,19 @@ impl Writer {
         let r_tags: Vec<Option<&str>> = records.iter().map(|r| r.tag.as_deref()).collect();
         let r_batches: Vec<&str> = records.iter().map(|r| r.batch.as_str()).collect();
         let r_crcs: Vec<i64> = records.iter().map(|r| i64::from(r.crc)).collect();
+        if let Some((address, _)) = self
+            .claims
+            .iter()
+            .find(|(_, c)| !c.held && moves.iter().any(|m| m.0 == c.id))
+        {
+            // Waiting batches whose lock went with a lost connection: never written blind.
+            return Err(Error::Poisoned {
+                reason: format!(
+                    "the connection holding the lock on {address} was lost with batches \
+                     waiting to be written"
+                ),
+            });
+        }
         let shared = Arc::clone(&self.shared);
         let explicit = moves.len() > 1;
         let client = self.client()?;
@@ -1272,20 +1290,20 @@ impl Writer {
             if explicit {
                 client.batch_execute("BEGIN")?;
             }
-            let row = client.query_one(
+            let row = client.query_typed_one(
                 &shared.sql.write,
                 &[
-                    &ids,
-                    &prevs,
-                    &lasts,
-                    &notes,
-                    &r_ids,
-                    &r_seqs,
-                    &r_prevs,
-                    &r_tags,
-                    &r_batches,
-                    &r_crcs,
-                    &shared.sql.channel,
+                    (&ids, Type::INT8_ARRAY),
+                    (&prevs, Type::INT8_ARRAY),
+                    (&lasts, Type::INT8_ARRAY),
+                    (&notes, Type::TEXT_ARRAY),
+                    (&r_ids, Type::INT8_ARRAY),
+                    (&r_seqs, Type::INT8_ARRAY),
+                    (&r_prevs, Type::INT8_ARRAY),
+                    (&r_tags, Type::TEXT_ARRAY),
+                    (&r_batches, Type::TEXT_ARRAY),
+                    (&r_crcs, Type::INT8_ARRAY),
+                    (&shared.sql.channel, Type::TEXT),
                 ],
             )?;
             let moved: i64 = row.get(0);
