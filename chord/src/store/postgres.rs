@@ -90,8 +90,10 @@ const POOL_SIZE: usize = 4;
 /// append there, or when asked with [`claim`](PostgresStore::claim), and keeps it while its
 /// connection lives. Another writer is refused with [`Error::AddressLocked`], which names the
 /// holder's backend pid and application. When the writer's process dies, PostgreSQL ends its
-/// session and frees the lock; a [`claim`](PostgresStore::claim) waiting on another node gets
-/// it, and [`Durable::open`](super::Durable::open) recovers the value and continues.
+/// session and frees the lock (at once; for a machine that vanished, within about 20 seconds:
+/// the writer's session sets the server's TCP keepalives to probe every few seconds); a
+/// [`claim`](PostgresStore::claim) waiting on another node gets it, and
+/// [`Durable::open`](super::Durable::open) recovers the value and continues.
 ///
 /// **Fencing.** Every write moves each address's `last` link with a compare-and-set (`WHERE
 /// last = <the writer's newest>`), in the same statement as the insert. A writer whose
@@ -219,7 +221,7 @@ impl PostgresBuilder {
     pub fn open(self, durability: Durability) -> Result<PostgresStore> {
         let shared = Arc::new(Shared::new(self.target, self.pool_size)?);
         let durable = shared.newest()?;
-        let client = shared.target.connect()?;
+        let client = writer_connection(&shared.target)?;
         let writer = Arc::new(Mutex::new(Writer {
             shared: Arc::clone(&shared),
             client: Some(client),
@@ -947,6 +949,20 @@ impl Drop for Shared {
     }
 }
 
+/// The writer's connection, which holds its locks. The server probes it every few seconds
+/// when idle (TCP keepalives, set for this session), so that the locks of a writer whose
+/// machine vanished are freed within about 20 seconds, not the operating system's two hours.
+fn writer_connection(target: &Target) -> Result<Client> {
+    let mut client = target.connect()?;
+    client
+        .batch_execute(
+            "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 3; \
+             SET tcp_keepalives_count = 3",
+        )
+        .map_err(target.error("connect"))?;
+    Ok(client)
+}
+
 /// The writing side of a store: its own connection (which holds the address locks), the
 /// addresses it holds, and what waits to be written.
 struct Writer {
@@ -996,14 +1012,14 @@ impl Writer {
 
     /// The connection, reconnecting after a failure (every lock is then taken again).
     fn client(&mut self) -> Result<&mut Client> {
-        if self.client.as_ref().is_none_or(Client::is_closed) {
-            self.lost();
-            self.client = Some(self.shared.target.connect()?);
-        }
-        match &mut self.client {
-            Some(client) => Ok(client),
-            None => unreachable!("connected above"),
-        }
+        let client = match self.client.take() {
+            Some(client) if !client.is_closed() => client,
+            _ => {
+                self.lost();
+                writer_connection(&self.shared.target)?
+            }
+        };
+        Ok(self.client.insert(client))
     }
 
     /// The connection failed or is in an unknown state: drop it (and with it every lock).

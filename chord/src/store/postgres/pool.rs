@@ -60,7 +60,7 @@ impl Pool {
             if state.open < self.max {
                 state.open += 1;
                 drop(state);
-                return match target.connect() {
+                return match reader_connection(target) {
                     Ok(client) => Ok(Pooled {
                         pool: self,
                         client: Some(client),
@@ -78,6 +78,19 @@ impl Pool {
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }
+}
+
+/// A connection for reads. Every page is a range scan of the primary key (address, seq) in
+/// key order, up to a limit; without statistics (a table the autovacuum has not analyzed
+/// yet) the planner estimates a few rows per address, picks a bitmap scan and sorts all of
+/// the address's records instead: 4 ms rather than 0.3 ms for 10,000 records. Bitmap scans
+/// are off for these connections, which run nothing else.
+fn reader_connection(target: &Target) -> Result<Client> {
+    let mut client = target.connect()?;
+    client
+        .batch_execute("SET enable_bitmapscan = off")
+        .map_err(target.error("connect"))?;
+    Ok(client)
 }
 
 /// A connection borrowed from the pool; handed back on drop unless the server closed it.
