@@ -1,4 +1,4 @@
-//! `chord`: look inside chord's durable JSONL logs.
+//! `chord`: look inside chord's durable logs: JSONL files, and PostgreSQL stores named by URL.
 //!
 //! ```text
 //! chord addresses <LOG>                            the addresses that have records
@@ -7,12 +7,14 @@
 //! chord stats <LOG>                                records, base batches, bytes by verb, replay
 //! ```
 //!
+//! `<LOG>` is a JSONL file or a PostgreSQL URL (`postgres://user@host:port/db?schema=name`).
 //! Logs are opened read-only (no lock, nothing changed), so a log a producer is writing can be
 //! inspected. Output is readable text on a terminal and plain JSON when piped (`--format`
 //! overrides); long work shows a progress bar on stderr when stderr is a terminal.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod log;
 mod output;
 mod stats;
 
@@ -20,7 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chord::store::{replay, Address, JsonlStore, ReadOptions, Store, BASE};
+use chord::store::{replay, Address, ReadOptions, BASE};
 use chord::{display_batch, Decoder};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -44,12 +46,12 @@ struct Cli {
 enum Command {
     /// List the addresses (namespace and key) that have records.
     Addresses {
-        /// The JSONL log.
+        /// The JSONL log, or a PostgreSQL URL (`postgres://...?schema=name`).
         log: PathBuf,
     },
     /// Show a value's records, decoded, in the readable op form.
     Show {
-        /// The JSONL log.
+        /// The JSONL log, or a PostgreSQL URL (`postgres://...?schema=name`).
         log: PathBuf,
         /// The value's namespace.
         namespace: String,
@@ -61,7 +63,7 @@ enum Command {
     },
     /// Recover a value as JSON: replay from its last base batch.
     Recover {
-        /// The JSONL log.
+        /// The JSONL log, or a PostgreSQL URL (`postgres://...?schema=name`).
         log: PathBuf,
         /// The value's namespace.
         namespace: String,
@@ -73,7 +75,7 @@ enum Command {
     },
     /// Print statistics: records, base batches, bytes by verb, replay length.
     Stats {
-        /// The JSONL log.
+        /// The JSONL log, or a PostgreSQL URL (`postgres://...?schema=name`).
         log: PathBuf,
     },
 }
@@ -112,47 +114,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens a log read-only, with a progress bar for a big file, and warns about a torn tail.
-/// The library refuses what is not a regular file (a FIFO, `/dev/zero`, a directory) before
-/// reading it, and never holds a line longer than its maximum record size.
-pub(crate) fn open(log: &Path) -> Result<JsonlStore, Failure> {
-    let size = std::fs::metadata(log)
-        .map_err(|e| format!("{}: {e}", log.display()))?
-        .len();
-    let progress = Progress::new(size, "reading", size > output::LONG_BYTES);
-    let store = JsonlStore::open_read_only_with_progress(log, |done, _| progress.set(done))?;
-    progress.done();
-    if let Some(line) = store.unterminated_line() {
-        eprintln!(
-            "chord: warning: {}:{line}: the last line has no newline (or a damaged one); its \
-             checksum verifies, so its record counts (a writer restores the newline)",
-            log.display()
-        );
-    }
-    if let Some(torn) = store.torn_tail() {
-        eprintln!(
-            "chord: warning: {}:{}: ignoring an incomplete last line ({} bytes): a writer is \
-             appending, or died in the middle of a write",
-            log.display(),
-            torn.line,
-            torn.len
-        );
-    }
-    Ok(store)
+/// Opens a log read-only (see [`log::Log::open`]).
+pub(crate) fn open(log: &Path) -> Result<log::Log, Failure> {
+    log::Log::open(log)
 }
 
 fn addresses(out: &mut Out, log: &Path) -> Result<(), Failure> {
-    let store = open(log)?;
-    let addresses = store.addresses()?;
+    let log = open(log)?;
+    let addresses = log.store().addresses()?;
     if out.json() {
-        let list: Vec<_> = addresses
-            .iter()
-            .map(|a| json!({"namespace": a.namespace, "key": a.key, "records": store.count(a)}))
-            .collect();
+        let mut list = Vec::new();
+        for a in &addresses {
+            let n = log.count(a)?;
+            list.push(json!({"namespace": a.namespace, "key": a.key, "records": n}));
+        }
         out.json_value(&json!(list))?;
     } else {
         for a in &addresses {
-            let n = store.count(a);
+            let n = log.count(a)?;
             writeln!(out, "{}\t{}\t{n} record{}", a.namespace, a.key, plural(n))?;
         }
     }
@@ -160,10 +139,11 @@ fn addresses(out: &mut Out, log: &Path) -> Result<(), Failure> {
 }
 
 fn show(out: &mut Out, log: &Path, address: &Address, full: bool) -> Result<(), Failure> {
-    let store = open(log)?;
-    let total = store.count(address);
+    let log = open(log)?;
+    let store = log.store();
+    let total = log.count(address)?;
     if total == 0 {
-        return Err(format!("{}: no records for {address}", log.display()).into());
+        return Err(format!("{}: no records for {address}", log.name()).into());
     }
     let progress = Progress::new(total as u64, "records", total > output::LONG_RECORDS);
     let mut decoder = Some(Decoder::new());
@@ -236,11 +216,11 @@ fn show(out: &mut Out, log: &Path, address: &Address, full: bool) -> Result<(), 
 }
 
 fn recover(out: &mut Out, log: &Path, address: &Address, at: Option<u64>) -> Result<(), Failure> {
-    let store = open(log)?;
-    let r = replay(&store, address, at)?;
+    let log = open(log)?;
+    let r = replay(log.store(), address, at)?;
     let Some(value) = r.value else {
         let when = at.map(|s| format!(" up to seq {s}")).unwrap_or_default();
-        return Err(format!("{}: no records for {address}{when}", log.display()).into());
+        return Err(format!("{}: no records for {address}{when}", log.name()).into());
     };
     if !out.json() {
         let from = match r.base_seq {

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use chord::store::{Address, ReadOptions, Store, BASE};
+use chord::store::{Address, ReadOptions, BASE};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -19,8 +19,10 @@ struct PerAddress {
 }
 
 pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
-    let store = crate::open(log)?;
-    let total = store.len();
+    let log = crate::open(log)?;
+    let store = log.store();
+    // A database's record count is not known before reading (no bar, then).
+    let total = log.len().unwrap_or(0);
     let progress = Progress::new(total as u64, "records", total > LONG_RECORDS);
     // Wire verbs in the order the format lists them, `#` (a path-id definition) last.
     let mut verbs: Vec<(String, u64)> = ["r", "s", "d", "a", "t", "p", "#"]
@@ -40,11 +42,7 @@ pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
                     bases += 1;
                 }
                 measure(&record.batch, &mut verbs).map_err(|e| {
-                    format!(
-                        "{}: record #{} of {address}: {e}",
-                        log.display(),
-                        record.seq
-                    )
+                    format!("{}: record #{} of {address}: {e}", log.name(), record.seq)
                 })?;
             }
             match page.next_cursor {
@@ -52,7 +50,7 @@ pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
                 None => break,
             }
         }
-        let replay = store.replay_len(&address, None);
+        let replay = log.replay_len(&address)?;
         per.push(PerAddress {
             address,
             records,
@@ -79,23 +77,27 @@ pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
                 })
             })
             .collect();
-        let torn = store
-            .torn_tail()
+        let file = log.jsonl();
+        let torn = file
+            .and_then(|f| f.torn_tail())
             .map(|t| json!({"line": t.line, "offset": t.offset, "bytes": t.len}));
         return out.json_value(&json!({
-            "log": log.display().to_string(),
-            "bytes": store.size(),
+            "log": log.name(),
+            // A file's size; null for a database.
+            "bytes": file.map(|f| f.size()),
             "records": records,
             "base_batches": bases,
             "addresses": per.len(),
             "bytes_by_verb": by_verb,
             "replay": {"max": max_replay, "by_address": by_address},
             "torn_tail": torn,
-            "unterminated_line": store.unterminated_line(),
+            "unterminated_line": file.and_then(|f| f.unterminated_line()),
         }));
     }
-    writeln!(out, "log            {}", log.display())?;
-    writeln!(out, "size           {} bytes", group(store.size()))?;
+    writeln!(out, "log            {}", log.name())?;
+    if let Some(file) = log.jsonl() {
+        writeln!(out, "size           {} bytes", group(file.size()))?;
+    }
     writeln!(
         out,
         "records        {} in {} address{}, {} base batch{}",

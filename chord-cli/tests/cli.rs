@@ -4,6 +4,9 @@
 #[path = "../../chord/tests/support/seal.rs"]
 mod seal;
 
+#[path = "../../chord/tests/support/postgres.rs"]
+mod pg;
+
 use seal::seal_lines;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -56,7 +59,11 @@ fn tool() -> Address {
 
 /// A log with two values; returns the batches written to the lane.
 fn write_log(path: &Path) -> Vec<Vec<Op>> {
-    let store = JsonlStore::open(path, Durability::EveryAppend).unwrap();
+    write_to(JsonlStore::open(path, Durability::EveryAppend).unwrap())
+}
+
+/// Writes the two values of [`write_log`] into any store.
+fn write_to(store: impl Store) -> Vec<Vec<Op>> {
     let mut writer = LogWriter::new(store, Checkpoint::EveryBatches(4));
     let mut lane_batches = Vec::new();
     let mut text = String::new();
@@ -472,5 +479,59 @@ fn damage_and_old_formats_are_errors_and_a_damaged_last_newline_a_warning() {
         stderr(&out).contains("log format version 1 is not supported"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// `chord stats`, `addresses` and `recover` read a PostgreSQL store named by its URL, and say
+/// of it what they say of a JSONL log with the same records.
+#[test]
+fn a_postgres_store_reads_as_its_jsonl_twin() {
+    if !pg::available() {
+        return;
+    }
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    write_log(&log);
+    let schema = pg::fresh_schema("cli");
+    let url = pg::schema_url(&schema);
+    write_to(chord::store::PostgresStore::open(&url, Durability::EveryAppend).unwrap());
+    let stats = |target: &str| -> Value {
+        serde_json::from_str(&stdout(&chord(&["stats", target]))).unwrap()
+    };
+    let (file, db) = (stats(log.to_str().unwrap()), stats(&url));
+    for field in [
+        "records",
+        "addresses",
+        "base_batches",
+        "replay",
+        "bytes_by_verb",
+    ] {
+        assert_eq!(db[field], file[field], "{field}");
+    }
+    assert_eq!(db["records"], 14);
+    assert_eq!(db["bytes"], Value::Null);
+    assert!(db["log"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("schema={schema}")));
+    assert_eq!(
+        stdout(&chord(&["addresses", &url])),
+        stdout(&chord(&["addresses", log.to_str().unwrap()]))
+    );
+    let recovered = stdout(&chord(&["recover", &url, "lanes", "main"]));
+    assert_eq!(
+        recovered,
+        stdout(&chord(&["recover", log.to_str().unwrap(), "lanes", "main"]))
+    );
+    let text = stdout(&chord(&["--format", "text", "stats", &url]));
+    assert!(text.contains("14 in 2 addresses"), "{text}");
+    // A server that does not answer is an error naming the database, never its password.
+    let out = chord(&["stats", "postgres://me:secret@127.0.0.1:1/nothing"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("127.0.0.1:1/nothing") && !err.contains("secret"),
+        "{err}"
     );
 }

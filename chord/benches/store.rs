@@ -1,23 +1,29 @@
 //! Storage benchmarks.
 //!
 //! - `append/<backend>/<durability>`: one small delta batch appended per iteration, for the
-//!   JSONL and SQLite backends under both durability policies.
+//!   JSONL, SQLite and PostgreSQL backends under both durability policies.
 //! - `recover/<backend>/<records>`: recovering one value from a history of 10,000 and 100,000
 //!   records with a base batch every 100: it replays at most 100 records either way, so the
 //!   time must not grow with the history.
 //! - `open/jsonl/<records>`: opening a JSONL log read-only, which reads the whole file once to
 //!   build its index (so this one does grow with the file).
 //!
-//! Run: `cargo bench -p chord-delta --features sqlite --bench store` (without `--features sqlite`
-//! the SQLite half is skipped). Logs go to a temporary directory on the default temp disk.
+//! - after the criterion groups, a table of single-append latencies (p50, p99, max over 2,000
+//!   appends) per backend and policy, and for grouped appends the time until the batch is
+//!   durable (`durable_seq` reaches it).
+//!
+//! Run: `cargo bench -p chord-delta --features sqlite,postgres --bench store` (a backend whose
+//! feature is off is skipped). Logs go to a temporary directory on the default temp disk;
+//! PostgreSQL runs against `CHORD_TEST_POSTGRES_URL` (skipped when it is not set), each case in
+//! a schema `chord_bench_*` of its own, dropped at the end.
 
 use std::hint::black_box;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chord::store::{recover, Address, Checkpoint, Durability, JsonlStore, LogWriter, Store};
 use chord::{path, Op};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use serde_json::json;
 
 const GROUPED: Durability = Durability::Grouped {
@@ -43,7 +49,102 @@ fn backends() -> Vec<(&'static str, Open)> {
     out.push(("sqlite", |dir, d| {
         Box::new(chord::store::SqliteStore::open(dir.join("log.db"), d).unwrap())
     }));
+    #[cfg(feature = "postgres")]
+    if postgres_url().is_some() {
+        out.push(("postgres", |dir, d| {
+            let name = dir.file_name().unwrap().to_string_lossy();
+            let schema = format!("chord_bench_{}", name.trim_start_matches('.'));
+            let url = postgres_url().unwrap();
+            let sep = if url.contains('?') { '&' } else { '?' };
+            Box::new(
+                chord::store::PostgresStore::open(&format!("{url}{sep}schema={schema}"), d)
+                    .unwrap(),
+            )
+        }));
+    }
     out
+}
+
+/// The server the PostgreSQL cases run against.
+#[cfg(feature = "postgres")]
+fn postgres_url() -> Option<String> {
+    std::env::var("CHORD_TEST_POSTGRES_URL").ok()
+}
+
+/// Drops the schemas the PostgreSQL cases made.
+fn drop_bench_schemas() {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = postgres_url() {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let rows = client
+            .query(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'chord\\_bench\\_%'",
+                &[],
+            )
+            .unwrap();
+        for row in rows {
+            let name: String = row.get(0);
+            client
+                .batch_execute(&format!("DROP SCHEMA \"{name}\" CASCADE"))
+                .unwrap();
+        }
+    }
+}
+
+/// p50, p99 and max of single appends, and for grouped appends the time until each is
+/// durable: printed as a table after the criterion groups.
+fn latencies() {
+    const N: usize = 2_000;
+    let address = Address::new("bench", "latency");
+    println!("\nlatency of one append ({N} appends each; grouped: 64 batches or 5 ms)");
+    println!(
+        "{:<10} {:<13} {:>10} {:>10} {:>10} {:>14} {:>14}",
+        "backend", "durability", "p50", "p99", "max", "durable p50", "durable p99"
+    );
+    for (backend, open) in backends() {
+        for (policy, durability) in policies() {
+            let dir = tempfile::tempdir().unwrap();
+            let mut store = open(dir.path(), durability);
+            store
+                .append(&address, r#"[["r",{"text":""}]]"#, Some("base"))
+                .unwrap();
+            store.sync().unwrap();
+            let mut append = Vec::with_capacity(N);
+            let mut durable = Vec::with_capacity(N);
+            for _ in 0..N {
+                let start = Instant::now();
+                let seq = store
+                    .append(&address, r#"[["a",["text"],"token "]]"#, None)
+                    .unwrap();
+                append.push(start.elapsed());
+                if durability != Durability::EveryAppend {
+                    // Waits for the group to reach the disk (at most about 5 ms).
+                    while store.durable_seq() < Some(seq) {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    durable.push(start.elapsed());
+                }
+            }
+            let q = |v: &mut Vec<Duration>, p: f64| -> String {
+                if v.is_empty() {
+                    return "-".into();
+                }
+                v.sort();
+                let i = ((v.len() as f64 * p).ceil() as usize).clamp(1, v.len()) - 1;
+                format!("{:.1?}", v[i])
+            };
+            println!(
+                "{:<10} {:<13} {:>10} {:>10} {:>10} {:>14} {:>14}",
+                backend,
+                policy,
+                q(&mut append, 0.5),
+                q(&mut append, 0.99),
+                q(&mut append, 1.0),
+                q(&mut durable, 0.5),
+                q(&mut durable, 0.99),
+            );
+        }
+    }
 }
 
 fn append(c: &mut Criterion) {
@@ -132,4 +233,14 @@ criterion_group! {
         .measurement_time(Duration::from_secs(3));
     targets = append, recovery
 }
-criterion_main!(benches);
+
+fn main() {
+    drop_bench_schemas();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    // Only on a real run (`cargo bench`), not when `cargo test` checks the bench.
+    if std::env::args().any(|a| a == "--bench") {
+        latencies();
+    }
+    drop_bench_schemas();
+}

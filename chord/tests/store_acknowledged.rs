@@ -1,6 +1,7 @@
 //! Acknowledged means recoverable: a store and a writer refuse, before writing anything, every
 //! batch recovery could not read back or apply, so an `Ok` from `append` or `flush` never
-//! leaves a log that can no longer be recovered. Both backends.
+//! leaves a log that can no longer be recovered. Every backend (PostgreSQL when
+//! `CHORD_TEST_POSTGRES_URL` names a server, see `support/postgres.rs`).
 
 use std::path::Path;
 
@@ -10,6 +11,10 @@ use chord::store::{
 use chord::{path, ErrorKind, Op, Tracked};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod pg;
 
 struct Backend {
     name: &'static str,
@@ -33,6 +38,25 @@ fn backends() -> Vec<Backend> {
             )
         },
     });
+    // A directory's store is the schema named after it.
+    #[cfg(feature = "postgres")]
+    if pg::available() {
+        all.push(Backend {
+            name: "postgres",
+            open: |dir| {
+                let name = dir.file_name().unwrap().to_string_lossy();
+                let schema = format!("chord_test_ack_{}", name.trim_start_matches('.'));
+                pg::create_schema(&schema);
+                Box::new(
+                    chord::store::PostgresStore::open(
+                        &pg::schema_url(&schema),
+                        Durability::EveryAppend,
+                    )
+                    .unwrap(),
+                )
+            },
+        });
+    }
     all
 }
 

@@ -168,6 +168,57 @@ pub enum Error {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// The PostgreSQL backend failed: the server could not be reached, refused, or the
+    /// connection broke. A read is retried once on a fresh connection before this is
+    /// returned; an append is not (the next one learns whether it was stored).
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    Postgres {
+        /// The database, `postgres://user@host:port/database?schema=name` (no password).
+        database: String,
+        /// What was being done, e.g. `"append"`.
+        action: &'static str,
+        /// The driver's error.
+        source: postgres::Error,
+    },
+    /// A PostgreSQL URL chord cannot use (its own parameter, `schema`, is malformed).
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    InvalidUrl {
+        /// The URL, without its password.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Another writer, on this node or another, holds the address: one writer per address
+    /// across the cluster. Nothing was stored. Wait for it with
+    /// [`PostgresStore::claim`](super::PostgresStore::claim), or read instead.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    AddressLocked {
+        /// The database.
+        database: String,
+        /// The address.
+        address: Address,
+        /// Who holds it (backend pid, application name, client address), when the server
+        /// says.
+        holder: Option<String>,
+    },
+    /// Another writer appended to the address after this store last held it (this store's
+    /// connection was cut and the address taken over): this store never writes there again.
+    /// Reopen, recover ([`Durable::open`](super::Durable::open)) and claim it anew.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    Fenced {
+        /// The database.
+        database: String,
+        /// The address.
+        address: Address,
+        /// The newest record this store wrote there.
+        expected: u64,
+        /// The newest record the database has.
+        found: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -242,6 +293,40 @@ impl fmt::Display for Error {
             Error::Sqlite { path, action, .. } => {
                 write!(f, "{}: {action} failed", path.display())
             }
+            #[cfg(feature = "postgres")]
+            Error::Postgres {
+                database, action, ..
+            } => write!(f, "{database}: {action} failed"),
+            #[cfg(feature = "postgres")]
+            Error::InvalidUrl { url, reason } => write!(f, "{url}: {reason}"),
+            #[cfg(feature = "postgres")]
+            Error::AddressLocked {
+                database,
+                address,
+                holder,
+            } => {
+                write!(
+                    f,
+                    "{database}: {address}: another writer holds this address (one writer \
+                     per address across the cluster"
+                )?;
+                match holder {
+                    Some(holder) => write!(f, "; held by {holder})"),
+                    None => write!(f, ")"),
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Error::Fenced {
+                database,
+                address,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{database}: {address}: another writer appended after this writer lost its \
+                 connection (the newest record is {found}, this writer's was {expected}); \
+                 reopen and recover"
+            ),
         }
     }
 }
@@ -256,6 +341,8 @@ impl std::error::Error for Error {
             Error::Deserialize { source, .. } => Some(source),
             #[cfg(feature = "sqlite")]
             Error::Sqlite { source, .. } => Some(source),
+            #[cfg(feature = "postgres")]
+            Error::Postgres { source, .. } => Some(source),
             _ => None,
         }
     }

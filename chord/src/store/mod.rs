@@ -22,10 +22,13 @@
 //! batch, not by the length of the history. A [`Checkpoint`] policy on the writer turns "at
 //! most N batches to replay" into a policy.
 //!
-//! Two backends implement [`Store`] and pass one conformance suite:
+//! Three backends implement [`Store`] and pass one conformance suite:
 //!
 //! - [`JsonlStore`]: the embedded default, a JSONL file with no extra dependency.
 //! - `SqliteStore` (cargo feature `sqlite`, SQLite bundled): a table keyed by (address, seq).
+//! - `PostgresStore` (cargo feature `postgres`): a table keyed by (address, seq) in
+//!   PostgreSQL, shared by the nodes of a cluster, with a live tail across nodes
+//!   (`LISTEN`/`NOTIFY`) and one writer per address (advisory locks, fencing).
 //!
 //! Durability is explicit: [`Durability`] says when an appended batch reaches the disk, and
 //! [`Store::durable_seq`] says which batches have.
@@ -59,6 +62,8 @@ mod durable;
 mod error;
 mod group;
 mod jsonl;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recover;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -71,6 +76,9 @@ pub use self::check::CheckedBatch;
 pub use self::durable::Durable;
 pub use self::error::{Error, Result};
 pub use self::jsonl::{JsonlStore, TornTail};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use self::postgres::{PostgresBuilder, PostgresStore, Tail};
 pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
@@ -259,8 +267,8 @@ impl Default for Durability {
 
 /// An append-only store of records, one list per [`Address`].
 ///
-/// Implemented by [`JsonlStore`] and, with the `sqlite` feature, `SqliteStore`. Both pass the
-/// same conformance suite (`chord/tests/store_conformance.rs`).
+/// Implemented by [`JsonlStore`] and, with the `sqlite` and `postgres` features, `SqliteStore`
+/// and `PostgresStore`. All pass the same conformance suite (`chord/tests/store_conformance.rs`).
 pub trait Store {
     /// Appends one encoded batch to `address`'s list and returns its sequence number, which
     /// is greater than every seq the store has handed out before, also across restarts.

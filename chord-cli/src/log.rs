@@ -1,0 +1,134 @@
+//! What the commands read: a JSONL log file, or a PostgreSQL store named by its URL
+//! (`postgres://...` or `postgresql://...`, with chord's `schema` parameter), both read-only.
+
+use std::path::Path;
+
+use chord::store::{Address, JsonlStore, PostgresStore, ReadOptions, Store, BASE};
+
+use crate::output::{self, Progress};
+use crate::Failure;
+
+/// An open log.
+pub(crate) enum Log {
+    /// A JSONL file, indexed in memory when opened.
+    Jsonl {
+        /// The file as given.
+        name: String,
+        /// The store.
+        store: Box<JsonlStore>,
+    },
+    /// A PostgreSQL store (no lock, nothing changed: reads only).
+    Postgres(PostgresStore),
+}
+
+/// Whether the argument names a PostgreSQL store rather than a file.
+fn postgres_url(log: &Path) -> Option<&str> {
+    log.to_str()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+impl Log {
+    /// Opens a log read-only: a PostgreSQL URL, or a file (with a progress bar for a big
+    /// one, and warnings about a torn tail). The library refuses what is not a regular file
+    /// (a FIFO, `/dev/zero`, a directory) before reading it, and never holds a line longer
+    /// than its maximum record size.
+    pub(crate) fn open(log: &Path) -> Result<Log, Failure> {
+        if let Some(url) = postgres_url(log) {
+            return Ok(Log::Postgres(PostgresStore::open_read_only(url)?));
+        }
+        let size = std::fs::metadata(log)
+            .map_err(|e| format!("{}: {e}", log.display()))?
+            .len();
+        let progress = Progress::new(size, "reading", size > output::LONG_BYTES);
+        let store = JsonlStore::open_read_only_with_progress(log, |done, _| progress.set(done))?;
+        progress.done();
+        if let Some(line) = store.unterminated_line() {
+            eprintln!(
+                "chord: warning: {}:{line}: the last line has no newline (or a damaged one); \
+                 its checksum verifies, so its record counts (a writer restores the newline)",
+                log.display()
+            );
+        }
+        if let Some(torn) = store.torn_tail() {
+            eprintln!(
+                "chord: warning: {}:{}: ignoring an incomplete last line ({} bytes): a writer \
+                 is appending, or died in the middle of a write",
+                log.display(),
+                torn.line,
+                torn.len
+            );
+        }
+        Ok(Log::Jsonl {
+            name: log.display().to_string(),
+            store: Box::new(store),
+        })
+    }
+
+    /// The log as errors name it (a URL without its password).
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Log::Jsonl { name, .. } => name,
+            Log::Postgres(store) => store.database(),
+        }
+    }
+
+    /// The store, to read.
+    pub(crate) fn store(&self) -> &dyn Store {
+        match self {
+            Log::Jsonl { store, .. } => &**store,
+            Log::Postgres(store) => store,
+        }
+    }
+
+    /// The JSONL store, for what only a file has (its size, a torn tail).
+    pub(crate) fn jsonl(&self) -> Option<&JsonlStore> {
+        match self {
+            Log::Jsonl { store, .. } => Some(&**store),
+            Log::Postgres(_) => None,
+        }
+    }
+
+    /// How many records the log holds, when known without reading them (a JSONL index).
+    pub(crate) fn len(&self) -> Option<usize> {
+        self.jsonl().map(JsonlStore::len)
+    }
+
+    /// How many records `address` has: from the index of a file, by paging through a
+    /// database (ids only are kept).
+    pub(crate) fn count(&self, address: &Address) -> Result<usize, Failure> {
+        if let Some(store) = self.jsonl() {
+            return Ok(store.count(address));
+        }
+        let mut n = 0;
+        let mut options = ReadOptions::asc().limit(1000);
+        loop {
+            let page = self.store().read_list(address, &options)?;
+            n += page.records.len();
+            match page.next_cursor {
+                Some(cursor) => options.cursor = Some(cursor),
+                None => return Ok(n),
+            }
+        }
+    }
+
+    /// How many records recovery of `address` replays: back to its last base record.
+    pub(crate) fn replay_len(&self, address: &Address) -> Result<usize, Failure> {
+        if let Some(store) = self.jsonl() {
+            return Ok(store.replay_len(address, None));
+        }
+        let mut n = 0;
+        let mut options = ReadOptions::desc().limit(1000).stop_at_tag(BASE);
+        loop {
+            let page = self.store().read_list(address, &options)?;
+            n += page.records.len();
+            let found = page
+                .records
+                .last()
+                .is_some_and(|r| r.tag.as_deref() == Some(BASE));
+            match page.next_cursor {
+                Some(cursor) if !found => options.cursor = Some(cursor),
+                _ => return Ok(n),
+            }
+        }
+    }
+}
