@@ -7,12 +7,12 @@
 //! Serves every address of the log at `/streams/{namespace}/{key}`, and the namespace `v1` at
 //! `/v1/stream/{key}` too (the path the protocol's conformance suite uses). `--writes` enables
 //! the protocol's write side for every request (an authorization hook that allows all: for
-//! local testing only). Prints `listening on http://...` once it accepts connections.
+//! local testing only), with streams that are not chord logs held in memory (`Memory`). Prints `listening on http://...` once it accepts connections.
 
 use std::time::Duration;
 
 use chord::store::{Durability, JsonlStore};
-use chord::streams::{serve, Log, Streams};
+use chord::streams::{serve, Log, Memory, Streams};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let streams = || {
         let s = Streams::new(&log).long_poll(Duration::from_secs(2));
         if args.iter().any(|a| a == "--writes") {
-            s.writes(|_| true)
+            s.writes(|_| true).backend(Memory::new())
         } else {
             s
         }

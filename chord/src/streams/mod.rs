@@ -42,7 +42,9 @@
 //! ```
 
 mod frame;
+mod generic;
 mod log;
+mod memory;
 mod offset;
 mod retention;
 mod router;
@@ -51,6 +53,9 @@ mod tail;
 mod write;
 
 pub use self::log::{Builder, Log, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_RECORDS};
+pub use self::memory::{
+    Backend, Full, Memory, Stream, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,
+};
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{

@@ -21,7 +21,9 @@ use std::future::Future;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant, Sleep};
 
+use super::generic;
 use super::log::Source;
+use super::memory::Backend;
 use super::offset::Start;
 use super::tail::{Entry, Found, Tail};
 use super::write::{self, Authorize, Write, WriteRequest};
@@ -105,6 +107,7 @@ pub struct Streams {
     keep_alive: Duration,
     cache_control: HeaderValue,
     authorize: Option<Authorize>,
+    backend: Option<Arc<dyn Backend>>,
 }
 
 impl std::fmt::Debug for Streams {
@@ -127,7 +130,21 @@ impl Streams {
             keep_alive: DEFAULT_KEEP_ALIVE,
             cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
             authorize: None,
+            backend: None,
         }
+    }
+
+    /// Holds the streams created through the protocol that are not chord logs in `backend`
+    /// (e.g. [`Memory`](super::Memory)): with the write side on, a `PUT` on an address with no
+    /// chord records creates such a stream, of any content type (bytes stored as sent;
+    /// `application/json` framed as JSON messages), which then supports close
+    /// (`Stream-Closed`), `DELETE`, idempotent producers (`Producer-Id`, `-Epoch`, `-Seq`),
+    /// `Stream-Seq`, `Stream-TTL` and `Stream-Expires-At`. Read as every stream is: catch-up,
+    /// long-poll, SSE (base64 for content types other than `text/*` and JSON), `HEAD`.
+    /// Addresses with chord records keep the chord log's behaviour.
+    pub fn backend(mut self, backend: impl Backend) -> Streams {
+        self.backend = Some(Arc::new(backend));
+        self
     }
 
     /// How long a long-poll waits for a record before answering 204 (default
@@ -330,8 +347,26 @@ async fn serve_address(
             Ok(tail) => tail,
             Err(response) => return *response,
         };
+        if let Some(backend) = &streams.backend {
+            let found = backend.get(&address);
+            if found.is_some() || tail.is_none() {
+                let mut r = match (write, found) {
+                    (Write::Create, _) => generic::create(&**backend, &address, &headers, &body),
+                    (Write::Append, Some(s)) => generic::append(&**backend, &s, &headers, &body),
+                    (Write::Delete, _) => generic::delete(&**backend, &address),
+                    (Write::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
+                };
+                security(r.headers_mut());
+                return r;
+            }
+        }
         let source = Arc::clone(&streams.source);
         return write::handle(source, tail, write, &address, &headers, &body).await;
+    }
+    if let Some(stream) = streams.backend.as_ref().and_then(|b| b.get(&address)) {
+        let mut r = read_generic(&streams, stream, &method, &query, &headers).await;
+        security(r.headers_mut());
+        return r;
     }
     let tail = match load(&streams, &address).await {
         Ok(Some(tail)) => tail,
@@ -369,6 +404,37 @@ async fn serve_address(
             format!("unknown live mode {other:?}: expected long-poll or sse\n"),
         ),
     }
+}
+
+async fn read_generic(
+    streams: &Streams,
+    stream: Arc<super::memory::Stream>,
+    method: &Method,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Response {
+    if method == Method::HEAD {
+        return generic::head(&stream);
+    }
+    let start = match Start::parse(query.get("offset").map(String::as_str)) {
+        Ok(start) => start,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, format!("{e}\n")),
+    };
+    let live = query.get("live").map(String::as_str);
+    if live.is_some() && !query.contains_key("offset") {
+        return plain(StatusCode::BAD_REQUEST, "live reads need an offset\n");
+    }
+    let cursor = query.get("cursor").and_then(|c| c.parse::<u64>().ok());
+    let get = generic::Get {
+        start,
+        live,
+        cursor,
+        headers,
+        cache_control: &streams.cache_control,
+        long_poll: streams.long_poll,
+        sse_lifetime: streams.sse_lifetime,
+    };
+    generic::get(stream, get).await
 }
 
 async fn load(streams: &Streams, address: &Address) -> Result<Option<Arc<Tail>>, Box<Response>> {

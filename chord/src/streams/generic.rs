@@ -1,0 +1,842 @@
+//! The protocol on streams that are not chord logs (held by a [`Backend`]): create, append,
+//! close, delete, idempotent producers, TTL and expiry, and their reads.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use http_body::Frame;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
+
+use super::memory::{Backend, Config, State, Stream};
+use super::offset::Start;
+use super::{frame, Offset};
+use crate::store::Address;
+
+/// Most bytes of messages in one catch-up response (a single larger message is sent whole).
+const CHUNK: usize = 256 * 1024;
+
+/// The largest integer a producer header may carry (JavaScript's safe integers).
+const MAX_SAFE: u64 = (1 << 53) - 1;
+
+fn text(code: StatusCode, body: impl Into<String>) -> Response {
+    let mut r = Response::new(Body::from(body.into()));
+    *r.status_mut() = code;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
+
+/// A request the protocol refuses: its status and why.
+#[derive(Debug)]
+struct Refusal {
+    code: StatusCode,
+    why: String,
+}
+
+impl Refusal {
+    fn new(code: StatusCode, why: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            why: why.into(),
+        }
+    }
+}
+
+impl From<Refusal> for Response {
+    fn from(r: Refusal) -> Response {
+        text(r.code, r.why)
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn is_true(headers: &HeaderMap, name: &str) -> bool {
+    header_str(headers, name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+fn offset_value(n: u64) -> HeaderValue {
+    HeaderValue::from_str(&Offset::from_seq(n).to_string()).expect("hex digits")
+}
+
+/// The media type of a `Content-Type`, lower case, without parameters.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    let v = header_str(headers, header::CONTENT_TYPE.as_str())?;
+    let t = v.split(';').next()?.trim().to_ascii_lowercase();
+    (!t.is_empty()).then_some(t)
+}
+
+/// Parses `Stream-TTL`: a decimal integer without sign or leading zeros.
+fn parse_ttl(v: &str) -> Option<u64> {
+    let ok =
+        !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && (v == "0" || !v.starts_with('0'));
+    ok.then(|| v.parse().ok()).flatten()
+}
+
+/// Parses an RFC 3339 timestamp (`2026-11-30T17:00:00Z`, fractions and offsets allowed).
+fn parse_rfc3339(v: &str) -> Option<SystemTime> {
+    let b = v.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = v.get(r)?;
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut rest = &v[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return None;
+        }
+        rest = &frac[n..];
+    }
+    let zone = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let zh: i64 = rest[1..3].parse().ok()?;
+            let zm: i64 = rest[4..6].parse().ok()?;
+            sign * (zh * 3600 + zm * 60)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s - zone;
+    Some(if secs >= 0 {
+        UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs())
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+    })
+}
+
+/// The messages of a body: one for bytes; for JSON, the value, or each element of an array.
+fn messages(json: bool, body: &[u8], creating: bool) -> Result<Vec<Bytes>, Refusal> {
+    if !json {
+        return Ok(if body.is_empty() {
+            Vec::new()
+        } else {
+            vec![Bytes::copy_from_slice(body)]
+        });
+    }
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    let value: &RawValue = serde_json::from_slice(body)
+        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}\n")))?;
+    let raw = value.get().trim_start();
+    if raw.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(raw)
+            .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}\n")))?;
+        if items.is_empty() && !creating {
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "an empty JSON array appends nothing\n",
+            ));
+        }
+        Ok(items
+            .into_iter()
+            .map(|m| Bytes::copy_from_slice(m.get().as_bytes()))
+            .collect())
+    } else {
+        Ok(vec![Bytes::copy_from_slice(raw.trim_end().as_bytes())])
+    }
+}
+
+/// The headers every response for a stream carries.
+fn meta(h: &mut HeaderMap, stream: &Stream, state: &State) {
+    if let Ok(v) = HeaderValue::from_str(&stream.config.content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    if let Some(ttl) = stream.config.ttl {
+        h.insert("stream-ttl", HeaderValue::from(ttl));
+    }
+    if let Some((at, _)) = &stream.config.expires_at {
+        if let Ok(v) = HeaderValue::from_str(at) {
+            h.insert("stream-expires-at", v);
+        }
+    }
+    h.insert(
+        "stream-next-offset",
+        offset_value(state.messages.len() as u64),
+    );
+    if state.closed {
+        h.insert("stream-closed", HeaderValue::from_static("true"));
+    }
+}
+
+/// `PUT` on an address no chord log holds.
+pub(super) fn create(
+    backend: &dyn Backend,
+    address: &Address,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    if headers.contains_key("stream-forked-from") {
+        return text(StatusCode::NOT_IMPLEMENTED, "forks are not supported\n");
+    }
+    let content_type = media_type(headers).unwrap_or_else(|| "application/octet-stream".into());
+    let ttl = match header_str(headers, "stream-ttl") {
+        None => None,
+        Some(v) => match parse_ttl(v.trim()) {
+            Some(t) => Some(t),
+            None => return text(StatusCode::BAD_REQUEST, "malformed Stream-TTL\n"),
+        },
+    };
+    let expires_at = match header_str(headers, "stream-expires-at") {
+        None => None,
+        Some(v) => match parse_rfc3339(v.trim()) {
+            Some(at) => Some((v.trim().to_owned(), at)),
+            None => return text(StatusCode::BAD_REQUEST, "malformed Stream-Expires-At\n"),
+        },
+    };
+    if ttl.is_some() && expires_at.is_some() {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Stream-TTL and Stream-Expires-At exclude each other\n",
+        );
+    }
+    let closing = is_true(headers, "stream-closed");
+    let config = Config {
+        content_type,
+        ttl,
+        expires_at,
+    };
+    let json = config.content_type == "application/json";
+    let initial = match messages(json, body, true) {
+        Ok(m) => m,
+        Err(r) => return r.into(),
+    };
+    let size: usize = initial.iter().map(Bytes::len).sum();
+    if size > backend.max_stream_bytes() {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the stream would be too large\n",
+        );
+    }
+    let fresh = Stream::new(config.clone());
+    {
+        let mut state = fresh.lock();
+        state.bytes = size;
+        state.messages = initial;
+        state.closed = closing;
+    }
+    let (stream, created) = match backend.insert(address, fresh) {
+        Ok(x) => x,
+        Err(full) => return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n")),
+    };
+    let state = stream.lock();
+    if !created {
+        let same = stream.config.content_type == config.content_type
+            && stream.config.ttl == config.ttl
+            && stream.config.expires_at.as_ref().map(|e| &e.0)
+                == config.expires_at.as_ref().map(|e| &e.0)
+            && state.closed == closing;
+        if !same {
+            return text(
+                StatusCode::CONFLICT,
+                "the stream exists with another configuration\n",
+            );
+        }
+    }
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    meta(r.headers_mut(), &stream, &state);
+    r
+}
+
+/// The producer headers of a request, all or none.
+struct Producer {
+    id: String,
+    epoch: u64,
+    seq: u64,
+}
+
+fn producer(headers: &HeaderMap) -> Result<Option<Producer>, Refusal> {
+    let id = header_str(headers, "producer-id");
+    let epoch = header_str(headers, "producer-epoch");
+    let seq = header_str(headers, "producer-seq");
+    let bad = |why: &str| Refusal::new(StatusCode::BAD_REQUEST, format!("{why}\n"));
+    match (id, epoch, seq) {
+        (None, None, None) => Ok(None),
+        (Some(id), Some(epoch), Some(seq)) => {
+            if id.is_empty() {
+                return Err(bad("Producer-Id must not be empty"));
+            }
+            let int = |v: &str| {
+                v.bytes()
+                    .all(|b| b.is_ascii_digit())
+                    .then(|| v.parse::<u64>().ok())
+                    .flatten()
+                    .filter(|n| *n <= MAX_SAFE)
+            };
+            let (Some(epoch), Some(seq)) = (int(epoch), int(seq)) else {
+                return Err(bad("Producer-Epoch and Producer-Seq are integers"));
+            };
+            Ok(Some(Producer {
+                id: id.to_owned(),
+                epoch,
+                seq,
+            }))
+        }
+        _ => Err(bad(
+            "Producer-Id, Producer-Epoch and Producer-Seq go together",
+        )),
+    }
+}
+
+/// `POST` (append, close) on a stream the backend holds.
+pub(super) fn append(
+    backend: &dyn Backend,
+    stream: &Arc<Stream>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let closing = is_true(headers, "stream-closed");
+    let producer = match producer(headers) {
+        Ok(p) => p,
+        Err(r) => return r.into(),
+    };
+    if body.is_empty() && !closing {
+        return text(StatusCode::BAD_REQUEST, "an empty body appends nothing\n");
+    }
+    let mut state = stream.lock();
+    let respond = |code: StatusCode, state: &State| {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = code;
+        meta(r.headers_mut(), stream, state);
+        r
+    };
+    if state.closed {
+        let same = producer
+            .as_ref()
+            .is_some_and(|p| state.closed_by.as_ref() == Some(&(p.id.clone(), p.epoch, p.seq)));
+        if same || (closing && body.is_empty()) {
+            let mut r = respond(StatusCode::NO_CONTENT, &state);
+            if let Some(p) = &producer {
+                r.headers_mut()
+                    .insert("producer-epoch", HeaderValue::from(p.epoch));
+                r.headers_mut()
+                    .insert("producer-seq", HeaderValue::from(p.seq));
+            }
+            return r;
+        }
+        return respond(StatusCode::CONFLICT, &state);
+    }
+    if !body.is_empty() {
+        match media_type(headers) {
+            None => return text(StatusCode::BAD_REQUEST, "Content-Type is missing\n"),
+            Some(t) if t != stream.config.content_type => {
+                return text(
+                    StatusCode::CONFLICT,
+                    format!("the stream is {}\n", stream.config.content_type),
+                )
+            }
+            Some(_) => {}
+        }
+    }
+    let messages = match messages(stream.json(), body, false) {
+        Ok(m) => m,
+        Err(r) => return r.into(),
+    };
+    // Producer validation (the stream's lock serializes it with the append).
+    let mut accepted = None;
+    if let Some(p) = &producer {
+        match state.producers.get(&p.id).copied() {
+            Some((epoch, _)) if p.epoch < epoch => {
+                let mut r = text(StatusCode::FORBIDDEN, "stale producer epoch\n");
+                r.headers_mut()
+                    .insert("producer-epoch", HeaderValue::from(epoch));
+                return r;
+            }
+            Some((epoch, last)) if p.epoch == epoch => {
+                if p.seq <= last {
+                    let mut r = respond(StatusCode::NO_CONTENT, &state);
+                    r.headers_mut()
+                        .insert("producer-epoch", HeaderValue::from(epoch));
+                    r.headers_mut()
+                        .insert("producer-seq", HeaderValue::from(last));
+                    return r;
+                }
+                if p.seq > last + 1 {
+                    let mut r = text(StatusCode::CONFLICT, "producer sequence gap\n");
+                    let h = r.headers_mut();
+                    h.insert("producer-expected-seq", HeaderValue::from(last + 1));
+                    h.insert("producer-received-seq", HeaderValue::from(p.seq));
+                    return r;
+                }
+            }
+            _ => {
+                if p.seq != 0 {
+                    let mut r = text(
+                        StatusCode::BAD_REQUEST,
+                        "a new producer epoch starts at seq 0\n",
+                    );
+                    if let Some((epoch, _)) = state.producers.get(&p.id) {
+                        r.headers_mut()
+                            .insert("producer-epoch", HeaderValue::from(*epoch));
+                    }
+                    return r;
+                }
+            }
+        }
+        accepted = Some((p.id.clone(), p.epoch, p.seq));
+    }
+    if let Some(seq) = header_str(headers, "stream-seq") {
+        if state.stream_seq.as_deref().is_some_and(|last| seq <= last) {
+            return text(StatusCode::CONFLICT, "Stream-Seq does not increase\n");
+        }
+    }
+    let size: usize = messages.iter().map(Bytes::len).sum();
+    if state.bytes + size > backend.max_stream_bytes() {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the stream would be too large\n",
+        );
+    }
+    if let Some(seq) = header_str(headers, "stream-seq") {
+        state.stream_seq = Some(seq.to_owned());
+    }
+    state.bytes += size;
+    state.messages.extend(messages);
+    if let Some((id, epoch, seq)) = &accepted {
+        state.producers.insert(id.clone(), (*epoch, *seq));
+    }
+    if closing {
+        state.closed = true;
+        state.closed_by = accepted.clone();
+    }
+    drop(state);
+    stream.touch();
+    stream.changed();
+    let state = stream.lock();
+    let code = if accepted.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::NO_CONTENT
+    };
+    let mut r = respond(code, &state);
+    if let Some((_, epoch, seq)) = accepted {
+        r.headers_mut()
+            .insert("producer-epoch", HeaderValue::from(epoch));
+        r.headers_mut()
+            .insert("producer-seq", HeaderValue::from(seq));
+    }
+    r
+}
+
+/// `DELETE`.
+pub(super) fn delete(backend: &dyn Backend, address: &Address) -> Response {
+    if backend.remove(address) {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        r
+    } else {
+        text(StatusCode::NOT_FOUND, "no such stream\n")
+    }
+}
+
+/// `HEAD`.
+pub(super) fn head(stream: &Stream) -> Response {
+    let mut r = Response::new(Body::empty());
+    meta(r.headers_mut(), stream, &stream.lock());
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// The messages after `after`, at most [`CHUNK`] bytes of them (at least one), and the
+/// offset after the last.
+fn chunk(state: &State, after: u64) -> (Vec<Bytes>, u64) {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    let mut next = after;
+    for m in state
+        .messages
+        .iter()
+        .skip(usize::try_from(after).unwrap_or(usize::MAX))
+    {
+        if !out.is_empty() && bytes + m.len() > CHUNK {
+            break;
+        }
+        bytes += m.len();
+        out.push(m.clone());
+        next += 1;
+    }
+    (out, next)
+}
+
+fn body_of(json: bool, messages: &[Bytes]) -> Vec<u8> {
+    if json {
+        frame::json_array(
+            messages
+                .iter()
+                .map(|m| std::str::from_utf8(m).unwrap_or("null")),
+        )
+    } else {
+        messages.iter().flat_map(|m| m.iter().copied()).collect()
+    }
+}
+
+/// Where a read starts; `Err` answers it.
+fn resolve(state: &State, start: Start) -> Result<u64, Refusal> {
+    let tail = state.messages.len() as u64;
+    match start {
+        Start::Beginning => Ok(0),
+        Start::Now => Ok(tail),
+        Start::At(o) if o.seq() <= tail => Ok(o.seq()),
+        Start::At(_) => Err(Refusal::new(StatusCode::GONE, "offset beyond the tail\n")),
+    }
+}
+
+/// A catch-up or long-poll read: `None` when long-polling and there is nothing yet.
+fn read_response(
+    stream: &Stream,
+    after: u64,
+    cache_control: &HeaderValue,
+    request: &HeaderMap,
+    cursor: Option<u64>,
+    long_poll: bool,
+) -> Option<Response> {
+    let state = stream.lock();
+    let (messages, next) = chunk(&state, after);
+    let tail = state.messages.len() as u64;
+    if messages.is_empty() && long_poll && !state.closed {
+        return None;
+    }
+    let up_to_date = next >= tail;
+    let closed_here = state.closed && up_to_date;
+    let etag = format!(
+        "\"{}:{}:{}\"",
+        Offset::from_seq(after),
+        Offset::from_seq(next),
+        if closed_here { "c" } else { "o" }
+    );
+    let matches = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    let mut r = if long_poll && messages.is_empty() {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        r
+    } else if matches {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        Response::new(Body::from(body_of(stream.json(), &messages)))
+    };
+    let h = r.headers_mut();
+    meta(h, stream, &state);
+    h.insert("stream-next-offset", offset_value(next));
+    if !closed_here {
+        h.remove("stream-closed");
+    }
+    if up_to_date {
+        h.insert("stream-up-to-date", HeaderValue::from_static("true"));
+    }
+    if long_poll || cursor.is_some() {
+        h.insert("stream-cursor", HeaderValue::from(frame::cursor(cursor)));
+    }
+    if !(long_poll && messages.is_empty()) {
+        h.insert(
+            header::ETAG,
+            HeaderValue::from_str(&etag).expect("hex digits"),
+        );
+        h.insert(header::CACHE_CONTROL, cache_control.clone());
+    } else {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    Some(r)
+}
+
+/// What a `GET` asks.
+pub(super) struct Get<'a> {
+    pub(super) start: Start,
+    pub(super) live: Option<&'a str>,
+    pub(super) cursor: Option<u64>,
+    pub(super) headers: &'a HeaderMap,
+    pub(super) cache_control: &'a HeaderValue,
+    pub(super) long_poll: Duration,
+    pub(super) sse_lifetime: Duration,
+}
+
+/// `GET`: catch-up, long-poll or SSE.
+pub(super) async fn get(stream: Arc<Stream>, get: Get<'_>) -> Response {
+    stream.touch();
+    let after = match resolve(&stream.lock(), get.start) {
+        Ok(a) => a,
+        Err(r) => return r.into(),
+    };
+    match get.live {
+        None => {
+            if get.start == Start::Now {
+                let mut r =
+                    read_response(&stream, after, get.cache_control, get.headers, None, false)
+                        .expect("not long-poll");
+                r.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return r;
+            }
+            read_response(&stream, after, get.cache_control, get.headers, None, false)
+                .expect("not long-poll")
+        }
+        Some("long-poll") => {
+            let mut changes = stream.subscribe();
+            let deadline = Instant::now() + get.long_poll;
+            loop {
+                changes.borrow_and_update();
+                let cursor = Some(frame::cursor(get.cursor));
+                if let Some(r) = read_response(
+                    &stream,
+                    after,
+                    get.cache_control,
+                    get.headers,
+                    get.cursor,
+                    true,
+                ) {
+                    return r;
+                }
+                let changed = tokio::select! {
+                    c = changes.changed() => c.is_ok(),
+                    () = sleep_until(deadline) => false,
+                };
+                if !changed {
+                    let state = stream.lock();
+                    let mut r = Response::new(Body::empty());
+                    *r.status_mut() = StatusCode::NO_CONTENT;
+                    let h = r.headers_mut();
+                    meta(h, &stream, &state);
+                    h.insert("stream-next-offset", offset_value(after));
+                    h.insert("stream-up-to-date", HeaderValue::from_static("true"));
+                    if let Some(c) = cursor {
+                        h.insert("stream-cursor", HeaderValue::from(c));
+                    }
+                    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                    return r;
+                }
+            }
+        }
+        Some("sse") => sse(stream, after, get.cursor, get.sse_lifetime),
+        Some(other) => text(
+            StatusCode::BAD_REQUEST,
+            format!("unknown live mode {other:?}: expected long-poll or sse\n"),
+        ),
+    }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding (RFC 4648).
+fn base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(char::from(BASE64[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Whether SSE carries the stream's bytes as text (`text/*`, `application/json`).
+fn textual(content_type: &str) -> bool {
+    content_type.starts_with("text/") || content_type == "application/json"
+}
+
+fn data_event(out: &mut Vec<u8>, stream: &Stream, messages: &[Bytes]) {
+    out.extend_from_slice(b"event: data\n");
+    if textual(&stream.config.content_type) {
+        let body = body_of(stream.json(), messages);
+        let text = String::from_utf8_lossy(&body);
+        for line in text.split('\n') {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line.trim_end_matches('\r').as_bytes());
+            out.push(b'\n');
+        }
+    } else {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(base64(&body_of(false, messages)).as_bytes());
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
+
+fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, closed: bool) {
+    let mut json = format!("{{\"streamNextOffset\":\"{}\"", Offset::from_seq(next));
+    if closed {
+        json.push_str(",\"streamClosed\":true,\"upToDate\":true}");
+    } else {
+        json.push_str(&format!(",\"streamCursor\":\"{cursor}\""));
+        if up_to_date {
+            json.push_str(",\"upToDate\":true");
+        }
+        json.push('}');
+    }
+    out.extend_from_slice(format!("event: control\ndata: {json}\n\n").as_bytes());
+}
+
+/// An SSE response: a task per reader writes the events into a small channel.
+fn sse(stream: Arc<Stream>, mut after: u64, echoed: Option<u64>, lifetime: Duration) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let s = Arc::clone(&stream);
+    tokio::spawn(async move {
+        let end = Instant::now() + lifetime;
+        let mut changes = s.subscribe();
+        let mut first = true;
+        loop {
+            changes.borrow_and_update();
+            let (out, done) = {
+                let state = s.lock();
+                let (messages, next) = chunk(&state, after);
+                let tail = state.messages.len() as u64;
+                let closed = state.closed && next >= tail;
+                let mut out = Vec::new();
+                if !messages.is_empty() {
+                    data_event(&mut out, &s, &messages);
+                }
+                if !messages.is_empty() || first || closed {
+                    control_event(&mut out, next, frame::cursor(echoed), next >= tail, closed);
+                }
+                after = next;
+                (out, closed)
+            };
+            first = false;
+            if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
+                return;
+            }
+            if done {
+                return;
+            }
+            if chunk(&s.lock(), after).0.is_empty() {
+                tokio::select! {
+                    c = changes.changed() => if c.is_err() { return },
+                    () = sleep_until(end) => return,
+                    () = tx.closed() => return,
+                }
+            }
+        }
+    });
+    let mut r = Response::new(Body::new(Events { rx }));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    if !textual(&stream.config.content_type) {
+        h.insert(
+            "stream-sse-data-encoding",
+            HeaderValue::from_static("base64"),
+        );
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+struct Events {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl http_body::Body for Events {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.get_mut()
+            .rx
+            .poll_recv(cx)
+            .map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_rfc_4648() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), "AQIDBAUGBwgJCg==");
+    }
+
+    #[test]
+    fn ttl_and_timestamps() {
+        assert_eq!(parse_ttl("3600"), Some(3600));
+        assert_eq!(parse_ttl("0"), Some(0));
+        for bad in ["+3600", "03600", "3600.0", "3.6e3", "", "-1"] {
+            assert_eq!(parse_ttl(bad), None, "{bad}");
+        }
+        assert_eq!(
+            parse_rfc3339("1970-01-02T00:00:00Z"),
+            Some(UNIX_EPOCH + Duration::from_secs(86_400))
+        );
+        assert_eq!(
+            parse_rfc3339("1970-01-02T01:00:00.5+01:00"),
+            Some(UNIX_EPOCH + Duration::from_secs(86_400))
+        );
+        assert_eq!(parse_rfc3339("not a date"), None);
+    }
+
+    #[test]
+    fn json_bodies_are_framed_as_messages() {
+        let m = messages(true, br#"[{"a":1}, 2]"#, false).unwrap();
+        assert_eq!(
+            m,
+            [Bytes::from_static(br#"{"a":1}"#), Bytes::from_static(b"2")]
+        );
+        assert_eq!(messages(true, br#"{"a":1}"#, false).unwrap().len(), 1);
+        assert!(messages(true, b"[]", false).is_err());
+        assert!(messages(true, b"[]", true).unwrap().is_empty());
+        assert!(messages(true, b"{", false).is_err());
+    }
+}
