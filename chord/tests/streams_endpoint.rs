@@ -1,5 +1,6 @@
 //! The Durable Streams router over a JSONL log, called in process: catch-up, resume, the base
 //! offset, retention, long-poll, SSE, HEAD, the error statuses, and the write side's hook.
+//! Also (`mod protocol`) the streams that are not chord logs, held by a `Backend`.
 
 use std::time::Duration;
 
@@ -70,6 +71,10 @@ struct Reply {
 impl Reply {
     fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap()
     }
 
     fn batches(&self) -> Vec<String> {
@@ -386,4 +391,307 @@ async fn the_write_side_is_off_by_default_and_a_refused_request_changes_nothing(
         get(&app, "/streams/lanes/new").await.batches(),
         [r#"[["r",{"n":1}]]"#]
     );
+}
+
+/// Protocol streams that are not chord logs (`Streams::backend`, `Memory`): bytes and
+/// JSON-mode framing, close, DELETE, idempotent producers, TTL and expiry, SSE, the
+/// authorization hook, and chord logs keeping their own rules beside them.
+mod protocol {
+    use super::*;
+    use chord::streams::Memory;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        log: Log<JsonlStore>,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            let store =
+                JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+            Fixture {
+                _dir: dir,
+                log: Log::new(store),
+            }
+        }
+
+        /// Writes allowed to `Bearer ok`; long-polls that would wait an hour (a test that
+        /// finishes shows the server did not wait).
+        fn app(&self) -> Router {
+            Streams::new(&self.log)
+                .long_poll(Duration::from_secs(3600))
+                .writes(|r| {
+                    r.headers
+                        .get("authorization")
+                        .is_some_and(|v| v == "Bearer ok")
+                })
+                .backend(Memory::new().max_stream_bytes(64))
+                .router()
+        }
+    }
+
+    const AUTH: (&str, &str) = ("authorization", "Bearer ok");
+    const TEXT: (&str, &str) = ("content-type", "text/plain");
+    const JSON: (&str, &str) = ("content-type", "application/json");
+
+    #[tokio::test]
+    async fn bytes_streams_are_created_appended_and_read_from_any_offset() {
+        let f = Fixture::new();
+        let app = f.app();
+        let r = call(&app, Method::PUT, "/streams/t/a", &[AUTH, TEXT], "hello ").await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let first = r.header("stream-next-offset").unwrap().to_owned();
+        let r = call(&app, Method::PUT, "/streams/t/a", &[AUTH, TEXT], "").await;
+        assert_eq!(r.status, StatusCode::OK, "same configuration: idempotent");
+        let r = call(&app, Method::PUT, "/streams/t/a", &[AUTH, JSON], "").await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "another content type");
+        let r = call(&app, Method::POST, "/streams/t/a", &[AUTH, TEXT], "world").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        assert!(r.header("stream-next-offset").unwrap() > first.as_str());
+        let r = call(&app, Method::POST, "/streams/t/a", &[AUTH, JSON], "1").await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "content type mismatch");
+        let r = call(&app, Method::POST, "/streams/t/a", &[AUTH, TEXT], "").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "empty append");
+        let big = "x".repeat(65);
+        let r = call(&app, Method::POST, "/streams/t/a", &[AUTH, TEXT], &big).await;
+        assert_eq!(
+            r.status,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the backend's bound"
+        );
+
+        let r = call(&app, Method::GET, "/streams/t/a?offset=-1", &[], "").await;
+        assert_eq!((r.status, r.text()), (StatusCode::OK, "hello world"));
+        assert_eq!(r.header("content-type"), Some("text/plain"));
+        assert_eq!(r.header("stream-up-to-date"), Some("true"));
+        let uri = format!("/streams/t/a?offset={first}");
+        let r = call(&app, Method::GET, &uri, &[], "").await;
+        assert_eq!(r.text(), "world");
+        let r = call(&app, Method::GET, "/streams/t/a?offset=zz", &[], "").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        let r = call(&app, Method::POST, "/streams/t/none", &[AUTH, TEXT], "x").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn json_streams_hold_messages_and_flatten_one_array_level() {
+        let f = Fixture::new();
+        let app = f.app();
+        let r = call(&app, Method::PUT, "/streams/j/a", &[AUTH, JSON], "[1, [2]]").await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let r = call(
+            &app,
+            Method::POST,
+            "/streams/j/a",
+            &[AUTH, JSON],
+            r#"{"a": 1}"#,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let r = call(&app, Method::POST, "/streams/j/a", &[AUTH, JSON], "[]").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "an empty array");
+        let r = call(&app, Method::POST, "/streams/j/a", &[AUTH, JSON], "{").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "invalid JSON");
+        let r = call(&app, Method::GET, "/streams/j/a", &[], "").await;
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v, json!([1, [2], {"a": 1}]));
+    }
+
+    #[tokio::test]
+    async fn a_closed_stream_refuses_appends_and_readers_see_the_end() {
+        let f = Fixture::new();
+        let app = f.app();
+        call(&app, Method::PUT, "/streams/c/a", &[AUTH, TEXT], "last").await;
+        let close = [AUTH, ("stream-closed", "true")];
+        let r = call(&app, Method::POST, "/streams/c/a", &close, "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        assert_eq!(r.header("stream-closed"), Some("true"));
+        let r = call(&app, Method::POST, "/streams/c/a", &close, "").await;
+        assert_eq!(
+            r.status,
+            StatusCode::NO_CONTENT,
+            "closing again is idempotent"
+        );
+        let r = call(&app, Method::POST, "/streams/c/a", &[AUTH, TEXT], "more").await;
+        assert_eq!(r.status, StatusCode::CONFLICT);
+        assert_eq!(r.header("stream-closed"), Some("true"));
+        let tail = r.header("stream-next-offset").unwrap().to_owned();
+
+        let r = call(&app, Method::GET, "/streams/c/a?offset=-1", &[], "").await;
+        assert_eq!(
+            (r.text(), r.header("stream-closed")),
+            ("last", Some("true"))
+        );
+        // At the tail of a closed stream a long-poll answers at once (it would wait an hour).
+        let uri = format!("/streams/c/a?offset={tail}&live=long-poll");
+        let r = call(&app, Method::GET, &uri, &[], "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        assert_eq!(r.header("stream-closed"), Some("true"));
+        let r = call(&app, Method::HEAD, "/streams/c/a", &[], "").await;
+        assert_eq!(r.header("stream-closed"), Some("true"));
+        // SSE sends the data, then a control event with streamClosed, then ends.
+        let r = call(
+            &app,
+            Method::GET,
+            "/streams/c/a?offset=-1&live=sse",
+            &[],
+            "",
+        )
+        .await;
+        let text = r.text();
+        assert!(text.starts_with("event: data\ndata:last\n\n"), "{text}");
+        assert!(text.contains("\"streamClosed\":true"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn binary_sse_is_base64() {
+        let f = Fixture::new();
+        let app = f.app();
+        let headers = [
+            AUTH,
+            ("content-type", "application/octet-stream"),
+            ("stream-closed", "true"),
+        ];
+        call(&app, Method::PUT, "/streams/b/a", &headers, "foo").await;
+        let r = call(
+            &app,
+            Method::GET,
+            "/streams/b/a?offset=-1&live=sse",
+            &[],
+            "",
+        )
+        .await;
+        assert_eq!(r.header("stream-sse-data-encoding"), Some("base64"));
+        assert!(
+            r.text().starts_with("event: data\ndata:Zm9v\n\n"),
+            "{}",
+            r.text()
+        );
+    }
+
+    #[tokio::test]
+    async fn producers_are_deduplicated_and_fenced() {
+        let f = Fixture::new();
+        let app = f.app();
+        call(&app, Method::PUT, "/streams/p/a", &[AUTH, TEXT], "").await;
+        let send = |epoch: &'static str, seq: &'static str, body: &'static str| {
+            let app = app.clone();
+            async move {
+                let headers = [
+                    AUTH,
+                    TEXT,
+                    ("producer-id", "p1"),
+                    ("producer-epoch", epoch),
+                    ("producer-seq", seq),
+                ];
+                call(&app, Method::POST, "/streams/p/a", &headers, body).await
+            }
+        };
+        assert_eq!(send("0", "0", "a").await.status, StatusCode::OK);
+        assert_eq!(
+            send("0", "0", "a").await.status,
+            StatusCode::NO_CONTENT,
+            "a retry"
+        );
+        let r = send("0", "2", "c").await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "a gap");
+        assert_eq!(r.header("producer-expected-seq"), Some("1"));
+        assert_eq!(send("0", "1", "b").await.status, StatusCode::OK);
+        assert_eq!(send("1", "1", "x").await.status, StatusCode::BAD_REQUEST);
+        assert_eq!(send("1", "0", "c").await.status, StatusCode::OK);
+        let r = send("0", "2", "zombie").await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN);
+        assert_eq!(r.header("producer-epoch"), Some("1"));
+        let headers = [AUTH, TEXT, ("producer-id", "p1")];
+        let r = call(&app, Method::POST, "/streams/p/a", &headers, "x").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "headers go together");
+        let r = call(&app, Method::GET, "/streams/p/a", &[], "").await;
+        assert_eq!(r.text(), "abc");
+    }
+
+    #[tokio::test]
+    async fn delete_ttl_expiry_and_the_hook() {
+        let f = Fixture::new();
+        let app = f.app();
+        let r = call(&app, Method::PUT, "/streams/d/a", &[TEXT], "x").await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN);
+        let r = call(&app, Method::GET, "/streams/d/a", &[], "").await;
+        assert_eq!(
+            r.status,
+            StatusCode::NOT_FOUND,
+            "a refused request changes nothing"
+        );
+        call(&app, Method::PUT, "/streams/d/a", &[AUTH, TEXT], "x").await;
+        let r = call(&app, Method::DELETE, "/streams/d/a", &[TEXT], "").await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN);
+        let r = call(&app, Method::DELETE, "/streams/d/a", &[AUTH], "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let r = call(&app, Method::GET, "/streams/d/a", &[], "").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        let r = call(&app, Method::DELETE, "/streams/d/a", &[AUTH], "").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+        let both = [
+            AUTH,
+            ("stream-ttl", "60"),
+            ("stream-expires-at", "2999-01-01T00:00:00Z"),
+        ];
+        let r = call(&app, Method::PUT, "/streams/d/b", &both, "").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        let r = call(
+            &app,
+            Method::PUT,
+            "/streams/d/b",
+            &[AUTH, ("stream-ttl", "060")],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        let r = call(
+            &app,
+            Method::PUT,
+            "/streams/d/b",
+            &[AUTH, ("stream-ttl", "60")],
+            "",
+        )
+        .await;
+        assert_eq!(r.header("stream-ttl"), Some("60"));
+        let past = [AUTH, ("stream-expires-at", "2000-01-01T00:00:00Z")];
+        let r = call(&app, Method::PUT, "/streams/d/c", &past, "").await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let r = call(&app, Method::GET, "/streams/d/c", &[], "").await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "expired");
+    }
+
+    #[tokio::test]
+    async fn chord_logs_keep_their_rules_beside_a_backend() {
+        let f = Fixture::new();
+        let lane = Address::new("lanes", "main");
+        let mut writer = LogWriter::new(f.log.clone(), Checkpoint::Never);
+        writer
+            .append(&lane, &[Op::Replace(json!({"n": 1}))])
+            .unwrap();
+        let app = f.app();
+        let r = call(&app, Method::PUT, "/streams/lanes/main", &[AUTH, TEXT], "x").await;
+        assert_eq!(
+            r.status,
+            StatusCode::CONFLICT,
+            "a chord log is application/json"
+        );
+        let r = call(
+            &app,
+            Method::POST,
+            "/streams/lanes/main",
+            &[AUTH, JSON],
+            "[1]",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "not a wire batch");
+        let r = call(&app, Method::DELETE, "/streams/lanes/main", &[AUTH], "").await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+        let r = call(&app, Method::GET, "/streams/lanes/main", &[], "").await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(r.header("chord-base-offset").is_some());
+    }
 }

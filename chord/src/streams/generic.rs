@@ -201,6 +201,7 @@ fn meta(h: &mut HeaderMap, stream: &Stream, state: &State) {
 pub(super) fn create(
     backend: &dyn Backend,
     address: &Address,
+    location: &str,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
@@ -278,6 +279,11 @@ pub(super) fn create(
         StatusCode::OK
     };
     meta(r.headers_mut(), &stream, &state);
+    if created {
+        if let Ok(v) = HeaderValue::from_str(location) {
+            r.headers_mut().insert(header::LOCATION, v);
+        }
+    }
     r
 }
 
@@ -446,7 +452,7 @@ pub(super) fn append(
     stream.touch();
     stream.changed();
     let state = stream.lock();
-    let code = if accepted.is_some() {
+    let code = if accepted.is_some() && !body.is_empty() {
         StatusCode::OK
     } else {
         StatusCode::NO_CONTENT
@@ -692,13 +698,15 @@ fn data_event(out: &mut Vec<u8>, stream: &Stream, messages: &[Bytes]) {
     if textual(&stream.config.content_type) {
         let body = body_of(stream.json(), messages);
         let text = String::from_utf8_lossy(&body);
-        for line in text.split('\n') {
-            out.extend_from_slice(b"data: ");
-            out.extend_from_slice(line.trim_end_matches('\r').as_bytes());
+        // Every line break the SSE grammar knows (CR LF, CR, LF) starts a new `data:` line,
+        // so no payload can end the event or forge another.
+        for line in text.split("\r\n").flat_map(|l| l.split(['\r', '\n'])) {
+            out.extend_from_slice(b"data:");
+            out.extend_from_slice(line.as_bytes());
             out.push(b'\n');
         }
     } else {
-        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(b"data:");
         out.extend_from_slice(base64(&body_of(false, messages)).as_bytes());
         out.push(b'\n');
     }
@@ -716,7 +724,7 @@ fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, cl
         }
         json.push('}');
     }
-    out.extend_from_slice(format!("event: control\ndata: {json}\n\n").as_bytes());
+    out.extend_from_slice(format!("event: control\ndata:{json}\n\n").as_bytes());
 }
 
 /// An SSE response: a task per reader writes the events into a small channel.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes as BodyBytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
@@ -215,6 +215,7 @@ impl Streams {
         let serve = move |method: Method,
                           path: Result<Path<String>, PathRejection>,
                           query: Query<HashMap<String, String>>,
+                          uri: Uri,
                           headers: HeaderMap,
                           body: BodyBytes| {
             let streams = Arc::clone(&streams);
@@ -228,6 +229,7 @@ impl Streams {
                     method,
                     (namespace.to_string(), key),
                     query,
+                    &uri,
                     headers,
                     body,
                 )
@@ -293,6 +295,42 @@ fn security(headers: &mut HeaderMap) {
     );
 }
 
+/// The absolute URL of a request (for `Location`): `http://` and its `Host`, or else its path.
+fn location(uri: &Uri, headers: &HeaderMap) -> String {
+    match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+        Some(host) => format!("http://{host}{}", uri.path()),
+        None => uri.path().to_owned(),
+    }
+}
+
+/// The answer to a CORS preflight (`OPTIONS`): the methods and headers of the protocol.
+fn preflight() -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    let h = r.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, HEAD, PUT, POST, DELETE, OPTIONS"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(
+            "content-type, authorization, if-none-match, stream-closed, stream-seq, stream-ttl, \
+             stream-expires-at, producer-id, producer-epoch, producer-seq",
+        ),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+    security(h);
+    r
+}
+
 fn offset_value(seq: u64) -> HeaderValue {
     HeaderValue::from_str(&Offset::from_seq(seq).to_string()).expect("hex digits")
 }
@@ -302,13 +340,14 @@ async fn handle(
     method: Method,
     path: Result<Path<(String, String)>, PathRejection>,
     Query(query): Query<HashMap<String, String>>,
+    uri: Uri,
     headers: HeaderMap,
     body: BodyBytes,
 ) -> Response {
     let Ok(Path(names)) = path else {
         return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
     };
-    serve_address(streams, method, names, Query(query), headers, body).await
+    serve_address(streams, method, names, Query(query), &uri, headers, body).await
 }
 
 async fn serve_address(
@@ -316,9 +355,13 @@ async fn serve_address(
     method: Method,
     (namespace, key): (String, String),
     Query(query): Query<HashMap<String, String>>,
+    uri: &Uri,
     headers: HeaderMap,
     body: BodyBytes,
 ) -> Response {
+    if method == Method::OPTIONS {
+        return preflight();
+    }
     if let Err(why) = check_name(&namespace).and_then(|()| check_name(&key)) {
         return plain(StatusCode::BAD_REQUEST, why);
     }
@@ -351,7 +394,13 @@ async fn serve_address(
             let found = backend.get(&address);
             if found.is_some() || tail.is_none() {
                 let mut r = match (write, found) {
-                    (Write::Create, _) => generic::create(&**backend, &address, &headers, &body),
+                    (Write::Create, _) => generic::create(
+                        &**backend,
+                        &address,
+                        &location(uri, &headers),
+                        &headers,
+                        &body,
+                    ),
                     (Write::Append, Some(s)) => generic::append(&**backend, &s, &headers, &body),
                     (Write::Delete, _) => generic::delete(&**backend, &address),
                     (Write::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
