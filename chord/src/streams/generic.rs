@@ -201,22 +201,20 @@ fn meta(h: &mut HeaderMap, stream: &Stream, state: &State) {
 pub(super) fn create(
     backend: &dyn Backend,
     address: &Address,
+    fork: Option<Option<Address>>,
     location: &str,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
-    if headers.contains_key("stream-forked-from") {
-        return text(StatusCode::NOT_IMPLEMENTED, "forks are not supported\n");
-    }
-    let content_type = media_type(headers).unwrap_or_else(|| "application/octet-stream".into());
-    let ttl = match header_str(headers, "stream-ttl") {
+    let mut content_type = media_type(headers).unwrap_or_else(|| "application/octet-stream".into());
+    let mut ttl = match header_str(headers, "stream-ttl") {
         None => None,
         Some(v) => match parse_ttl(v.trim()) {
             Some(t) => Some(t),
             None => return text(StatusCode::BAD_REQUEST, "malformed Stream-TTL\n"),
         },
     };
-    let expires_at = match header_str(headers, "stream-expires-at") {
+    let mut expires_at = match header_str(headers, "stream-expires-at") {
         None => None,
         Some(v) => match parse_rfc3339(v.trim()) {
             Some(at) => Some((v.trim().to_owned(), at)),
@@ -230,16 +228,83 @@ pub(super) fn create(
         );
     }
     let closing = is_true(headers, "stream-closed");
+    // A fork copies the source's messages up to its fork point (copy-on-fork).
+    let mut inherited = Vec::new();
+    let mut fork_of = None;
+    if let Some(from) = fork {
+        let Some(from) = from else {
+            return text(StatusCode::BAD_REQUEST, "malformed Stream-Forked-From\n");
+        };
+        let Some(source) = backend.get(&from) else {
+            return text(StatusCode::NOT_FOUND, "no such source stream\n");
+        };
+        let state = source.lock();
+        if state.deleted {
+            return text(StatusCode::CONFLICT, "the source stream is deleted\n");
+        }
+        if media_type(headers).is_some_and(|t| t != source.config.content_type) {
+            return text(
+                StatusCode::CONFLICT,
+                "the source stream has another content type\n",
+            );
+        }
+        content_type.clone_from(&source.config.content_type);
+        let tail = state.messages.len() as u64;
+        let at = match header_str(headers, "stream-fork-offset") {
+            None => tail,
+            Some(v) => match v.trim().parse::<Offset>() {
+                Ok(o) if o.seq() <= tail => o.seq(),
+                _ => return text(StatusCode::BAD_REQUEST, "bad Stream-Fork-Offset\n"),
+            },
+        };
+        let sub = match header_str(headers, "stream-fork-sub-offset") {
+            None => 0,
+            Some(v) => match parse_ttl(v.trim()) {
+                Some(n) => n,
+                None => return text(StatusCode::BAD_REQUEST, "bad Stream-Fork-Sub-Offset\n"),
+            },
+        };
+        let upto = usize::try_from(at).unwrap_or(usize::MAX);
+        inherited.extend_from_slice(&state.messages[..upto]);
+        if sub > 0 {
+            let sub = usize::try_from(sub).unwrap_or(usize::MAX);
+            let json = source.config.content_type == "application/json";
+            match state.messages.get(upto..) {
+                Some(rest) if json && sub <= rest.len() => {
+                    inherited.extend_from_slice(&rest[..sub]);
+                }
+                Some([next, ..]) if !json && sub <= next.len() => {
+                    inherited.push(next.slice(..sub));
+                }
+                _ => {
+                    return text(
+                        StatusCode::BAD_REQUEST,
+                        "Stream-Fork-Sub-Offset is past the next data boundary\n",
+                    )
+                }
+            }
+        }
+        if ttl.is_none() && expires_at.is_none() {
+            ttl = source.config.ttl;
+            expires_at.clone_from(&source.config.expires_at);
+        }
+        fork_of = Some((from, at, sub));
+    }
     let config = Config {
         content_type,
         ttl,
         expires_at,
+        fork_of,
     };
     let json = config.content_type == "application/json";
-    let initial = match messages(json, body, true) {
+    let mut initial = match messages(json, body, true) {
         Ok(m) => m,
         Err(r) => return r.into(),
     };
+    if !inherited.is_empty() {
+        inherited.append(&mut initial);
+        initial = inherited;
+    }
     let size: usize = initial.iter().map(Bytes::len).sum();
     if size > backend.max_stream_bytes() {
         return text(
@@ -258,9 +323,18 @@ pub(super) fn create(
         Ok(x) => x,
         Err(full) => return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n")),
     };
+    if created {
+        if let Some(source) = config.fork_of.as_ref().and_then(|f| backend.get(&f.0)) {
+            source.lock().forks += 1;
+        }
+    }
     let state = stream.lock();
     if !created {
+        if state.deleted {
+            return text(StatusCode::CONFLICT, "the stream is deleted\n");
+        }
         let same = stream.config.content_type == config.content_type
+            && stream.config.fork_of == config.fork_of
             && stream.config.ttl == config.ttl
             && stream.config.expires_at.as_ref().map(|e| &e.0)
                 == config.expires_at.as_ref().map(|e| &e.0)
@@ -468,14 +542,52 @@ pub(super) fn append(
 }
 
 /// `DELETE`.
+///
+/// A stream with forks is only marked deleted (soft delete: 410, its path not reusable) until
+/// its last fork goes; deleting a fork may so remove its source, and so on up the chain.
 pub(super) fn delete(backend: &dyn Backend, address: &Address) -> Response {
-    if backend.remove(address) {
-        let mut r = Response::new(Body::empty());
-        *r.status_mut() = StatusCode::NO_CONTENT;
-        r
-    } else {
-        text(StatusCode::NOT_FOUND, "no such stream\n")
+    let Some(stream) = backend.get(address) else {
+        return text(StatusCode::NOT_FOUND, "no such stream\n");
+    };
+    {
+        let mut state = stream.lock();
+        if state.deleted {
+            return gone();
+        }
+        if state.forks > 0 {
+            state.deleted = true;
+            drop(state);
+            stream.changed();
+            return empty(StatusCode::NO_CONTENT);
+        }
     }
+    backend.remove(address);
+    stream.changed();
+    let mut up = stream.config.fork_of.clone();
+    while let Some((from, _, _)) = up.take() {
+        let Some(source) = backend.get(&from) else {
+            break;
+        };
+        let mut state = source.lock();
+        state.forks = state.forks.saturating_sub(1);
+        if state.deleted && state.forks == 0 {
+            drop(state);
+            backend.remove(&from);
+            up.clone_from(&source.config.fork_of);
+        }
+    }
+    empty(StatusCode::NO_CONTENT)
+}
+
+fn empty(code: StatusCode) -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = code;
+    r
+}
+
+/// The answer for a soft-deleted stream.
+pub(super) fn gone() -> Response {
+    text(StatusCode::GONE, "the stream is deleted\n")
 }
 
 /// `HEAD`.

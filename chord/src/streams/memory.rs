@@ -152,6 +152,8 @@ pub(crate) struct Config {
     pub(crate) ttl: Option<u64>,
     /// `Stream-Expires-At` as given, and when that is.
     pub(crate) expires_at: Option<(String, SystemTime)>,
+    /// The stream this one is a fork of, the offset and the sub-offset it forked at.
+    pub(crate) fork_of: Option<(Address, u64, u64)>,
 }
 
 /// One protocol stream: its configuration, messages, closure and producers.
@@ -177,6 +179,10 @@ pub(crate) struct State {
     pub(crate) stream_seq: Option<String>,
     /// When a stream with a TTL expires, reset by reads and writes.
     pub(crate) idle_until: Option<SystemTime>,
+    /// How many forks of this stream exist.
+    pub(crate) forks: usize,
+    /// Deleted while forks of it existed: kept for nothing but their bookkeeping (410).
+    pub(crate) deleted: bool,
 }
 
 impl Stream {

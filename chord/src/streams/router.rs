@@ -295,6 +295,47 @@ fn security(headers: &mut HeaderMap) {
     );
 }
 
+/// The address a `Stream-Forked-From` path names: a sibling of the request's path (same
+/// prefix, same namespace), or a path under [`ROUTE`]. `None`: neither.
+fn fork_source(request: &str, address: &Address, from: &str) -> Option<Address> {
+    let from = from.trim();
+    let dir = request.rsplit_once('/').map_or("", |(d, _)| d);
+    if let Some(key) = from.strip_prefix(dir).and_then(|k| k.strip_prefix('/')) {
+        if !key.is_empty() && !key.contains('/') {
+            return Some(Address::new(
+                address.namespace.clone(),
+                percent_decode(key)?,
+            ));
+        }
+    }
+    let rest = from.strip_prefix("/streams/")?;
+    let (namespace, key) = rest.split_once('/')?;
+    if key.contains('/') {
+        return None;
+    }
+    Some(Address::new(
+        percent_decode(namespace)?,
+        percent_decode(key)?,
+    ))
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The absolute URL of a request (for `Location`): `http://` and its `Host`, or else its path.
 fn location(uri: &Uri, headers: &HeaderMap) -> String {
     match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
@@ -392,15 +433,21 @@ async fn serve_address(
         };
         if let Some(backend) = &streams.backend {
             let found = backend.get(&address);
+            let deleted = found.as_ref().is_some_and(|s| s.lock().deleted);
             if found.is_some() || tail.is_none() {
+                let fork = headers
+                    .get("stream-forked-from")
+                    .map(|v| fork_source(uri.path(), &address, v.to_str().unwrap_or("")));
                 let mut r = match (write, found) {
                     (Write::Create, _) => generic::create(
                         &**backend,
                         &address,
+                        fork,
                         &location(uri, &headers),
                         &headers,
                         &body,
                     ),
+                    (Write::Append | Write::Delete, Some(_)) if deleted => generic::gone(),
                     (Write::Append, Some(s)) => generic::append(&**backend, &s, &headers, &body),
                     (Write::Delete, _) => generic::delete(&**backend, &address),
                     (Write::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
@@ -462,6 +509,9 @@ async fn read_generic(
     query: &HashMap<String, String>,
     headers: &HeaderMap,
 ) -> Response {
+    if stream.lock().deleted {
+        return generic::gone();
+    }
     if method == Method::HEAD {
         return generic::head(&stream);
     }
