@@ -694,4 +694,82 @@ mod protocol {
         assert_eq!(r.status, StatusCode::OK);
         assert!(r.header("chord-base-offset").is_some());
     }
+
+    #[tokio::test]
+    async fn forks_copy_up_to_their_point_and_outlive_a_deleted_source() {
+        let f = Fixture::new();
+        let app = f.app();
+        let r = call(&app, Method::PUT, "/streams/f/src", &[AUTH, TEXT], "hello").await;
+        let one = r.header("stream-next-offset").unwrap().to_owned();
+        call(
+            &app,
+            Method::POST,
+            "/streams/f/src",
+            &[AUTH, TEXT],
+            " world",
+        )
+        .await;
+        let fork = [
+            AUTH,
+            ("stream-forked-from", "/streams/f/src"),
+            ("stream-fork-offset", "0000000000000000"),
+            ("stream-fork-sub-offset", "3"),
+        ];
+        let r = call(&app, Method::PUT, "/streams/f/a", &fork, "").await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        assert_eq!(r.header("content-type"), Some("text/plain"), "inherited");
+        let r = call(&app, Method::PUT, "/streams/f/a", &fork, "").await;
+        assert_eq!(r.status, StatusCode::OK, "idempotent");
+        let r = call(&app, Method::GET, "/streams/f/a", &[], "").await;
+        assert_eq!(r.text(), "hel");
+        // A sibling path names the source too; the fork point defaults to the tail.
+        let sibling = [AUTH, ("stream-forked-from", "/streams/f/src")];
+        call(&app, Method::PUT, "/streams/f/b", &sibling, "").await;
+        call(&app, Method::POST, "/streams/f/src", &[AUTH, TEXT], "!").await;
+        let r = call(&app, Method::GET, "/streams/f/b", &[], "").await;
+        assert_eq!(
+            r.text(),
+            "hello world",
+            "appends after the fork point stay out"
+        );
+        let at_one = [
+            AUTH,
+            ("stream-forked-from", "/streams/f/src"),
+            ("stream-fork-offset", one.as_str()),
+            ("stream-fork-sub-offset", "99"),
+        ];
+        let r = call(&app, Method::PUT, "/streams/f/c", &at_one, "").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "past the next boundary");
+        let r = call(
+            &app,
+            Method::PUT,
+            "/streams/f/c",
+            &[AUTH, ("stream-fork-sub-offset", "0")],
+            "",
+        )
+        .await;
+        assert_eq!(
+            r.status,
+            StatusCode::BAD_REQUEST,
+            "a sub-offset without a source"
+        );
+
+        // Deleting the source while forks live: 410 and its path blocked, until they go.
+        let r = call(&app, Method::DELETE, "/streams/f/src", &[AUTH], "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let r = call(&app, Method::GET, "/streams/f/src", &[], "").await;
+        assert_eq!(r.status, StatusCode::GONE);
+        let r = call(&app, Method::PUT, "/streams/f/src", &[AUTH, TEXT], "").await;
+        assert_eq!(r.status, StatusCode::CONFLICT);
+        let r = call(&app, Method::GET, "/streams/f/a", &[], "").await;
+        assert_eq!(r.text(), "hel", "the fork still reads");
+        call(&app, Method::DELETE, "/streams/f/a", &[AUTH], "").await;
+        call(&app, Method::DELETE, "/streams/f/b", &[AUTH], "").await;
+        let r = call(&app, Method::GET, "/streams/f/src", &[], "").await;
+        assert_eq!(
+            r.status,
+            StatusCode::NOT_FOUND,
+            "cleaned up with its last fork"
+        );
+    }
 }

@@ -228,6 +228,13 @@ pub(super) fn create(
         );
     }
     let closing = is_true(headers, "stream-closed");
+    let fork_headers = ["stream-fork-offset", "stream-fork-sub-offset"];
+    if fork.is_none() && fork_headers.iter().any(|h| headers.contains_key(*h)) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Stream-Fork-Offset and -Sub-Offset need Stream-Forked-From\n",
+        );
+    }
     // A fork copies the source's messages up to its fork point (copy-on-fork).
     let mut inherited = Vec::new();
     let mut fork_of = None;
