@@ -18,7 +18,10 @@
 //! - [`Retention`] says how many base batches stay readable; an offset before the oldest
 //!   answers `410 Gone`, and the client restarts from the latest base.
 //! - [`Streams`] is the axum router: the read path for every backend, the write side off
-//!   unless enabled with an authorization hook. [`serve`] (or a configured [`Server`]) runs
+//!   unless enabled with an authorization hook. With a [`Backend`] ([`Memory`]) it is a full
+//!   Durable Streams server for streams that are not chord logs: any content type, close,
+//!   `DELETE`, idempotent producers, TTL and expiry, forks
+//!   ([`Streams::backend`](Streams::backend)). [`serve`] (or a configured [`Server`]) runs
 //!   it with each connection's kernel send buffer capped.
 //!
 //! [Durable Streams protocol]: https://github.com/durable-streams/durable-streams

@@ -139,7 +139,9 @@ impl Streams {
     /// chord records creates such a stream, of any content type (bytes stored as sent;
     /// `application/json` framed as JSON messages), which then supports close
     /// (`Stream-Closed`), `DELETE`, idempotent producers (`Producer-Id`, `-Epoch`, `-Seq`),
-    /// `Stream-Seq`, `Stream-TTL` and `Stream-Expires-At`. Read as every stream is: catch-up,
+    /// `Stream-Seq`, `Stream-TTL`, `Stream-Expires-At` and forks (`Stream-Forked-From`, copied
+    /// up to the fork point; a deleted source with live forks answers 410 until the last one
+    /// goes). Read as every stream is: catch-up,
     /// long-poll, SSE (base64 for content types other than `text/*` and JSON), `HEAD`.
     /// Addresses with chord records keep the chord log's behaviour.
     pub fn backend(mut self, backend: impl Backend) -> Streams {
