@@ -259,6 +259,11 @@ pub(super) fn create(
         let tail = state.messages.len() as u64;
         let at = match header_str(headers, "stream-fork-offset") {
             None => tail,
+            // The start of the stream may also be named by `-1` or by an all-zero offset of
+            // the form `0…0_0…0` (the reference server's, which its conformance suite sends
+            // as "from the start"); the protocol leaves offsets a server did not issue
+            // undefined, and these have one sensible meaning.
+            Some(v) if is_start(v.trim()) => 0,
             Some(v) => match v.trim().parse::<Offset>() {
                 Ok(o) if o.seq() <= tail => o.seq(),
                 _ => return text(StatusCode::BAD_REQUEST, "bad Stream-Fork-Offset\n"),
@@ -923,6 +928,14 @@ impl http_body::Body for Events {
     }
 }
 
+/// Whether a fork offset names the start of the stream: `-1`, or `0…0_0…0`.
+fn is_start(offset: &str) -> bool {
+    offset == "-1"
+        || offset.split_once('_').is_some_and(|(a, b)| {
+            !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c == b'0')
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -965,5 +978,14 @@ mod tests {
         assert!(messages(true, b"[]", false).is_err());
         assert!(messages(true, b"[]", true).unwrap().is_empty());
         assert!(messages(true, b"{", false).is_err());
+    }
+
+    #[test]
+    fn the_start_of_a_stream_has_two_spellings() {
+        assert!(super::is_start("-1"));
+        assert!(super::is_start("0000000000000000_0000000000000000"));
+        assert!(!super::is_start("0000000000000000"));
+        assert!(!super::is_start("0000000000000001_0000000000000000"));
+        assert!(!super::is_start("_"));
     }
 }

@@ -63,7 +63,7 @@ pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{
     stream_path, Streams, BASE_OFFSET_HEADER, DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE,
-    DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE,
+    DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE, WRITE_BODY_LIMIT,
 };
 pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};
 pub use self::write::{Write, WriteRequest};

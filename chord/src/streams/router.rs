@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes as BodyBytes};
 use axum::extract::rejection::PathRejection;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -193,10 +194,22 @@ impl Streams {
         self
     }
 
+    /// The largest request body read: [`WRITE_BODY_LIMIT`] with the write side on, a few
+    /// kilobytes otherwise (reads carry no body, so nobody can make the server buffer one).
+    fn body_limit(&self) -> DefaultBodyLimit {
+        DefaultBodyLimit::max(if self.authorize.is_some() {
+            WRITE_BODY_LIMIT
+        } else {
+            4096
+        })
+    }
+
     /// The router: [`ROUTE`]. Add routes to it, or nest it under a prefix.
     pub fn router(self) -> Router {
+        let limit = self.body_limit();
         Router::new()
             .route(ROUTE, any(handle))
+            .layer(limit)
             .with_state(Arc::new(self))
     }
 
@@ -212,6 +225,7 @@ impl Streams {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn namespace_router(self, prefix: &str, namespace: &str) -> Router {
+        let limit = self.body_limit();
         let namespace: Arc<str> = namespace.into();
         let streams = Arc::new(self);
         let serve = move |method: Method,
@@ -238,9 +252,14 @@ impl Streams {
                 .await
             }
         };
-        Router::new().route(&format!("{prefix}/{{key}}"), any(serve))
+        Router::new()
+            .route(&format!("{prefix}/{{key}}"), any(serve))
+            .layer(limit)
     }
 }
+
+/// The largest request body the write side reads (16 MiB): an append beyond answers 413.
+pub const WRITE_BODY_LIMIT: usize = 16 << 20;
 
 /// The path of `address`'s stream under [`ROUTE`], percent-encoded.
 ///
