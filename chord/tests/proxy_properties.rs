@@ -1,4 +1,4 @@
-//! Property test of every proxy method chord models, and of the `&mut` fallback, on a struct
+//! Property test of the proxy methods chord models, and of the `&mut` fallback, on a struct
 //! with every supported field kind (enums of each serde representation, tuple and newtype
 //! structs, `Box`, `VecDeque`, sets, maps, `u128`, opaque and `with` fields, `Value`):
 //! random interleavings, flushed at random points, encoded, decoded and applied to a replica
@@ -388,11 +388,12 @@ fn run(t: &mut Tracker<All>, s: &Step) {
             t.state().set(lane); // the whole struct, field by field
         }
         79 => t.edit(|all| all.text.push('~')), // the whole value's fallback
+        80 => v.queue.retain(|q| q.len() % 2 == a % 2),
         _ => {}
     }
 }
 
-const KINDS: u8 = 80;
+const KINDS: u8 = 81;
 
 /// A producer and its replica, joined by the wire codec.
 struct Stream {

@@ -61,12 +61,7 @@ impl<T: Tracked> DequeProxy<'_, T> {
 
     /// Every element's proxy, in order (see [`VecProxy::iter_mut`](crate::proxy::VecProxy::iter_mut)).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = T::Proxy<'_>> {
-        let keys = seq::element_keys(self.cx.node.as_deref(), self.v.len());
-        let slots = match self.cx.node.as_deref_mut() {
-            Some(node) => node.children_at(keys),
-            None => Vec::new(),
-        };
-        let mut slots = slots.into_iter();
+        let mut slots = seq::element_slots(self.cx.node.as_deref_mut(), self.v.len());
         self.v
             .iter_mut()
             .map(move |item| item.__proxy(Cx::root(slots.next().flatten())))
@@ -151,14 +146,10 @@ impl<T: Tracked> DequeProxy<'_, T> {
 
     /// Keeps the elements for which `keep` returns true: one splice per removed run.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        let mut i = 0;
-        while i < self.v.len() {
-            if keep(&self.v[i]) {
-                i += 1;
-            } else {
-                self.record(i, 1, 0);
-                self.v.remove(i);
-            }
+        let flags: Vec<bool> = self.v.iter().map(&mut keep).collect();
+        for (start, end) in seq::removed_runs(&flags) {
+            self.record(start, end - start, 0);
+            self.v.drain(start..end);
         }
     }
 

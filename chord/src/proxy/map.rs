@@ -205,11 +205,11 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
                 node.assign(|| serde_json::to_value(m).ok());
             }
         }
-        let slots = match self.cx.node.as_deref_mut() {
+        let mut slots = match self.cx.node.as_deref_mut() {
             Some(node) => node.children_at(keys),
             None => Vec::new(),
-        };
-        let mut slots = slots.into_iter();
+        }
+        .into_iter();
         self.m
             .__iter_mut()
             .map(move |(k, v)| (k, v.__proxy(Cx::root(slots.next().flatten()))))

@@ -104,12 +104,7 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     /// each element it hands out, so it costs `O(len)` now and at the next flush; use
     /// [`get_mut`](VecProxy::get_mut) when the index is known.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = T::Proxy<'_>> {
-        let keys = seq::element_keys(self.cx.node.as_deref(), self.v.len());
-        let slots = match self.cx.node.as_deref_mut() {
-            Some(node) => node.children_at(keys),
-            None => Vec::new(),
-        };
-        let mut slots = slots.into_iter();
+        let mut slots = seq::element_slots(self.cx.node.as_deref_mut(), self.v.len());
         self.v
             .iter_mut()
             .map(move |item| item.__proxy(Cx::root(slots.next().flatten())))
@@ -265,18 +260,9 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     /// Keeps the elements for which `keep` returns true: one splice per removed run.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         let flags: Vec<bool> = self.v.iter().map(&mut keep).collect();
-        let mut i = flags.len();
-        while i > 0 {
-            if flags[i - 1] {
-                i -= 1;
-                continue;
-            }
-            let end = i;
-            while i > 0 && !flags[i - 1] {
-                i -= 1;
-            }
-            self.record(i, end - i, 0);
-            self.v.drain(i..end);
+        for (start, end) in seq::removed_runs(&flags) {
+            self.record(start, end - start, 0);
+            self.v.drain(start..end);
         }
     }
 

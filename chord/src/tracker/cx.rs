@@ -14,11 +14,6 @@ impl<'a> Cx<'a> {
         Cx { node }
     }
 
-    /// A context that records nothing (for values no replica sees, and stand-ins).
-    pub fn detached() -> Cx<'a> {
-        Cx { node: None }
-    }
-
     /// Splits the node of a struct (or of an enum variant) with `count` fields into one
     /// context per field, in declaration order. The field nodes stay allocated across
     /// flushes, so handing out a struct's proxy allocates nothing after the first time.

@@ -137,25 +137,12 @@ impl Node {
 
     /// The child at `key`, created clean if absent; `None` when this node subsumes children.
     pub(crate) fn child(&mut self, key: Key) -> Option<&mut Node> {
-        self.child_with(key, |_| {})
-    }
-
-    /// Like [`child`](Node::child), running `init` on the child when it is created.
-    pub(crate) fn child_with(
-        &mut self,
-        key: Key,
-        init: impl FnOnce(&mut Node),
-    ) -> Option<&mut Node> {
         if self.subsumes_children() {
             return None;
         }
         let at = match self.children.position(&key) {
             Some(at) => at,
-            None => {
-                let mut node = Node::default();
-                init(&mut node);
-                self.children.push(key, node)
-            }
+            None => self.children.push(key, Node::default()),
         };
         Some(&mut self.children.list[at].1)
     }

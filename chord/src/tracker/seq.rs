@@ -61,12 +61,47 @@ impl<T: serde::Serialize> Items<T> for std::collections::VecDeque<T> {
     }
 }
 
+/// A dirty-tree slot for each of the `len` elements now in the array at `node`, in order,
+/// all borrowed at once (for `iter_mut`): `None` for elements inserted since the last flush
+/// and when nothing is recorded below `node`.
+pub(crate) fn element_slots(
+    node: Option<&mut Node>,
+    len: usize,
+) -> std::vec::IntoIter<Option<&mut Node>> {
+    match node {
+        Some(node) => {
+            let keys = element_keys(node, len);
+            node.children_at(keys).into_iter()
+        }
+        None => Vec::new().into_iter(),
+    }
+}
+
+/// The runs `start..end` where `keep` is false, last first (so removing them in that order
+/// leaves the earlier positions valid): what `retain` removes, one splice per run.
+pub(crate) fn removed_runs(keep: &[bool]) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut i = keep.len();
+    while i > 0 {
+        if keep[i - 1] {
+            i -= 1;
+            continue;
+        }
+        let end = i;
+        while i > 0 && !keep[i - 1] {
+            i -= 1;
+        }
+        runs.push((i, end));
+    }
+    runs
+}
+
 /// The dirty-tree keys of the elements now in an array of `len` elements (their accepted
-/// indices; `None` for new ones), for handing out every element's proxy at once.
-pub(crate) fn element_keys(node: Option<&Node>, len: usize) -> Vec<Option<Key>> {
-    match node.map(|n| &n.state) {
-        Some(State::Clean) => (0..len).map(|i| Some(Key::Index(i))).collect(),
-        Some(State::Seq(edit)) => {
+/// indices; `None` for new ones).
+fn element_keys(node: &Node, len: usize) -> Vec<Option<Key>> {
+    match &node.state {
+        State::Clean => (0..len).map(|i| Some(Key::Index(i))).collect(),
+        State::Seq(edit) => {
             let mut keys = Vec::with_capacity(len);
             for run in &edit.runs {
                 match *run {
@@ -168,4 +203,17 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     })();
     node.children = children;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::removed_runs;
+
+    #[test]
+    fn removed_runs_are_maximal_and_last_first() {
+        let keep = [true, false, false, true, false, true, false];
+        assert_eq!(removed_runs(&keep), vec![(6, 7), (4, 5), (1, 3)]);
+        assert!(removed_runs(&[true, true]).is_empty());
+        assert_eq!(removed_runs(&[false, false]), vec![(0, 2)]);
+    }
 }
