@@ -27,6 +27,10 @@ export interface Limits {
 export const RESERVED: ReadonlyArray<'__proto__' | 'constructor' | 'prototype'>;
 /** The most segments a path may have. */
 export const MAX_PATH_SEGMENTS: 128;
+/** Ids a stream may use: `0..MAX_IDS`; a definition of another is refused. */
+export const MAX_IDS: 1024;
+/** The most key text (UTF-16 code units over all keys) of a path given an id. */
+export const MAX_ID_PATH_UNITS: 256;
 /** chord's default `Limits`. */
 export const DEFAULT_LIMITS: Readonly<Limits>;
 

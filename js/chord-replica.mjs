@@ -13,6 +13,14 @@ export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype'])
 export const MAX_PATH_SEGMENTS = 128;
 
 /**
+ * Ids a stream may use, `0..MAX_IDS`, and the most key text (UTF-16 code units over all of its
+ * keys) a path with an id may hold: the Rust encoder's rule, so a decoder's table stays
+ * bounded whatever a stream sends. A definition beyond either is refused.
+ */
+export const MAX_IDS = 1024;
+export const MAX_ID_PATH_UNITS = 256;
+
+/**
  * The default bounds on what one batch may make of a document, the same as chord's `Limits`:
  * nesting depth 120, arrays up to 16,777,216 elements, strings up to 256 MiB of UTF-8, and
  * 16,777,216 (2^24) units of work per batch (see `apply` and js/README.md for the units).
@@ -353,6 +361,12 @@ export function createDecoder() {
       const [verb, n] = [w[0], w.length - 1];
       try {
         if (verb === '#') {
+          if (w[1] >= MAX_IDS) throw fail('LimitExceeded', { limit: 'path id', max: MAX_IDS - 1 });
+          let units = 0;
+          for (const seg of w[2]) if (typeof seg === 'string') units += seg.length;
+          if (units > MAX_ID_PATH_UNITS) {
+            throw fail('LimitExceeded', { limit: 'UTF-16 units of key text in a path with an id', max: MAX_ID_PATH_UNITS });
+          }
           ids.set(w[1], shared(w[2]));
         } else if (verb === 'r') {
           ids.clear();

@@ -97,7 +97,7 @@ pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
 pub use crate::tracker::js_safe::MAX_SAFE_INTEGER;
 pub use crate::tracker::{track, Proxy, Tracked, Tracker};
 pub use crate::validate::{batch_from_value, parse_batch};
-pub use crate::wire::{Decoder, Encoder, PathRef, WireBatch, WireOp};
+pub use crate::wire::{Decoder, Encoder, PathRef, WireBatch, WireOp, MAX_IDS, MAX_ID_PATH_UNITS};
 pub use chord_derive::Tracked;
 
 #[doc(hidden)]

@@ -13,6 +13,8 @@ import {
   ChordError,
   createDecoder,
   DEFAULT_LIMITS,
+  MAX_ID_PATH_UNITS,
+  MAX_IDS,
   MAX_PATH_SEGMENTS,
   Replica,
 } from '../chord-replica.mjs';
@@ -402,4 +404,20 @@ test('appends to a long string count its UTF-8 bytes once per batch, not once pe
     () => apply({ s: 'x'.repeat(1500) }, [['a', ['s'], 'é'], ['s', ['s'], '€'.repeat(1000)], ['a', ['s'], 'é']], limits),
     (e) => e.limit === 'max_string_len' && e.opIndex === 2,
   );
+});
+
+test(`the id table is bounded: ids below ${MAX_IDS}, at most ${MAX_ID_PATH_UNITS} key units each`, () => {
+  const define = (id, path) => [['#', id, path]];
+  const limited = (e) => e instanceof ChordError && e.kind === 'LimitExceeded';
+  assert.equal(createDecoder().decode(define(MAX_IDS - 1, ['a'])).length, 0);
+  assert.throws(() => createDecoder().decode(define(MAX_IDS, ['a'])), limited);
+  // The key text is counted in UTF-16 units over every key, indices not counted.
+  const half = 'x'.repeat(MAX_ID_PATH_UNITS / 2);
+  assert.equal(createDecoder().decode(define(0, [half, 7, half])).length, 0);
+  assert.throws(() => createDecoder().decode(define(0, [half, half, 'x'])), limited);
+  // A redefinition replaces the path: the table never holds more than MAX_IDS paths.
+  const dec = createDecoder();
+  dec.decode(define(3, ['a']));
+  dec.decode(define(3, ['b']));
+  assert.deepEqual(dec.decode([['s', 3, 1]]), [['s', ['b'], 1]]);
 });

@@ -1,7 +1,5 @@
 //! The stateful decoder: resolves ids and short forms, then validates with the decoded grammar.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -9,6 +7,7 @@ use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
 use crate::validate;
 use crate::wire::op::{PathRef, WireOp};
+use crate::wire::{table, MAX_IDS, MAX_ID_PATH_UNITS};
 
 /// Decodes one stream's wire batches back into ops. Use a fresh decoder for every stream,
 /// and start it at a base batch (or at the stream's beginning).
@@ -28,9 +27,14 @@ use crate::wire::op::{PathRef, WireOp};
 /// assert!(dec.decode_str(r#"[["a",0,"c"]]"#).is_ok());
 /// assert!(dec.decode_str(r#"[["a","c"]]"#).is_err());
 /// ```
+///
+/// Memory: at most [`MAX_IDS`] paths of at most [`MAX_ID_PATH_UNITS`] key units each (a
+/// definition beyond either is refused with [`ErrorKind::LimitExceeded`]), whatever the
+/// stream sends.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    ids: HashMap<usize, Path>,
+    /// Paths by id (`None`: not defined). Ids are below `MAX_IDS`, so a vector.
+    ids: Vec<Option<Path>>,
     poisoned: bool,
 }
 
@@ -112,7 +116,24 @@ impl Decoder {
                     };
                     return Err(Error::from(kind).at_path(path));
                 }
-                self.ids.insert(id, path);
+                if id >= MAX_IDS {
+                    let limit = ErrorKind::LimitExceeded {
+                        limit: "path id",
+                        max: MAX_IDS - 1,
+                    };
+                    return Err(limit.into());
+                }
+                if !table::internable(&path) {
+                    let limit = ErrorKind::LimitExceeded {
+                        limit: "UTF-16 units of key text in a path with an id",
+                        max: MAX_ID_PATH_UNITS,
+                    };
+                    return Err(Error::from(limit).at_path(path));
+                }
+                if self.ids.len() <= id {
+                    self.ids.resize(id + 1, None);
+                }
+                self.ids[id] = Some(path);
                 return Ok(None);
             }
             WireOp::Replace(v) => {
@@ -144,7 +165,11 @@ impl Decoder {
         let resolved = match path {
             None => previous.clone().ok_or(ErrorKind::NoPreviousPath)?,
             Some(PathRef::Path(p)) => p,
-            Some(PathRef::Id(id)) => self.ids.get(&id).cloned().ok_or(ErrorKind::UnknownId(id))?,
+            Some(PathRef::Id(id)) => self
+                .ids
+                .get(id)
+                .and_then(Option::clone)
+                .ok_or(ErrorKind::UnknownId(id))?,
         };
         *previous = Some(resolved.clone());
         Ok(resolved)
@@ -158,5 +183,68 @@ impl Decoder {
     ) -> Result<NonEmptyPath> {
         NonEmptyPath::try_from(self.resolve(path, previous)?)
             .map_err(|_| ErrorKind::EmptyPath { verb }.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Encoder, Op};
+
+    fn limit_of(result: Result<Vec<Op>>) -> &'static str {
+        match result.map_err(|e| e.kind().clone()) {
+            Err(ErrorKind::LimitExceeded { limit, .. }) => limit,
+            other => panic!("expected a limit error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn definitions_beyond_the_table_bounds_are_refused() {
+        let define = |id: usize, path: &str| format!(r##"[["#",{id},{path}]]"##);
+        assert_eq!(
+            limit_of(Decoder::new().decode_str(&define(MAX_IDS, r#"["a"]"#))),
+            "path id"
+        );
+        let half = "x".repeat(MAX_ID_PATH_UNITS / 2);
+        let ok = define(0, &format!(r#"["{half}",7,"{half}"]"#));
+        assert!(Decoder::new().decode_str(&ok).is_ok());
+        // "é" is one UTF-16 unit in two UTF-8 bytes; "😀" two units in four bytes.
+        let over = define(
+            0,
+            &format!(
+                r#"["{half}","{}😀"]"#,
+                "é".repeat(MAX_ID_PATH_UNITS / 2 - 1)
+            ),
+        );
+        assert!(limit_of(Decoder::new().decode_str(&over)).starts_with("UTF-16 units"));
+    }
+
+    /// Every path of `paths` set `rounds` times, in order, through `enc` and a decoder.
+    fn round_trip(enc: &mut Encoder, paths: usize, rounds: usize) -> Decoder {
+        let mut dec = Decoder::new();
+        for round in 0..rounds {
+            for i in 0..paths {
+                let batch = vec![Op::Set(crate::path!["k", i], (round * 100_000 + i).into())];
+                let text = enc.encode(&batch).to_json();
+                assert_eq!(dec.decode_str(&text).unwrap(), batch, "{text}");
+            }
+        }
+        dec
+    }
+
+    #[test]
+    fn an_encoder_with_more_paths_than_ids_stays_decodable() {
+        // Many more distinct paths than ids: ids are taken, recycled and redefined; the
+        // decoder follows every redefinition and its table stays within the bound.
+        let mut enc = Encoder {
+            table: crate::wire::table::Table::with_limit(8),
+        };
+        let dec = round_trip(&mut enc, 64, 4);
+        assert_eq!(enc.table.ids(), 8);
+        assert!(dec.ids.len() <= 8);
+
+        let mut enc = Encoder::new();
+        let dec = round_trip(&mut enc, 3 * MAX_IDS, 3);
+        assert!(enc.table.ids() <= MAX_IDS && dec.ids.len() <= MAX_IDS);
     }
 }

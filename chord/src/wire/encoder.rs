@@ -1,20 +1,22 @@
-//! The stateful encoder: interning on second use, omission within a batch.
-
-use std::collections::HashMap;
+//! The stateful encoder: interning on second use, omission within a batch, a bounded table.
 
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 use crate::op::{serialize_op, Op, OpPath};
 use crate::path::Path;
 use crate::wire::op::{PathRef, WireOp};
+use crate::wire::table::{write_path, write_str, write_uint, Form, Table};
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,
 /// per stored value): ids it defines are only meaningful to a decoder that saw them.
 ///
 /// Encoding does not validate: ops built in memory are well-formed by type.
 ///
-/// Cost: one hash lookup per op path; the id table holds each distinct path written since the
-/// last `r`, and is cleared by every `r`.
+/// Cost: per op, its path written as JSON into a reused buffer, hashed (foldhash) and looked
+/// up once. Memory is bounded whatever the stream: at most [`MAX_IDS`](crate::wire::MAX_IDS)
+/// ids (recycled by a clock, second chance, redefining an id the wire allows), each path at
+/// most [`MAX_ID_PATH_UNITS`](crate::wire::MAX_ID_PATH_UNITS) of key text, and a fixed
+/// 32 KiB array of paths seen once. Every `r` clears the table.
 ///
 /// # Examples
 ///
@@ -28,14 +30,7 @@ use crate::wire::op::{PathRef, WireOp};
 /// ```
 #[derive(Debug, Default)]
 pub struct Encoder {
-    table: HashMap<Path, Slot>,
-    next_id: usize,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Slot {
-    SeenOnce,
-    Id(usize),
+    pub(crate) table: Table,
 }
 
 /// One encoded batch, borrowing the ops it was made from. Serialize it (it implements
@@ -60,51 +55,194 @@ impl Encoder {
 
     /// Forgets every id, as an `r` does.
     pub fn reset(&mut self) {
-        self.table.clear();
-        self.next_id = 0;
+        self.table.reset();
     }
 
     /// Encodes the next batch of the stream.
     pub fn encode<'a>(&mut self, batch: &'a [Op]) -> WireBatch<'a> {
         let mut items = Vec::with_capacity(batch.len());
-        let mut previous: Option<&Path> = None;
+        self.table.begin();
         for op in batch {
             let Some(path) = op.path() else {
-                self.reset();
-                previous = None;
+                self.table.reset();
                 items.push(Item::Op(op, OpPath::Inline));
                 continue;
             };
-            if previous == Some(path) {
-                items.push(Item::Op(op, OpPath::Omitted));
-                continue;
-            }
-            previous = Some(path);
-            let form = match self.table.get_mut(path) {
-                None => {
-                    self.table.insert(path.clone(), Slot::SeenOnce);
-                    OpPath::Inline
-                }
-                Some(slot @ Slot::SeenOnce) => {
-                    let id = self.next_id;
-                    self.next_id += 1;
-                    *slot = Slot::Id(id);
+            let form = match self.table.form(path) {
+                Form::Omitted => OpPath::Omitted,
+                Form::Inline => OpPath::Inline,
+                Form::Id(id) => OpPath::Id(id),
+                Form::Define(id) => {
                     items.push(Item::Define(id, path));
                     OpPath::Id(id)
                 }
-                Some(Slot::Id(id)) => OpPath::Id(*id),
             };
             items.push(Item::Op(op, form));
         }
         WireBatch { items }
     }
+
+    /// Encodes the next batch of the stream straight into `out` as wire JSON text (the same
+    /// bytes as [`encode`](Encoder::encode)`(batch).to_json()`), appended to what `out`
+    /// holds. Writes nothing for an empty batch. Returns the number of bytes written.
+    ///
+    /// ```
+    /// use chord::{path, Encoder, Op};
+    /// let mut enc = Encoder::new();
+    /// let mut out = Vec::new();
+    /// enc.encode_into(&[Op::Append(path!["text"], "hi".into())], &mut out);
+    /// assert_eq!(out, br#"[["a",["text"],"hi"]]"#);
+    /// ```
+    pub fn encode_into(&mut self, batch: &[Op], out: &mut Vec<u8>) -> usize {
+        let start = out.len();
+        if batch.is_empty() {
+            return 0;
+        }
+        self.table.begin();
+        out.push(b'[');
+        for op in batch {
+            self.write(op, out);
+        }
+        out.push(b']');
+        out.len() - start
+    }
+
+    /// Writes one op of the current batch (and the definition it needs first), each preceded
+    /// by a comma unless it is the batch's first.
+    pub(crate) fn write(&mut self, op: &Op, out: &mut Vec<u8>) {
+        let form = match op.path() {
+            Some(path) => self.table.form(path),
+            None => {
+                self.table.reset();
+                Form::Inline
+            }
+        };
+        let key = self.table.key();
+        if let Form::Define(id) = form {
+            write_define(out, id, key);
+        }
+        write_head(
+            out,
+            op.verb(),
+            form,
+            if op.path().is_some() { key } else { &[] },
+        );
+        write_args(out, op);
+    }
+}
+
+/// A comma between items of a batch (`out` ends with the batch's `[` before the first).
+pub(crate) fn separate(out: &mut Vec<u8>) {
+    if out.last() != Some(&b'[') {
+        out.push(b',');
+    }
+}
+
+/// `["#",id,path]`, `key` being the path's JSON.
+pub(crate) fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
+    separate(out);
+    out.extend_from_slice(b"[\"#\",");
+    write_uint(out, id as u64);
+    out.push(b',');
+    out.extend_from_slice(key);
+    out.push(b']');
+}
+
+/// An op's opening: `["v"` and its path as `form` says (`key` is the path's JSON).
+pub(crate) fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
+    separate(out);
+    out.extend_from_slice(b"[\"");
+    out.push(verb as u8);
+    out.push(b'"');
+    match form {
+        Form::Omitted => {}
+        Form::Inline => {
+            if !key.is_empty() {
+                out.push(b',');
+                out.extend_from_slice(key);
+            }
+        }
+        Form::Id(id) | Form::Define(id) => {
+            out.push(b',');
+            write_uint(out, id as u64);
+        }
+    }
+}
+
+/// An op's arguments after its path, and its closing bracket.
+fn write_args(out: &mut Vec<u8>, op: &Op) {
+    match op {
+        Op::Replace(v) | Op::Set(_, v) => write_value(out, v),
+        Op::Delete(_) => {}
+        Op::Append(_, text) => {
+            out.push(b',');
+            write_str(out, text);
+        }
+        Op::Truncate(_, n) => {
+            out.push(b',');
+            write_uint(out, *n as u64);
+        }
+        Op::Splice {
+            index,
+            remove,
+            items,
+            ..
+        } => {
+            out.push(b',');
+            write_uint(out, *index as u64);
+            out.push(b',');
+            write_uint(out, *remove as u64);
+            out.push(b',');
+            write_json(out, items);
+        }
+    }
+    out.push(b']');
+}
+
+/// `,` and a value's JSON.
+fn write_value(out: &mut Vec<u8>, v: &serde_json::Value) {
+    out.push(b',');
+    write_json(out, v);
+}
+
+/// Any serializable value as JSON. Values that reach here were checked (or are `Value`s,
+/// which always serialize), so the error cannot occur.
+pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 impl WireBatch<'_> {
     /// The batch as wire JSON text.
     pub fn to_json(&self) -> String {
-        // Serializing `serde_json::Value`s, strings and integers into a `Vec` cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        let mut out = Vec::with_capacity(64);
+        out.push(b'[');
+        for item in &self.items {
+            match *item {
+                Item::Define(id, path) => {
+                    let mut key = Vec::new();
+                    write_path(&mut key, path);
+                    write_define(&mut out, id, &key);
+                }
+                Item::Op(op, form) => {
+                    let mut key = Vec::new();
+                    let form = match form {
+                        OpPath::Omitted => Form::Omitted,
+                        OpPath::Id(id) => Form::Id(id),
+                        OpPath::Inline => {
+                            if let Some(path) = op.path() {
+                                write_path(&mut key, path);
+                            }
+                            Form::Inline
+                        }
+                    };
+                    write_head(&mut out, op.verb(), form, &key);
+                    write_args(&mut out, op);
+                }
+            }
+        }
+        out.push(b']');
+        // Every byte written is JSON text from strings and serde_json: UTF-8.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// Number of wire ops, definitions included.

@@ -12,6 +12,13 @@
 //! An `r` resets the id table, so a reader that starts at a base batch decodes with a fresh
 //! decoder. Omission never crosses a batch; ids are the only state between batches.
 //!
+//! **Bounded tables.** Both ends hold at most [`MAX_IDS`] paths whatever the stream: ids are
+//! numbers below `MAX_IDS`, and once all are taken the encoder redefines one not used lately
+//! (`#` may redefine an id); a path gets an id only if its keys hold at most
+//! [`MAX_ID_PATH_UNITS`] UTF-16 code units in all (longer ones stay inline). The decoder, and
+//! the JavaScript replica's, refuse a definition that breaks either rule, so a hostile stream
+//! cannot grow a reader's table either.
+//!
 //! ```
 //! use chord::{path, Decoder, Encoder, Op};
 //! let mut enc = Encoder::new();
@@ -29,8 +36,23 @@
 //! ```
 
 mod decoder;
-mod encoder;
+pub(crate) mod encoder;
 pub(crate) mod op;
+pub(crate) mod table;
+
+/// Ids a stream may use: `0..MAX_IDS` (the encoder recycles them; decoders refuse others).
+///
+/// ```
+/// let mut dec = chord::Decoder::new();
+/// let define = |id: usize| format!(r##"[["#",{id},["a"]]]"##);
+/// assert!(dec.decode_str(&define(chord::MAX_IDS - 1)).is_ok());
+/// assert!(dec.decode_str(&define(chord::MAX_IDS)).is_err());
+/// ```
+pub const MAX_IDS: usize = 1024;
+
+/// The most key text, in UTF-16 code units over all of a path's keys, that a path given an id
+/// may hold. Bounds a decoder's table to `MAX_IDS` short paths.
+pub const MAX_ID_PATH_UNITS: usize = 256;
 
 pub use decoder::Decoder;
 pub use encoder::{Encoder, WireBatch};

@@ -1,0 +1,393 @@
+//! The encoder's path table: which paths have ids, which were seen once, and how ids are
+//! recycled so that both ends of a stream hold a bounded table.
+//!
+//! A path is identified by its JSON text (`["messages",0,"content"]`): exact (the JSON of a
+//! path is one-to-one), compact (a short byte string, not a tree of segments) and what an
+//! inline path or a definition writes anyway.
+//!
+//! - **Ids** live in `0..MAX_IDS`. While fewer are in use the next definition takes the next
+//!   number; then a clock hand picks one not used since it last passed (second chance) and
+//!   the definition *redefines* it, which the wire allows. The decoder needs no rule but the
+//!   bound: it refuses an id at or beyond [`MAX_IDS`](crate::wire::MAX_IDS), so its table
+//!   holds at most that many paths too.
+//! - **Seen once** is a direct-mapped array of 64-bit hashes: a path whose hash is in its
+//!   slot is taken as seen. Losing an entry to a collision costs one more inline path;
+//!   a false "seen" (two paths with one 64-bit hash) costs one definition. Neither changes
+//!   what a replica decodes, so the array needs no keys and never grows.
+//!
+//! **Hashing.** foldhash, seeded at random per table, not SipHash: a path hash is computed
+//! for every op, and SipHash was an eighth of a token append. A producer's paths can carry
+//! keys from outside (map members), but a table of at most `MAX_IDS` entries bounds what a
+//! collision attack could make a probe cost, and the seen-once array has no chains at all.
+//!
+//! **Rollback.** A flush straight to bytes can fail half way (a value that is not JSON);
+//! definitions made by then are undone so the table matches what was sent.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+
+use crate::path::{Path, Seg};
+use crate::wire::{MAX_IDS, MAX_ID_PATH_UNITS};
+
+/// Slots of the seen-once array (a power of two).
+const SEEN_SLOTS: usize = 4096;
+
+/// How an op names its path on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// The previous op's path in the same batch: no path.
+    Omitted,
+    /// Written out.
+    Inline,
+    /// An id defined earlier in the stream.
+    Id(usize),
+    /// An id defined by this op: write `["#", id, path]` first, then use the id.
+    Define(usize),
+}
+
+/// What a failed batch must undo.
+#[derive(Debug)]
+enum Undo {
+    /// A new id was taken (the table grew by one).
+    Grew,
+    /// `id` was redefined; it held `old`, and the clock hand was at `hand`.
+    Redefined {
+        id: usize,
+        old: Vec<u8>,
+        used: bool,
+        hand: usize,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct Table {
+    hasher: RandomState,
+    /// Ids by hash of their path's JSON.
+    index: HashTable<u32>,
+    /// The JSON of each id's path.
+    paths: Vec<Vec<u8>>,
+    /// Used since the clock hand last passed.
+    used: Vec<bool>,
+    hand: usize,
+    seen: Box<[u64]>,
+    /// The ids this table may use: `MAX_IDS`, smaller in tests.
+    limit: usize,
+    /// The path of the previous op in the batch.
+    previous: Vec<u8>,
+    has_previous: bool,
+    /// The current op's path JSON (reused buffer).
+    key: Vec<u8>,
+    undo: Vec<Undo>,
+}
+
+impl Default for Table {
+    fn default() -> Table {
+        Table::with_limit(MAX_IDS)
+    }
+}
+
+impl Table {
+    pub(crate) fn with_limit(limit: usize) -> Table {
+        Table {
+            hasher: RandomState::default(),
+            index: HashTable::new(),
+            paths: Vec::new(),
+            used: Vec::new(),
+            hand: 0,
+            seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
+            limit: limit.clamp(1, MAX_IDS),
+            previous: Vec::new(),
+            has_previous: false,
+            key: Vec::new(),
+            undo: Vec::new(),
+        }
+    }
+
+    /// Forgets every id and every path seen (an `r`).
+    pub(crate) fn reset(&mut self) {
+        self.index.clear();
+        self.paths.clear();
+        self.used.clear();
+        self.hand = 0;
+        self.seen.fill(0);
+        self.undo.clear();
+        self.has_previous = false;
+    }
+
+    /// Starts a batch: omission never crosses one, and a failed batch undoes what it defined.
+    pub(crate) fn begin(&mut self) {
+        self.has_previous = false;
+        self.undo.clear();
+    }
+
+    /// Undoes the definitions of the batch begun last.
+    pub(crate) fn rollback(&mut self) {
+        while let Some(undo) = self.undo.pop() {
+            let id = match undo {
+                Undo::Grew => self.paths.len() - 1,
+                Undo::Redefined { id, .. } => id,
+            };
+            let hash = self.hash(&self.paths[id]);
+            if let Ok(entry) = self.index.find_entry(hash, |&i| i as usize == id) {
+                entry.remove();
+            }
+            match undo {
+                Undo::Grew => {
+                    self.paths.pop();
+                    self.used.pop();
+                }
+                Undo::Redefined {
+                    id,
+                    old,
+                    used,
+                    hand,
+                } => {
+                    let hash = self.hash(&old);
+                    self.paths[id] = old;
+                    self.used[id] = used;
+                    self.hand = hand;
+                    self.insert(hash, id);
+                }
+            }
+        }
+        self.has_previous = false;
+    }
+
+    /// Bytes held (for the memory figures in the docs and tests).
+    #[cfg(test)]
+    pub(crate) fn ids(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// The JSON of the path [`form`](Table::form) was last asked about.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Decides how the next op of the batch names `path`, updating the table.
+    pub(crate) fn form(&mut self, path: &Path) -> Form {
+        self.key.clear();
+        write_path(&mut self.key, path);
+        if self.has_previous && self.key == self.previous {
+            return Form::Omitted;
+        }
+        self.previous.clear();
+        self.previous.extend_from_slice(&self.key);
+        self.has_previous = true;
+
+        let hash = self.hash(&self.key);
+        let (paths, key) = (&self.paths, &self.key);
+        if let Some(&id) = self.index.find(hash, |&i| paths[i as usize] == *key) {
+            self.used[id as usize] = true;
+            return Form::Id(id as usize);
+        }
+        let slot = &mut self.seen[hash as usize & (SEEN_SLOTS - 1)];
+        if *slot != hash {
+            *slot = hash;
+            return Form::Inline;
+        }
+        if !internable(path) {
+            return Form::Inline;
+        }
+        let id = self.take_id();
+        self.paths[id].clear();
+        self.paths[id].extend_from_slice(&self.key);
+        self.used[id] = true;
+        self.insert(hash, id);
+        Form::Define(id)
+    }
+
+    /// A free id, or the one the clock hand evicts (its entry removed, the undo recorded).
+    fn take_id(&mut self) -> usize {
+        if self.paths.len() < self.limit {
+            self.paths.push(Vec::new());
+            self.used.push(false);
+            self.undo.push(Undo::Grew);
+            return self.paths.len() - 1;
+        }
+        let hand = self.hand;
+        // Second chance: at most one full turn clears every bit, so this ends.
+        while self.used[self.hand] {
+            self.used[self.hand] = false;
+            self.hand = (self.hand + 1) % self.limit;
+        }
+        let id = self.hand;
+        self.hand = (self.hand + 1) % self.limit;
+        let hash = self.hash(&self.paths[id]);
+        if let Ok(entry) = self.index.find_entry(hash, |&i| i as usize == id) {
+            entry.remove();
+        }
+        let old = std::mem::take(&mut self.paths[id]);
+        self.undo.push(Undo::Redefined {
+            id,
+            old,
+            used: false,
+            hand,
+        });
+        id
+    }
+
+    fn insert(&mut self, hash: u64, id: usize) {
+        let (paths, hasher) = (&self.paths, &self.hasher);
+        self.index
+            .insert_unique(hash, id as u32, |&i| hasher.hash_one(&paths[i as usize]));
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        // Never 0, the empty slot of the seen-once array.
+        self.hasher.hash_one(key) | 1
+    }
+}
+
+/// Whether `path` may get an id: its keys hold at most [`MAX_ID_PATH_UNITS`] UTF-16 code units
+/// in all (the decoder refuses a definition beyond that, so both ends agree).
+pub(crate) fn internable(path: &Path) -> bool {
+    let mut units = 0;
+    for seg in path.iter() {
+        if let Seg::Key(k) = seg {
+            units += crate::utf16_len(k);
+            if units > MAX_ID_PATH_UNITS {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Writes `path` as JSON, exactly as serde_json writes it.
+pub(crate) fn write_path(out: &mut Vec<u8>, path: &Path) {
+    out.push(b'[');
+    for (i, seg) in path.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match seg {
+            Seg::Key(k) => write_str(out, k),
+            Seg::Index(n) => write_uint(out, *n as u64),
+        }
+    }
+    out.push(b']');
+}
+
+/// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    let plain = s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    if plain {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+/// Writes an unsigned integer in decimal.
+pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path;
+
+    fn p(segs: Path) -> Path {
+        segs
+    }
+
+    #[test]
+    fn paths_are_written_as_serde_json_writes_them() {
+        for path in [
+            Path::root(),
+            p(path!["a", 0, "b"].into()),
+            p(path!["quo\"te", "back\\slash", "nl\n", "é☃"].into()),
+        ] {
+            let mut out = Vec::new();
+            write_path(&mut out, &path);
+            assert_eq!(out, serde_json::to_vec(&path).unwrap());
+        }
+    }
+
+    #[test]
+    fn second_sight_defines_and_third_uses_the_id() {
+        let mut t = Table::default();
+        let a: Path = path!["a"].into();
+        let b: Path = path!["b"].into();
+        t.begin();
+        assert_eq!(t.form(&a), Form::Inline);
+        assert_eq!(t.form(&a), Form::Omitted);
+        assert_eq!(t.form(&b), Form::Inline);
+        assert_eq!(t.form(&a), Form::Define(0));
+        assert_eq!(t.form(&b), Form::Define(1));
+        t.begin();
+        assert_eq!(t.form(&a), Form::Id(0));
+        assert_eq!(t.form(&b), Form::Id(1));
+    }
+
+    #[test]
+    fn ids_are_recycled_by_second_chance_and_stay_in_bounds() {
+        let mut t = Table::with_limit(2);
+        let paths: Vec<Path> = (0..3).map(|i| path!["k", i].into()).collect();
+        for path in &paths {
+            t.begin();
+            t.form(path); // seen
+        }
+        t.begin();
+        assert_eq!(t.form(&paths[0]), Form::Define(0));
+        t.begin();
+        assert_eq!(t.form(&paths[1]), Form::Define(1));
+        t.begin();
+        // Both used since the hand last passed: one turn clears them, then 0 goes.
+        assert_eq!(t.form(&paths[2]), Form::Define(0));
+        t.begin();
+        assert_eq!(t.form(&paths[1]), Form::Id(1));
+        t.begin();
+        assert_eq!(t.form(&paths[2]), Form::Id(0));
+        // paths[0] lost its id: seen again (its hash is still in the seen array), so it is
+        // defined again, evicting the id not used since the hand passed.
+        t.begin();
+        assert_eq!(t.form(&paths[0]), Form::Define(1));
+        assert_eq!(t.ids(), 2);
+    }
+
+    #[test]
+    fn rollback_restores_redefined_and_new_ids() {
+        let mut t = Table::with_limit(1);
+        let (a, b): (Path, Path) = (path!["a"].into(), path!["b"].into());
+        t.begin();
+        t.form(&a);
+        t.begin();
+        assert_eq!(t.form(&a), Form::Define(0));
+        t.begin();
+        t.form(&b);
+        t.begin();
+        assert_eq!(t.form(&b), Form::Define(0)); // a's id redefined...
+        t.rollback(); // ...and restored
+        t.begin();
+        assert_eq!(t.form(&a), Form::Id(0));
+
+        let mut t = Table::default();
+        t.begin();
+        t.form(&a);
+        t.begin();
+        assert_eq!(t.form(&a), Form::Define(0));
+        t.rollback();
+        assert_eq!(t.ids(), 0);
+        t.begin();
+        assert_eq!(t.form(&a), Form::Define(0));
+    }
+
+    #[test]
+    fn long_paths_stay_inline() {
+        let mut t = Table::default();
+        let long: Path = path!["x".repeat(MAX_ID_PATH_UNITS + 1)].into();
+        for _ in 0..3 {
+            t.begin();
+            assert_eq!(t.form(&long), Form::Inline);
+        }
+    }
+}
