@@ -363,7 +363,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 &self,
                 node: &mut ::chord::__private::Node,
                 path: &mut ::chord::__private::Path,
-                out: &mut ::chord::__private::Vec<::chord::__private::Op>,
+                out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_struct(self, node, path, out, |__index, __node, __path, __out| {
                     match __index {
@@ -563,7 +563,7 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
                 &self,
                 node: &mut ::chord::__private::Node,
                 path: &mut ::chord::__private::Path,
-                out: &mut ::chord::__private::Vec<::chord::__private::Op>,
+                out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 match self {
                     #(#flush_arms_all)*
@@ -601,7 +601,7 @@ fn opaque(input: &DeriveInput) -> TokenStream {
                 &self,
                 node: &mut ::chord::__private::Node,
                 path: &mut ::chord::__private::Path,
-                out: &mut ::chord::__private::Vec<::chord::__private::Op>,
+                out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_leaf(self, node, path, out)
             }

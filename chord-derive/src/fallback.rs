@@ -23,7 +23,7 @@ pub(crate) fn expand(input: &DeriveInput, error: syn::Error) -> TokenStream {
                 &self,
                 _: &mut ::chord::__private::Node,
                 _: &mut ::chord::__private::Path,
-                _: &mut ::chord::__private::Vec<::chord::__private::Op>,
+                _: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::core::result::Result::Ok(())
             }

@@ -5,7 +5,14 @@
 //! ```sh
 //! cargo bench -p chord-delta --bench workloads -- --warm-up-time 1 --measurement-time 3
 //! cargo bench -p chord-delta --bench workloads -- '^W5/'    # one workload (sizes and timings)
+//! scripts/bench-table                                       # three runs: medians and spread
 //! ```
+//!
+//! Ends with the run's table: the median per step of every library, chord over the floor
+//! (W1, W5: the token pushed onto a `String` and the one op written into a reused buffer) and
+//! muon over chord. chord's step is `flush_into` a reused buffer; `W1-fresh`, `W3`, `W7` are a
+//! step on a fresh copy (the spec's form: the path goes inline), `W1`, `W3-steady`,
+//! `W7-steady` a step on a stream that sent ops on that path before (the path has an id).
 //!
 //! First prints, for every workload and library, the ops emitted and the wire bytes over the
 //! whole workload (computed once, outside any timing), then times one step (mutate, flush,
@@ -139,4 +146,102 @@ fn main() {
         g.finish();
     }
     c.final_summary();
+    if bench_mode {
+        summary(&cases, &filters);
+    }
+}
+
+/// Where criterion keeps its results (it finds the target directory the same way).
+fn criterion_dir() -> Option<std::path::PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let out = std::process::Command::new(std::env::var_os("CARGO")?)
+                .args(["metadata", "--format-version", "1", "--no-deps"])
+                .output()
+                .ok()?;
+            let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            Some(meta["target_directory"].as_str()?.into())
+        })?;
+    Some(target.join("criterion"))
+}
+
+/// The median time per step of one case in this run, in ns, from criterion's estimates.
+fn median_ns(dir: &std::path::Path, workload: &str, lib: &str) -> Option<f64> {
+    let file = dir.join(workload).join(lib).join("new/estimates.json");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    json["median"]["point_estimate"].as_f64()
+}
+
+fn show(ns: Option<f64>) -> String {
+    match ns {
+        None => "-".into(),
+        Some(ns) if ns < 1_000.0 => format!("{ns:.1} ns"),
+        Some(ns) if ns < 1_000_000.0 => format!("{:.2} µs", ns / 1e3),
+        Some(ns) => format!("{:.2} ms", ns / 1e6),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}x", a / b),
+        _ => "-".into(),
+    }
+}
+
+/// The run's table: every workload's median per step for each library, chord over the floor
+/// (the least a step can cost, where the workload has one) and muon over chord (above 1: chord
+/// is faster). Also written as JSON lines to `$CHORD_BENCH_SUMMARY` when set (for
+/// `scripts/bench-table`, which runs this three times).
+fn summary(cases: &[Case], filters: &[String]) {
+    let Some(dir) = criterion_dir() else {
+        eprintln!("(no summary: criterion's directory not found)");
+        return;
+    };
+    let mut workloads: Vec<&str> = cases.iter().map(|c| c.workload).collect();
+    workloads.dedup();
+    let mut lines = String::new();
+    println!(
+        "\n{:<11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>11}",
+        "workload", "floor", "chord", "muon", "json-patch", "chord/floor", "muon/chord"
+    );
+    for w in workloads {
+        let libs: Vec<&Case> = cases
+            .iter()
+            .filter(|c| c.workload == w && selected(c, filters))
+            .collect();
+        if libs.is_empty() {
+            continue;
+        }
+        let get = |lib: &str| median_ns(&dir, w, lib);
+        // W4's chord rows are named by the API used; the window form is the one compared.
+        let chord = get("chord").or_else(|| get("chord-window"));
+        let (floor, muon, patch) = (get("floor"), get("muon"), get("json-patch"));
+        println!(
+            "{:<11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>11}",
+            w,
+            show(floor),
+            show(chord),
+            show(muon),
+            show(patch),
+            ratio(chord, floor),
+            ratio(muon, chord)
+        );
+        for case in libs {
+            if let Some(ns) = get(case.lib) {
+                let line = serde_json::json!({"workload": w, "lib": case.lib, "ns": ns});
+                lines.push_str(&format!("{line}\n"));
+            }
+        }
+    }
+    if let Some(path) = std::env::var_os("CHORD_BENCH_SUMMARY") {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        if let Err(e) = file.and_then(|mut f| f.write_all(lines.as_bytes())) {
+            eprintln!("writing the summary: {e}");
+        }
+    }
 }

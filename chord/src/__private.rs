@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::proxy::{debug_json, flush_leaf, LeafProxy};
-pub use crate::tracker::{Cx, Fields, Node, Tracked};
+pub use crate::tracker::{Cx, Fields, Node, Out, Tracked};
 pub use crate::{Error, Op, Path, Result, Seg};
 pub use core;
 pub use serde;
@@ -21,8 +21,8 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &mut Path,
-    out: &mut Vec<Op>,
-    mut field: impl FnMut(u32, &mut Node, &mut Path, &mut Vec<Op>) -> Result<()>,
+    out: &mut Out<'_>,
+    mut field: impl FnMut(u32, &mut Node, &mut Path, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         flush_assigned(path, before, Some(to_json(value, path)?), out);
@@ -59,7 +59,7 @@ pub fn flush_field<T: Tracked + ?Sized>(
     path: &mut Path,
     seg: Option<Seg>,
     present: Option<bool>,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) -> Result<()> {
     let mut here = |p: &mut Path| match (node.present, present) {
         // Present then and now (or never skipped): the field's own changes.
@@ -85,7 +85,7 @@ pub fn flush_opaque_field<T: Serialize + ?Sized>(
     path: &mut Path,
     seg: Option<Seg>,
     present: Option<bool>,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) -> Result<()> {
     flush_field(&Opaque(value), node, path, seg, present, out)
 }
@@ -97,7 +97,7 @@ pub fn flush_json_field(
     path: &mut Path,
     seg: Option<Seg>,
     present: Option<bool>,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) -> Result<()> {
     match json {
         Ok(v) => flush_opaque_field(&v, node, path, seg, present, out),
@@ -129,8 +129,8 @@ pub fn flush_enum<T: Serialize + ?Sized>(
     variant: u32,
     node: &mut Node,
     path: &mut Path,
-    out: &mut Vec<Op>,
-    fields: impl FnMut(u32, &mut Node, &mut Path, &mut Vec<Op>) -> Result<()>,
+    out: &mut Out<'_>,
+    fields: impl FnMut(u32, &mut Node, &mut Path, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if matches!(node.state, State::Assigned(_)) && node.variant.is_some_and(|v| v != variant) {
         flush_assigned(path, &Before::Existed, Some(to_json(value, path)?), out);
@@ -156,7 +156,7 @@ impl<T: Serialize + ?Sized> Tracked for Opaque<'_, T> {
 
     fn __proxy<'b>(&'b mut self, _: Cx<'b>) {}
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         crate::proxy::flush_leaf(self.0, node, path, out)
     }
 

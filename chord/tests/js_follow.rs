@@ -18,7 +18,7 @@ fn javascript_followers_resume_over_both_transports() {
     assert!(
         root.join("js/node_modules/@durable-streams/client")
             .exists(),
-        "js/node_modules is missing: run `npm ci` in js/ (scripts/test does)"
+        "js/node_modules is missing: run scripts/test (it installs them)"
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -62,6 +62,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
+/// The counters are global: the tests of this binary take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn live() -> usize {
     LIVE.load(Relaxed)
 }
@@ -85,6 +88,7 @@ fn held<T>(build: impl FnOnce() -> T, steps: impl FnOnce(&mut T)) -> (usize, T) 
 
 #[test]
 fn tracking_adds_at_most_a_quarter_to_the_heap() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Load the shared inputs first, so their (one-time) allocations are not counted below.
     let _ = (w5big_chunk(0), CH_ENTRIES.len());
 
@@ -167,4 +171,110 @@ fn tracking_adds_at_most_a_quarter_to_the_heap() {
         "W6big: tracked {tracked} B > 1.25 × untracked {untracked} B"
     );
     drop(run);
+}
+
+/// Heap figures of one [`distinct_paths`] run.
+#[derive(Debug)]
+struct PathsRun {
+    /// The state alone, untracked, after the same edits.
+    untracked: usize,
+    /// State, tracker, encoder and decoder after every element was edited once.
+    once: usize,
+    /// The encoder's and the decoder's heap after every element was edited twice.
+    encoder: usize,
+    decoder: usize,
+}
+
+/// `n` elements each edited once (n distinct paths, each seen once), then each edited again
+/// (every path seen twice: ids are defined and, past `MAX_IDS`, recycled); 100 edits a batch,
+/// flushed straight to bytes and decoded, as a producer and a replica would.
+fn distinct_paths(n: usize) -> PathsRun {
+    use chord::{track, Decoder, Encoder, Tracker};
+    let items = |n: usize| -> Vec<ch::Item> {
+        (0..n)
+            .map(|i| ch::Item {
+                id: i as i64,
+                name: format!("item{i}"),
+            })
+            .collect()
+    };
+    let (untracked, state) = held(
+        || ch::Items { items: items(n) },
+        |s| s.items.iter_mut().for_each(|item| item.name.push('!')),
+    );
+    drop(state);
+
+    fn send(t: &mut Tracker<ch::Items>, enc: &mut Encoder, dec: &mut Decoder, wire: &mut Vec<u8>) {
+        wire.clear();
+        if t.flush_into(enc, wire).unwrap() > 0 {
+            drop(dec.decode_str(std::str::from_utf8(wire).unwrap()).unwrap());
+        }
+    }
+    let before = live();
+    let mut t = track(ch::Items { items: items(n) });
+    let mut enc = Encoder::new();
+    let mut dec = Decoder::new();
+    let mut wire = Vec::new();
+    send(&mut t, &mut enc, &mut dec, &mut wire);
+    let mut once = 0;
+    for (pass, mark) in ['!', '?'].into_iter().enumerate() {
+        for start in (0..n).step_by(100) {
+            let mut s = t.state();
+            for i in start..(start + 100).min(n) {
+                s.items.at(i).name.push(mark);
+            }
+            send(&mut t, &mut enc, &mut dec, &mut wire);
+        }
+        // The wire buffer is the caller's (reused, then freed): not what tracking holds.
+        wire = Vec::new();
+        if pass == 0 {
+            once = live() - before;
+        }
+    }
+    let at = live();
+    drop(dec);
+    let decoder = at - live();
+    let at = live();
+    drop(enc);
+    let encoder = at - live();
+    drop(t);
+    PathsRun {
+        untracked,
+        once,
+        encoder,
+        decoder,
+    }
+}
+
+#[test]
+fn the_codec_tables_stay_bounded_whatever_the_number_of_paths() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut runs = Vec::new();
+    for n in [10_000, 1_000_000] {
+        let run = distinct_paths(n);
+        eprintln!(
+            "{n} distinct paths: untracked {} B; tracked, encoder and decoder after one edit \
+             each {} B (ratio {:.3}); after two edits each, encoder {} B, decoder {} B",
+            run.untracked,
+            run.once,
+            run.once as f64 / run.untracked as f64,
+            run.encoder,
+            run.decoder
+        );
+        assert!(
+            run.once as f64 <= 1.25 * run.untracked as f64,
+            "{n} paths: {run:?} exceeds 1.25x"
+        );
+        runs.push(run);
+    }
+    // A hundred times the paths, the same tables: bounded by MAX_IDS, not by the stream.
+    let (small, large) = (&runs[0], &runs[1]);
+    assert!(
+        large.encoder <= small.encoder + 16_384,
+        "{small:?} {large:?}"
+    );
+    assert!(
+        large.decoder <= small.decoder + 16_384,
+        "{small:?} {large:?}"
+    );
 }

@@ -451,6 +451,41 @@ fn a_failed_flush_accepts_nothing() {
 }
 
 #[test]
+fn a_failed_flush_into_writes_nothing_and_leaves_the_encoder_as_it_was() {
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Gauge {
+        label: String,
+        samples: Vec<f64>,
+    }
+    let mut t = track(Gauge::default());
+    let mut enc = chord::Encoder::new();
+    let mut wire = b"sent:".to_vec();
+    t.flush_into(&mut enc, &mut wire).unwrap();
+    wire.truncate(5);
+    // The label's path is seen once, then a batch that would define its id fails on a NaN
+    // pushed after it (a splice's item, written straight to bytes).
+    t.state().label.push_str("c");
+    assert_eq!(t.flush_into(&mut enc, &mut wire).unwrap(), 21);
+    assert_eq!(&wire[5..], br#"[["a",["label"],"c"]]"#);
+    wire.truncate(5);
+    t.state().label.push_str("p");
+    t.state().samples.push(f64::NAN);
+    let err = t.flush_into(&mut enc, &mut wire).unwrap_err();
+    assert_eq!(err.path(), Some(&path!["samples", 0].into()));
+    assert_eq!(wire, b"sent:", "nothing appended");
+    // Fixed: the retry defines the id (the failed batch's definition was undone, so a
+    // decoder that never saw it is not asked for it) and carries both changes.
+    t.state().samples[0] = 0.5;
+    t.flush_into(&mut enc, &mut wire).unwrap();
+    assert_eq!(
+        std::str::from_utf8(&wire[5..]).unwrap(),
+        r##"[["#",0,["label"]],["a",0,"p"],["p",["samples"],0,0,[0.5]]]"##
+    );
+    // Nothing changed: nothing written.
+    assert_eq!(t.flush_into(&mut enc, &mut wire).unwrap(), 0);
+}
+
+#[test]
 fn maps_record_members() {
     let mut h = Harness::new(lane());
     let s = h.t.state();

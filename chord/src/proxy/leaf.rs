@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::op::Op;
 use crate::path::Path;
+use crate::tracker::Out;
 use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
 
 /// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
@@ -143,7 +143,7 @@ pub fn flush<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &mut Path,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         flush_assigned(path, before, Some(to_json(value, path)?), out);
@@ -160,7 +160,7 @@ macro_rules! leaves {
                 LeafProxy::new(self, cx)
             }
 
-            fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+            fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
                 flush(self, node, path, out)
             }
 
@@ -203,7 +203,7 @@ impl<T: Serialize + Ord> Tracked for std::collections::BTreeSet<T> {
         LeafProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
 
@@ -232,7 +232,7 @@ where
         LeafProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
 

@@ -6,8 +6,8 @@ use std::ops::{Deref, DerefMut};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::op::Op;
 use crate::path::{Path, Seg, RESERVED};
+use crate::tracker::Out;
 use crate::tracker::{flush_assigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked};
 
 /// A map with string keys that chord tracks as a JSON object: `BTreeMap<String, V>`,
@@ -304,7 +304,7 @@ pub(crate) fn flush<M: MapLike>(
     map: &M,
     node: &mut Node,
     path: &mut Path,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         flush_assigned(path, before, Some(to_json(map, path)?), out);
@@ -335,7 +335,7 @@ impl<V: Tracked> Tracked for BTreeMap<String, V> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
@@ -355,7 +355,7 @@ impl<V: Tracked, S: BuildHasher> Tracked for HashMap<String, V, S> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
@@ -371,7 +371,7 @@ impl Tracked for serde_json::Map<String, Value> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)

@@ -2,8 +2,8 @@ use std::fmt;
 use std::ops::{AddAssign, Bound, Deref, DerefMut, RangeBounds};
 
 use crate::error::Result;
-use crate::op::Op;
 use crate::path::Path;
+use crate::tracker::Out;
 use crate::tracker::{text, Cx, Node, Tracked};
 
 /// The proxy of a `String`, with `String`'s methods: appends (`push_str`, `push`, `+=`,
@@ -275,7 +275,7 @@ impl Tracked for String {
         TextProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
         text::flush(self, node, path, out);
         Ok(())
     }

@@ -6,6 +6,7 @@ mod cx;
 mod edit;
 pub(crate) mod js_safe;
 mod node;
+mod out;
 pub(crate) mod seq;
 pub(crate) mod text;
 
@@ -18,11 +19,13 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::Path;
+use crate::Encoder;
 
 pub(crate) use compact::json_len;
 pub use cx::{Cx, Fields};
 pub use node::Node;
 pub(crate) use node::{flush_assigned, with_seg, Before, Key, State};
+pub use out::Out;
 
 /// A type whose mutations chord can record as intent.
 ///
@@ -46,7 +49,7 @@ pub trait Tracked: Serialize {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> Self::Proxy<'a>;
 
     #[doc(hidden)]
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Vec<Op>) -> Result<()>;
+    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()>;
 
     /// Replaces the value through its proxy, as the proxy's `set` does. A derived struct's
     /// `set` is its fields' `set`s, so each field is compared on its own.
@@ -247,7 +250,7 @@ impl<T: Tracked> Tracker<T> {
             out.push(Op::Replace(to_json(&self.value, &Path::root())?));
         } else {
             self.value
-                .__flush(&mut self.root, &mut Path::root(), &mut out)?;
+                .__flush(&mut self.root, &mut Path::root(), &mut Out::ops(&mut out))?;
         }
         // Every value sent went through `check` (at flush, or for edits kept across a
         // reassignment, when they were recorded), which counts unsafe integers.
@@ -259,6 +262,88 @@ impl<T: Tracked> Tracker<T> {
         self.base = false;
         self.root.reset();
         Ok(out)
+    }
+
+    /// Flushes straight to the wire: what [`flush`](Tracker::flush) would return, encoded by
+    /// `encoder` (this stream's) and appended to `out` as wire JSON text, the same bytes as
+    /// `encoder.encode(&tracker.flush()?).to_json()`, without building the ops: no path is
+    /// cloned and no spliced element becomes a `serde_json::Value` on the way. Returns the
+    /// number of bytes appended; 0 (and nothing appended) when nothing changed.
+    ///
+    /// Reuse one `out` across flushes (clear it after sending) and a steady stream allocates
+    /// nothing per flush for appends and pushes.
+    ///
+    /// # Errors
+    ///
+    /// As [`flush`](Tracker::flush); then nothing is appended, the encoder is as it was (ids
+    /// the failed batch defined are undone) and the recorded changes stay for the next flush.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chord::{track, Encoder, Tracked};
+    /// #[derive(Tracked, serde::Serialize)]
+    /// struct Lane { answer: String }
+    ///
+    /// let mut t = track(Lane { answer: String::new() });
+    /// let mut enc = Encoder::new();
+    /// let mut wire = Vec::new();
+    /// t.flush_into(&mut enc, &mut wire)?;
+    /// assert_eq!(wire, br#"[["r",{"answer":""}]]"#);
+    /// for token in ["Hel", "lo"] {
+    ///     wire.clear();
+    ///     t.state().answer += token;
+    ///     t.flush_into(&mut enc, &mut wire)?;
+    /// }
+    /// assert_eq!(wire, br##"[["#",0,["answer"]],["a",0,"lo"]]"##);
+    /// # Ok::<(), chord::Error>(())
+    /// ```
+    pub fn flush_into(&mut self, encoder: &mut Encoder, out: &mut Vec<u8>) -> Result<usize> {
+        let start = out.len();
+        let written = if self.base {
+            out.extend_from_slice(b"[[\"r\",");
+            out::write_checked(out, &self.value).inspect_err(|_| out.truncate(start))?;
+            out.extend_from_slice(b"]]");
+            true
+        } else {
+            encoder.table.begin();
+            out.push(b'[');
+            let flushed = self.value.__flush(
+                &mut self.root,
+                &mut Path::root(),
+                &mut Out::wire(encoder, out),
+            );
+            if let Err(e) = flushed {
+                encoder.table.rollback();
+                out.truncate(start);
+                return Err(e);
+            }
+            if out.len() == start + 1 {
+                out.truncate(start);
+                false
+            } else {
+                out.push(b']');
+                true
+            }
+        };
+        let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
+        if self.js_safe && seen != self.unsafe_seen {
+            // An integer beyond 2^53 went by (here, or in another tracker meanwhile): find
+            // it, with its path, on the ops; nothing sent yet.
+            if !self.base {
+                encoder.table.rollback();
+            }
+            out.truncate(start);
+            let ops = self.flush()?;
+            return Ok(encoder.encode_into(&ops, out));
+        }
+        if self.base {
+            encoder.reset();
+        }
+        self.unsafe_seen = seen;
+        self.base = false;
+        self.root.reset();
+        Ok(if written { out.len() - start } else { 0 })
     }
 
     /// Stops tracking and returns the value.

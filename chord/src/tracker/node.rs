@@ -13,6 +13,7 @@ use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::compact::json_len;
 use crate::tracker::edit::{SeqEdit, TextEdit};
+use crate::tracker::Out;
 use crate::tracker::Tracked;
 
 /// One touched location in the dirty tree.
@@ -38,10 +39,17 @@ pub(crate) struct Children {
     index: Option<HashMap<Key, usize>>,
     /// The list is a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
+    /// Nodes of children cleared at a flush, reset, for the next interval's new children: a
+    /// token appended to `messages[0].content` at every flush finds `messages[0]`'s node (and
+    /// its fields) already allocated. At most [`SPARE`], each holding no spares of its own.
+    spare: Vec<Node>,
 }
 
 /// How many children a scan handles before an index is built.
 const SCAN: usize = 16;
+
+/// How many cleared child nodes a node keeps for reuse.
+const SPARE: usize = 4;
 
 impl Children {
     fn position(&mut self, key: &Key) -> Option<usize> {
@@ -60,7 +68,9 @@ impl Children {
         }
     }
 
-    fn push(&mut self, key: Key, node: Node) -> usize {
+    /// Adds a clean child at `key` (a spare node when there is one).
+    fn push(&mut self, key: Key) -> usize {
+        let node = self.spare.pop().unwrap_or_default();
         let at = self.list.len();
         if let Some(index) = &mut self.index {
             index.insert(key.clone(), at);
@@ -69,7 +79,16 @@ impl Children {
         at
     }
 
+    /// Removes every child, keeping up to [`SPARE`] of their nodes (reset) for reuse.
     pub(crate) fn clear(&mut self) {
+        for (_, mut node) in self.list.drain(..) {
+            if self.spare.len() == SPARE {
+                break;
+            }
+            node.reset();
+            node.children.spare = Vec::new();
+            self.spare.push(node);
+        }
         self.list.clear();
         self.index = None;
         self.fields = false;
@@ -142,7 +161,7 @@ impl Node {
         }
         let at = match self.children.position(&key) {
             Some(at) => at,
-            None => self.children.push(key, Node::default()),
+            None => self.children.push(key),
         };
         Some(&mut self.children.list[at].1)
     }
@@ -194,7 +213,7 @@ impl Node {
             let Some(key) = key else { continue };
             let at = match self.children.position(&key) {
                 Some(at) => at,
-                None => self.children.push(key, Node::default()),
+                None => self.children.push(key),
             };
             if wanted_at.len() <= at {
                 wanted_at.resize(at + 1, None);
@@ -249,7 +268,7 @@ impl Node {
         let mut early = Vec::new();
         let mut here = Path::from(vec![HERE]);
         let before = match (
-            current.__flush(self, &mut here, &mut early),
+            current.__flush(self, &mut here, &mut Out::ops(&mut early)),
             serde_json::to_value(current),
         ) {
             (Ok(()), Ok(value)) => Before::Edited(early, value),
@@ -274,7 +293,7 @@ pub(crate) fn flush_assigned(
     path: &Path,
     before: &Before,
     after: Option<Value>,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) {
     match (before, after) {
         (Before::Absent, None) => {}
@@ -283,7 +302,7 @@ pub(crate) fn flush_assigned(
                 out.push(Op::Delete(p));
             }
         }
-        (Before::Value(b), Some(a)) => crate::diff::diff_into(path, b, &a, out),
+        (Before::Value(b), Some(a)) => out.with_ops(|out| crate::diff::diff_into(path, b, &a, out)),
         (Before::Edited(early, b), Some(a)) => {
             let mut rest = Vec::new();
             crate::diff::diff_into(path, b, &a, &mut rest);
@@ -347,7 +366,7 @@ fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
 }
 
 /// `s` of a whole value, or `r` at the root.
-pub(crate) fn set(path: &Path, value: Value, out: &mut Vec<Op>) {
+pub(crate) fn set(path: &Path, value: Value, out: &mut Out<'_>) {
     match crate::NonEmptyPath::try_from(path.clone()) {
         Ok(p) => out.push(Op::Set(p, value)),
         Err(_) => out.push(Op::Replace(value)),

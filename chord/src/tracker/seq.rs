@@ -5,13 +5,11 @@
 //! splice edits the runs in `O(runs)`; an unshift on a clean array is two runs, whatever the
 //! length. Flush walks the runs once and emits one `p` per contiguous change.
 
-use serde_json::Value;
-
 use crate::error::Result;
-use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::edit::{Run, SeqEdit};
 use crate::tracker::node::{flush_assigned, set, with_seg, Key, Node, State};
+use crate::tracker::Out;
 use crate::tracker::Tracked;
 
 /// Records a splice on an array of current length `len` (call before performing it).
@@ -122,7 +120,7 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
     path: &mut Path,
-    out: &mut Vec<Op>,
+    out: &mut Out<'_>,
 ) -> Result<()> {
     let edit = match &mut node.state {
         State::Assigned(before) => {
@@ -141,45 +139,41 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
             set(path, crate::tracker::to_json(items, path)?, out);
             return Ok(());
         }
+        // A pending splice: its index, how many accepted elements it removes, and the
+        // current indices of the elements it inserts (contiguous).
         let mut cursor = 0;
         let mut expected = 0;
-        let mut pending: Option<(usize, usize, Vec<Value>)> = None;
-        fn emit(pending: &mut Option<(usize, usize, Vec<Value>)>, path: &Path, out: &mut Vec<Op>) {
-            if let Some((index, remove, items)) = pending.take() {
-                out.push(Op::Splice {
-                    path: path.clone(),
-                    index,
-                    remove,
-                    items,
-                });
+        let mut pending: Option<(usize, usize, std::ops::Range<usize>)> = None;
+        let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>,
+                    out: &mut Out<'_>| {
+            match pending.take() {
+                Some((index, remove, new)) => {
+                    let new = new.filter_map(|at| items.at(at).map(|item| (at, item)));
+                    out.splice(path, index, remove, new)
+                }
+                None => Ok(()),
             }
-        }
+        };
         for run in &edit.runs {
             match *run {
                 Run::Kept { start, len } => {
                     if start > expected {
-                        pending.get_or_insert((cursor, 0, Vec::new())).1 += start - expected;
+                        pending.get_or_insert((cursor, 0, cursor..cursor)).1 += start - expected;
                     }
-                    emit(&mut pending, path, out);
+                    emit(&mut pending, out)?;
                     cursor += len;
                     expected = start + len;
                 }
                 Run::New { len } => {
-                    let p = pending.get_or_insert((cursor, 0, Vec::new()));
-                    for at in cursor..cursor + len {
-                        let Some(item) = items.at(at) else { break };
-                        let v =
-                            with_seg(path, Seg::Index(at), |p| crate::tracker::to_json(item, p))?;
-                        p.2.push(v);
-                    }
+                    pending.get_or_insert((cursor, 0, cursor..cursor)).2.end += len;
                     cursor += len;
                 }
             }
         }
         if expected < edit.accepted_len {
-            pending.get_or_insert((cursor, 0, Vec::new())).1 += edit.accepted_len - expected;
+            pending.get_or_insert((cursor, 0, cursor..cursor)).1 += edit.accepted_len - expected;
         }
-        emit(&mut pending, path, out);
+        emit(&mut pending, out)?;
     }
     // Edits inside kept elements, at their current indices (after the splices above).
     let edit = match &node.state {

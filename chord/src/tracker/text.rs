@@ -5,6 +5,7 @@ use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
 use crate::tracker::edit::TextEdit;
 use crate::tracker::node::{flush_assigned, Node, State};
+use crate::tracker::Out;
 
 /// The text state of `node`, started if the node is clean. `None` when an ancestor's or this
 /// node's assignment already covers the string.
@@ -80,29 +81,34 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
 }
 
 /// Emits the ops for a string at `path`.
-pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Vec<Op>) {
+pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Out<'_>) {
     match &node.state {
         State::Clean => {}
         State::Assigned(before) => {
             flush_assigned(path, before, Some(current.into()), out);
         }
         State::Text(edit) => {
-            let Ok(p) = NonEmptyPath::try_from(path.clone()) else {
+            if path.is_empty() {
                 // A tracked root string can only be replaced.
                 out.push(Op::Replace(current.into()));
                 return;
-            };
+            }
             match edit {
                 TextEdit::Window {
                     dropped,
                     tail_start,
-                } => {
-                    if dropped.is_empty() {
-                        if *tail_start < current.len() {
-                            out.push(Op::Append(p, current[*tail_start..].to_owned()));
-                        }
-                        return;
+                } if dropped.is_empty() => {
+                    if *tail_start < current.len() {
+                        out.append(path, &current[*tail_start..]);
                     }
+                }
+                TextEdit::Window {
+                    dropped,
+                    tail_start,
+                } => {
+                    let Ok(p) = NonEmptyPath::try_from(path.clone()) else {
+                        return;
+                    };
                     let mut window = Vec::with_capacity(2);
                     window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
                     if *tail_start < current.len() {
@@ -110,7 +116,11 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Vec<Op>) 
                     }
                     out.extend(crate::diff::smaller_than_set(&p, current, window));
                 }
-                TextEdit::Baseline(before) => crate::diff::diff_string(&p, before, current, out),
+                TextEdit::Baseline(before) => {
+                    if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
+                        out.with_ops(|out| crate::diff::diff_string(&p, before, current, out));
+                    }
+                }
             }
         }
         State::Seq(_) => {}

@@ -15,17 +15,20 @@
 //!   a false "seen" (two paths with one 64-bit hash) costs one definition. Neither changes
 //!   what a replica decodes, so the array needs no keys and never grows.
 //!
-//! **Hashing.** foldhash, seeded at random per table, not SipHash: a path hash is computed
-//! for every op, and SipHash was an eighth of a token append. A producer's paths can carry
-//! keys from outside (map members), but a table of at most `MAX_IDS` entries bounds what a
-//! collision attack could make a probe cost, and the seen-once array has no chains at all.
+//! **Hashing.** foldhash with a fixed seed, not SipHash: a path hash is computed for every
+//! op, and SipHash was an eighth of a token append. Fixed, so that the same ops always encode
+//! to the same bytes (logs and tests are reproducible). A producer's paths can carry keys from
+//! outside (map members), so collisions could be forced; that is safe here because a table of
+//! at most `MAX_IDS` entries bounds what a probe can cost, and a collision in the seen-once
+//! array only writes a path inline once more.
 //!
 //! **Rollback.** A flush straight to bytes can fail half way (a value that is not JSON);
-//! definitions made by then are undone so the table matches what was sent.
+//! what the batch changed (definitions, paths seen) is undone, so the table is exactly as
+//! before and a retry writes the same bytes.
 
 use std::hash::BuildHasher;
 
-use foldhash::fast::RandomState;
+use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::path::{Path, Seg};
@@ -50,6 +53,8 @@ pub(crate) enum Form {
 /// What a failed batch must undo.
 #[derive(Debug)]
 enum Undo {
+    /// A slot of the seen-once array held `old`.
+    Seen { slot: usize, old: u64 },
     /// A new id was taken (the table grew by one).
     Grew,
     /// `id` was redefined; it held `old`, and the clock hand was at `hand`.
@@ -63,7 +68,7 @@ enum Undo {
 
 #[derive(Debug)]
 pub(crate) struct Table {
-    hasher: RandomState,
+    hasher: FixedState,
     /// Ids by hash of their path's JSON.
     index: HashTable<u32>,
     /// The JSON of each id's path.
@@ -91,7 +96,7 @@ impl Default for Table {
 impl Table {
     pub(crate) fn with_limit(limit: usize) -> Table {
         Table {
-            hasher: RandomState::default(),
+            hasher: FixedState::with_seed(0x6368_6f72_642e_7773),
             index: HashTable::new(),
             paths: Vec::new(),
             used: Vec::new(),
@@ -126,6 +131,10 @@ impl Table {
     pub(crate) fn rollback(&mut self) {
         while let Some(undo) = self.undo.pop() {
             let id = match undo {
+                Undo::Seen { slot, old } => {
+                    self.seen[slot] = old;
+                    continue;
+                }
                 Undo::Grew => self.paths.len() - 1,
                 Undo::Redefined { id, .. } => id,
             };
@@ -134,6 +143,7 @@ impl Table {
                 entry.remove();
             }
             match undo {
+                Undo::Seen { .. } => {}
                 Undo::Grew => {
                     self.paths.pop();
                     self.used.pop();
@@ -183,9 +193,10 @@ impl Table {
             self.used[id as usize] = true;
             return Form::Id(id as usize);
         }
-        let slot = &mut self.seen[hash as usize & (SEEN_SLOTS - 1)];
-        if *slot != hash {
-            *slot = hash;
+        let slot = hash as usize & (SEEN_SLOTS - 1);
+        if self.seen[slot] != hash {
+            let old = std::mem::replace(&mut self.seen[slot], hash);
+            self.undo.push(Undo::Seen { slot, old });
             return Form::Inline;
         }
         if !internable(path) {

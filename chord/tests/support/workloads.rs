@@ -250,13 +250,20 @@ pub struct Emitted {
 pub trait Run {
     /// Performs step `i`: mutate, flush, encode, serialize.
     fn step(&mut self, i: usize) -> Emitted;
+
+    /// Step `i` with its ops counted (what the size table prints); may cost more than `step`.
+    fn sizes(&mut self, i: usize) -> Emitted {
+        self.step(i)
+    }
 }
 
-/// chord: a tracker and the stream's encoder.
+/// chord: a tracker, the stream's encoder, and the buffer the wire text is written into
+/// (reused, as a server's send buffer is).
 pub struct ChordRun<T: Tracked> {
     /// The tracked state.
     pub t: Tracker<T>,
     enc: Encoder,
+    wire: Vec<u8>,
     mutate: fn(&mut Tracker<T>, usize),
 }
 
@@ -269,7 +276,23 @@ impl<T: Tracked> ChordRun<T> {
         let base = t.flush().unwrap();
         assert!(chord::is_base(&base));
         std::hint::black_box(enc.encode(&base).to_json());
-        ChordRun { t, enc, mutate }
+        ChordRun {
+            t,
+            enc,
+            wire: Vec::new(),
+            mutate,
+        }
+    }
+
+    /// Makes and flushes each of `changes` (untimed), so that the timed steps run on a
+    /// stream that has sent ops on their path before: the steady state.
+    pub fn warmed(mut self, changes: &[fn(&mut Tracker<T>)]) -> Self {
+        for change in changes {
+            change(&mut self.t);
+            self.wire.clear();
+            self.t.flush_into(&mut self.enc, &mut self.wire).unwrap();
+        }
+        self
     }
 
     /// Step `i`, returning the ops and the wire text.
@@ -282,12 +305,70 @@ impl<T: Tracked> ChordRun<T> {
 }
 
 impl<T: Tracked> Run for ChordRun<T> {
+    /// Mutate, then `flush_into` the reused buffer: the wire bytes without building ops.
     fn step(&mut self, i: usize) -> Emitted {
+        (self.mutate)(&mut self.t, i);
+        self.wire.clear();
+        let bytes = self.t.flush_into(&mut self.enc, &mut self.wire).unwrap();
+        Emitted { ops: 0, bytes }
+    }
+
+    /// The same bytes through `flush` and `encode` (equal: `tests/proxy_properties.rs`),
+    /// counting the ops.
+    fn sizes(&mut self, i: usize) -> Emitted {
         let (ops, wire) = self.step_ops(i);
         Emitted {
             ops: ops.len(),
             bytes: if ops.is_empty() { 0 } else { wire.len() },
         }
+    }
+}
+
+/// The floor: the token pushed onto a plain `String` and the one op it makes written into a
+/// reused buffer with serde_json's string escaping; nothing else (no tracking, no table).
+pub struct FloorRun {
+    text: String,
+    token: &'static str,
+    /// The op's opening, path included (`[["a",0,` with an id, `[["a",["text"],` inline).
+    head: &'static [u8],
+    wire: Vec<u8>,
+}
+
+impl Run for FloorRun {
+    fn step(&mut self, _: usize) -> Emitted {
+        self.text.push_str(self.token);
+        self.wire.clear();
+        self.wire.extend_from_slice(self.head);
+        serde_json::to_writer(&mut self.wire, self.token).unwrap();
+        self.wire.extend_from_slice(b"]]");
+        Emitted {
+            ops: 1,
+            bytes: self.wire.len(),
+        }
+    }
+}
+
+/// W1's floor: `"x"` onto 40 KB of text; `steady` writes the id form, else the path inline.
+pub fn floor_w1(steady: bool) -> FloorRun {
+    FloorRun {
+        text: TEXT40K.clone(),
+        token: "x",
+        head: if steady {
+            br#"[["a",0,"#
+        } else {
+            br#"[["a",["text"],"#
+        },
+        wire: Vec::new(),
+    }
+}
+
+/// W5's floor: `"tok "` onto the message, the id form.
+pub fn floor_w5(after: usize) -> FloorRun {
+    FloorRun {
+        text: w5_content(after),
+        token: "tok ",
+        head: br#"[["a",0,"#,
+        wire: Vec::new(),
     }
 }
 
@@ -492,6 +573,18 @@ pub fn patch_w2() -> PatchRun {
 }
 
 // W3: pop the last of 100 items.
+
+fn w3_pop(t: &mut Tracker<ch::Items>) {
+    t.state().items.pop();
+}
+
+fn w7_push(t: &mut Tracker<ch::Arr>) {
+    t.state().arr.push(10);
+}
+
+fn w7_pop(t: &mut Tracker<ch::Arr>) {
+    t.state().arr.pop();
+}
 
 pub fn chord_w3() -> ChordRun<ch::Items> {
     let items = items(|id, name| ch::Item { id, name });
@@ -827,6 +920,12 @@ pub fn cases() -> Vec<Case> {
         c
     };
     vec![
+        // W1 as the spec has it (one step on a fresh copy: the path goes inline) and in the
+        // steady state (1,000 steps on one copy: the path has an id).
+        case("W1-fresh", "floor", 1, || Box::new(floor_w1(false))),
+        case("W1-fresh", "chord", 1, || Box::new(chord_w1())),
+        case("W1-fresh", "muon", 1, || Box::new(muon_w1())),
+        reuse(case("W1", "floor", 1, || Box::new(floor_w1(true))), 1000),
         reuse(case("W1", "chord", 1, || Box::new(chord_w1())), 1000),
         reuse(case("W1", "muon", 1, || Box::new(muon_w1())), 1000),
         reuse(case("W1", "json-patch", 1, || Box::new(patch_w1())), 1000),
@@ -836,6 +935,14 @@ pub fn cases() -> Vec<Case> {
         case("W3", "chord", 1, || Box::new(chord_w3())),
         case("W3", "muon", 1, || Box::new(muon_w3())),
         case("W3", "json-patch", 1, || Box::new(patch_w3())),
+        // Steady: a copy whose stream popped before (the path has an id), 50 pops a copy.
+        reuse(
+            case("W3-steady", "chord", 1, || {
+                Box::new(chord_w3().warmed(&[w3_pop, w3_pop]))
+            }),
+            50,
+        ),
+        reuse(case("W3-steady", "muon", 1, || Box::new(muon_w3())), 50),
         case("W4", "chord-window", 2000, || {
             Box::new(chord_w4_window(false))
         }),
@@ -856,9 +963,13 @@ pub fn cases() -> Vec<Case> {
         case("W4L", "chord-assign", 50, || Box::new(chord_w4l_assign())),
         case("W4L", "muon", 50, || Box::new(muon_w4l())),
         case("W4L", "json-patch", 50, || Box::new(patch_w4l())),
+        case("W5", "floor", 5000, || Box::new(floor_w5(0))),
         case("W5", "chord", 5000, || Box::new(chord_w5(0))),
         case("W5", "muon", 5000, || Box::new(muon_w5(0))),
         case("W5", "json-patch", 5000, || Box::new(patch_w5(0))),
+        case("W5-last500", "floor", 500, || {
+            Box::new(floor_w5(W5_TAIL_FROM))
+        }),
         case("W5-last500", "chord", 500, || {
             Box::new(chord_w5(W5_TAIL_FROM))
         }),
@@ -913,6 +1024,11 @@ pub fn cases() -> Vec<Case> {
         case("W7", "chord", 1, || Box::new(chord_w7())),
         case("W7", "muon", 1, || Box::new(muon_w7())),
         case("W7", "json-patch", 1, || Box::new(patch_w7())),
+        // Steady: the list's path has an id (a push and a pop sent before the clear).
+        case("W7-steady", "chord", 1, || {
+            Box::new(chord_w7().warmed(&[w7_push, w7_pop]))
+        }),
+        case("W7-steady", "muon", 1, || Box::new(muon_w7())),
     ]
 }
 
@@ -932,7 +1048,7 @@ pub fn totals(case: &Case) -> Totals {
     let mut run = (case.make)();
     let mut t = Totals::default();
     for i in 0..case.size_steps {
-        let e = run.step(i);
+        let e = run.sizes(i);
         t.ops += e.ops;
         t.bytes += e.bytes;
     }

@@ -1,0 +1,155 @@
+//! Where a flush writes: a vector of ops, or wire bytes through the stream's encoder.
+//!
+//! One flush walk serves both [`Tracker::flush`](crate::Tracker::flush) and
+//! [`Tracker::flush_into`](crate::Tracker::flush_into). The hot cases (an append, a splice's
+//! items) are written to bytes without building an [`Op`]: no path clone, no `Value` per
+//! spliced item. Rarer ones (diffs of reassigned values, windows, sets) build their ops, and
+//! the encoder writes each as it comes.
+
+use serde::Serialize;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::op::Op;
+use crate::path::{NonEmptyPath, Path, Seg};
+use crate::tracker::check;
+use crate::wire::encoder::{write_define, write_head};
+use crate::wire::table::{write_str, write_uint, Form};
+use crate::Encoder;
+
+/// The destination of one flush. Not a public API (the derive's generated code passes it on).
+#[doc(hidden)]
+pub struct Out<'a> {
+    sink: Sink<'a>,
+}
+
+enum Sink<'a> {
+    Ops(&'a mut Vec<Op>),
+    Wire {
+        enc: &'a mut Encoder,
+        buf: &'a mut Vec<u8>,
+    },
+}
+
+impl<'a> Out<'a> {
+    /// Collects ops.
+    pub(crate) fn ops(ops: &'a mut Vec<Op>) -> Out<'a> {
+        Out {
+            sink: Sink::Ops(ops),
+        }
+    }
+
+    /// Writes the batch's ops through `enc` into `buf`, after the batch's opening `[`.
+    pub(crate) fn wire(enc: &'a mut Encoder, buf: &'a mut Vec<u8>) -> Out<'a> {
+        Out {
+            sink: Sink::Wire { enc, buf },
+        }
+    }
+
+    /// One op.
+    pub(crate) fn push(&mut self, op: Op) {
+        match &mut self.sink {
+            Sink::Ops(ops) => ops.push(op),
+            Sink::Wire { enc, buf } => enc.write(&op, buf),
+        }
+    }
+
+    /// Ops, in order.
+    pub(crate) fn extend(&mut self, ops: impl IntoIterator<Item = Op>) {
+        for op in ops {
+            self.push(op);
+        }
+    }
+
+    /// Ops that a function producing a vector makes (the diffs).
+    pub(crate) fn with_ops(&mut self, f: impl FnOnce(&mut Vec<Op>)) {
+        match &mut self.sink {
+            Sink::Ops(ops) => f(ops),
+            Sink::Wire { .. } => {
+                let mut ops = Vec::new();
+                f(&mut ops);
+                self.extend(ops);
+            }
+        }
+    }
+
+    /// `["a", path, text]`; `path` is not the root.
+    pub(crate) fn append(&mut self, path: &Path, text: &str) {
+        match &mut self.sink {
+            Sink::Ops(ops) => {
+                if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
+                    ops.push(Op::Append(p, text.to_owned()));
+                }
+            }
+            Sink::Wire { enc, buf } => {
+                head(enc, buf, 'a', path);
+                buf.push(b',');
+                write_str(buf, text);
+                buf.push(b']');
+            }
+        }
+    }
+
+    /// `["p", path, index, remove, items]`, the items given with their indices in the current
+    /// array (for the path of an error), checked as every value sent is.
+    pub(crate) fn splice<'v, T: Serialize + ?Sized + 'v>(
+        &mut self,
+        path: &Path,
+        index: usize,
+        remove: usize,
+        items: impl Iterator<Item = (usize, &'v T)>,
+    ) -> Result<()> {
+        match &mut self.sink {
+            Sink::Ops(ops) => {
+                let mut values = Vec::new();
+                for (at, item) in items {
+                    values.push(crate::tracker::to_json(item, &path.child(at).into())?);
+                }
+                ops.push(Op::Splice {
+                    path: path.clone(),
+                    index,
+                    remove,
+                    items: values,
+                });
+            }
+            Sink::Wire { enc, buf } => {
+                head(enc, buf, 'p', path);
+                buf.push(b',');
+                write_uint(buf, index as u64);
+                buf.push(b',');
+                write_uint(buf, remove as u64);
+                buf.extend_from_slice(b",[");
+                for (i, (at, item)) in items.enumerate() {
+                    if i > 0 {
+                        buf.push(b',');
+                    }
+                    let fail = |why: String| {
+                        let at: Path = path.child(Seg::Index(at)).into();
+                        Error::from(ErrorKind::NotJson(why)).at_path(at)
+                    };
+                    check::check(item).map_err(|e| fail(e.0))?;
+                    serde_json::to_writer(&mut **buf, item).map_err(|e| fail(e.to_string()))?;
+                }
+                buf.extend_from_slice(b"]]");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An op's opening through the encoder's table (the definition first, when it makes one).
+fn head(enc: &mut Encoder, buf: &mut Vec<u8>, verb: char, path: &Path) {
+    let form = enc.table.form(path);
+    let key = enc.table.key();
+    if let Form::Define(id) = form {
+        write_define(buf, id, key);
+    }
+    write_head(buf, verb, form, key);
+}
+
+/// Writes `value` whole as JSON (checked), for a base batch's `r`.
+pub(crate) fn write_checked<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Result<()> {
+    let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(Path::root());
+    check::check(value).map_err(|e| fail(e.0))?;
+    serde_json::to_writer(&mut *buf, value).map_err(|e| fail(e.to_string()))?;
+    Ok(())
+}
