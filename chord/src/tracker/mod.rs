@@ -95,6 +95,9 @@ pub struct Tracker<T> {
     js_safe: bool,
     /// `check::UNSAFE_INTEGERS` at the last flush.
     unsafe_seen: u64,
+    /// The path a flush walk extends and shortens, kept (empty) between flushes so that its
+    /// segments' allocation is reused.
+    path: Path,
 }
 
 impl<T: Tracked> Tracker<T> {
@@ -106,6 +109,7 @@ impl<T: Tracked> Tracker<T> {
             base: true,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
+            path: Path::root_with_capacity(8),
         }
     }
 
@@ -123,6 +127,7 @@ impl<T: Tracked> Tracker<T> {
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
+            path: Path::root_with_capacity(8),
         }
     }
 
@@ -150,6 +155,7 @@ impl<T: Tracked> Tracker<T> {
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
+            path: Path::root_with_capacity(8),
         }
     }
 
@@ -250,7 +256,8 @@ impl<T: Tracked> Tracker<T> {
             out.push(Op::Replace(to_json(&self.value, &Path::root())?));
         } else {
             self.value
-                .__flush(&mut self.root, &mut Path::root(), &mut Out::ops(&mut out))?;
+                .__flush(&mut self.root, &mut self.path, &mut Out::ops(&mut out))
+                .inspect_err(|_| self.path = Path::root())?;
         }
         // Every value sent went through `check` (at flush, or for edits kept across a
         // reassignment, when they were recorded), which counts unsafe integers.
@@ -308,12 +315,11 @@ impl<T: Tracked> Tracker<T> {
         } else {
             encoder.table.begin();
             out.push(b'[');
-            let flushed = self.value.__flush(
-                &mut self.root,
-                &mut Path::root(),
-                &mut Out::wire(encoder, out),
-            );
+            let flushed =
+                self.value
+                    .__flush(&mut self.root, &mut self.path, &mut Out::wire(encoder, out));
             if let Err(e) = flushed {
+                self.path = Path::root(); // (an error may leave segments pushed)
                 encoder.table.rollback();
                 out.truncate(start);
                 return Err(e);

@@ -81,6 +81,10 @@ impl Children {
 
     /// Removes every child, keeping up to [`SPARE`] of their nodes (reset) for reuse.
     pub(crate) fn clear(&mut self) {
+        self.fields = false;
+        if self.list.is_empty() {
+            return;
+        }
         for (_, mut node) in self.list.drain(..) {
             if self.spare.len() == SPARE {
                 break;

@@ -15,8 +15,9 @@ use crate::wire::table::{write_path, write_str, write_uint, Form, Table};
 /// Cost: per op, its path written as JSON into a reused buffer, hashed (foldhash) and looked
 /// up once. Memory is bounded whatever the stream: at most [`MAX_IDS`](crate::wire::MAX_IDS)
 /// ids (recycled by a clock, second chance, redefining an id the wire allows), each path at
-/// most [`MAX_ID_PATH_UNITS`](crate::wire::MAX_ID_PATH_UNITS) of key text, and a fixed
-/// 32 KiB array of paths seen once. Every `r` clears the table.
+/// most [`MAX_ID_PATH_UNITS`](crate::wire::MAX_ID_PATH_UNITS) of key text, and an array of
+/// hashes of paths seen once (512 bytes, growing to 32 KiB for streams that touch thousands of
+/// paths). Every `r` clears the table.
 ///
 /// # Examples
 ///

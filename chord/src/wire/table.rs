@@ -10,8 +10,9 @@
 //!   the definition *redefines* it, which the wire allows. The decoder needs no rule but the
 //!   bound: it refuses an id at or beyond [`MAX_IDS`](crate::wire::MAX_IDS), so its table
 //!   holds at most that many paths too.
-//! - **Seen once** is a direct-mapped array of 64-bit hashes: a path whose hash is in its
-//!   slot is taken as seen. Losing an entry to a collision costs one more inline path;
+//! - **Seen once** is a direct-mapped array of 64-bit hashes (64 slots at first, doubling up
+//!   to 4,096 while more than half are written): a path whose hash is in its slot is taken as
+//!   seen. Losing an entry to a collision costs one more inline path;
 //!   a false "seen" (two paths with one 64-bit hash) costs one definition. Neither changes
 //!   what a replica decodes, so the array needs no keys and never grows.
 //!
@@ -34,8 +35,12 @@ use hashbrown::HashTable;
 use crate::path::{Path, Seg};
 use crate::wire::{MAX_IDS, MAX_ID_PATH_UNITS};
 
-/// Slots of the seen-once array (a power of two).
+/// Slots of the seen-once array at most (a power of two): 32 KiB.
 const SEEN_SLOTS: usize = 4096;
+
+/// Slots of the seen-once array when it is first needed: a stream that touches few paths (most
+/// of them) keeps 512 bytes for it, not 32 KiB.
+const SEEN_FIRST: usize = 64;
 
 /// How an op names its path on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +81,10 @@ pub(crate) struct Table {
     /// Used since the clock hand last passed.
     used: Vec<bool>,
     hand: usize,
-    seen: Box<[u64]>,
+    /// Doubles (at a batch's start) while more than half full, up to `SEEN_SLOTS`.
+    seen: Vec<u64>,
+    /// Hashes written into `seen` since it last grew.
+    seen_writes: usize,
     /// The ids this table may use: `MAX_IDS`, smaller in tests.
     limit: usize,
     /// The path of the previous op in the batch.
@@ -101,12 +109,14 @@ impl Table {
             paths: Vec::new(),
             used: Vec::new(),
             hand: 0,
-            seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
+            // Allocated with the stream, not by its first op.
+            seen: vec![0; SEEN_FIRST],
+            seen_writes: 0,
             limit: limit.clamp(1, MAX_IDS),
-            previous: Vec::new(),
+            previous: Vec::with_capacity(64),
             has_previous: false,
-            key: Vec::new(),
-            undo: Vec::new(),
+            key: Vec::with_capacity(64),
+            undo: Vec::with_capacity(8),
         }
     }
 
@@ -117,6 +127,7 @@ impl Table {
         self.used.clear();
         self.hand = 0;
         self.seen.fill(0);
+        self.seen_writes = 0;
         self.undo.clear();
         self.has_previous = false;
     }
@@ -125,6 +136,16 @@ impl Table {
     pub(crate) fn begin(&mut self) {
         self.has_previous = false;
         self.undo.clear();
+        // Grown between batches only: the undo log names slots.
+        if self.seen_writes > self.seen.len() / 2 && self.seen.len() < SEEN_SLOTS {
+            let slots = self.seen.len() * 2;
+            let mut seen = vec![0; slots];
+            for &hash in self.seen.iter().filter(|&&h| h != 0) {
+                seen[hash as usize & (slots - 1)] = hash;
+            }
+            self.seen = seen;
+            self.seen_writes = 0;
+        }
     }
 
     /// Undoes the definitions of the batch begun last.
@@ -193,8 +214,9 @@ impl Table {
             self.used[id as usize] = true;
             return Form::Id(id as usize);
         }
-        let slot = hash as usize & (SEEN_SLOTS - 1);
+        let slot = hash as usize & (self.seen.len() - 1);
         if self.seen[slot] != hash {
+            self.seen_writes += 1;
             let old = std::mem::replace(&mut self.seen[slot], hash);
             self.undo.push(Undo::Seen { slot, old });
             return Form::Inline;
@@ -343,25 +365,28 @@ mod tests {
     fn ids_are_recycled_by_second_chance_and_stay_in_bounds() {
         let mut t = Table::with_limit(2);
         let paths: Vec<Path> = (0..3).map(|i| path!["k", i].into()).collect();
-        for path in &paths {
+        // Seen, then defined (seen again first if another path took its seen slot).
+        let mut define = |t: &mut Table, path: &Path| {
             t.begin();
-            t.form(path); // seen
-        }
-        t.begin();
-        assert_eq!(t.form(&paths[0]), Form::Define(0));
-        t.begin();
-        assert_eq!(t.form(&paths[1]), Form::Define(1));
-        t.begin();
+            match t.form(path) {
+                Form::Inline => {
+                    t.begin();
+                    t.form(path)
+                }
+                form => form,
+            }
+        };
+        assert_eq!(define(&mut t, &paths[0]), Form::Define(0));
+        assert_eq!(define(&mut t, &paths[1]), Form::Define(1));
         // Both used since the hand last passed: one turn clears them, then 0 goes.
-        assert_eq!(t.form(&paths[2]), Form::Define(0));
+        assert_eq!(define(&mut t, &paths[2]), Form::Define(0));
         t.begin();
         assert_eq!(t.form(&paths[1]), Form::Id(1));
         t.begin();
         assert_eq!(t.form(&paths[2]), Form::Id(0));
-        // paths[0] lost its id: seen again (its hash is still in the seen array), so it is
-        // defined again, evicting the id not used since the hand passed.
-        t.begin();
-        assert_eq!(t.form(&paths[0]), Form::Define(1));
+        // paths[0] lost its id; defined again, it evicts the id not used since the hand
+        // passed.
+        assert_eq!(define(&mut t, &paths[0]), Form::Define(1));
         assert_eq!(t.ids(), 2);
     }
 
