@@ -445,6 +445,7 @@ impl Stream {
         prop_assert_eq!(written, twin.len());
         prop_assert_eq!(&self.twin_wire[..6], b"(kept)");
         prop_assert_eq!(twin, if ops.is_empty() { "" } else { wire.as_str() });
+
         let decoded = self
             .dec
             .decode_str(&wire)

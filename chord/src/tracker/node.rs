@@ -15,6 +15,7 @@ use crate::tracker::compact::json_len;
 use crate::tracker::edit::{SeqEdit, TextEdit};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
+use crate::wire::table::Cached;
 
 /// One touched location in the dirty tree.
 #[doc(hidden)]
@@ -28,6 +29,10 @@ pub struct Node {
     /// value is first reassigned in a flush interval.
     pub(crate) variant: Option<u32>,
     pub(crate) children: Children,
+    /// The id the last stream encoder that wrote this location's path gave it (see
+    /// `wire::table::Cached`); kept across flushes with the node, forgotten when the node is
+    /// recycled for another location.
+    pub(crate) wire: std::cell::Cell<Cached>,
 }
 
 /// The touched children of a node, in the order they were first touched (which is the order
@@ -90,6 +95,7 @@ impl Children {
                 break;
             }
             node.reset();
+            node.forget_wire();
             node.children.spare = Vec::new();
             self.spare.push(node);
         }
@@ -230,6 +236,14 @@ impl Node {
             }
         }
         out
+    }
+
+    /// Forgets the cached path ids here and below (the node is about to name another place).
+    fn forget_wire(&mut self) {
+        self.wire.set(Cached::default());
+        for (_, child) in &mut self.children.list {
+            child.forget_wire();
+        }
     }
 
     /// Whether anything is recorded here or below.

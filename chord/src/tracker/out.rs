@@ -6,6 +6,8 @@
 //! spliced item. Rarer ones (diffs of reassigned values, windows, sets) build their ops, and
 //! the encoder writes each as it comes.
 
+use std::cell::Cell;
+
 use serde::Serialize;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -13,7 +15,7 @@ use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::check;
 use crate::wire::encoder::{write_define, write_head};
-use crate::wire::table::{write_str, write_uint, Form};
+use crate::wire::table::{write_str, write_uint, Cached, Form};
 use crate::Encoder;
 
 /// The destination of one flush. Not a public API (the derive's generated code passes it on).
@@ -72,8 +74,8 @@ impl<'a> Out<'a> {
         }
     }
 
-    /// `["a", path, text]`; `path` is not the root.
-    pub(crate) fn append(&mut self, path: &Path, text: &str) {
+    /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
+    pub(crate) fn append(&mut self, wire: &Cell<Cached>, path: &Path, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {
                 if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
@@ -81,7 +83,7 @@ impl<'a> Out<'a> {
                 }
             }
             Sink::Wire { enc, buf } => {
-                head(enc, buf, 'a', path);
+                head(enc, buf, 'a', wire, path);
                 buf.push(b',');
                 write_str(buf, text);
                 buf.push(b']');
@@ -93,6 +95,7 @@ impl<'a> Out<'a> {
     /// array (for the path of an error), checked as every value sent is.
     pub(crate) fn splice<'v, T: Serialize + ?Sized + 'v>(
         &mut self,
+        wire: &Cell<Cached>,
         path: &Path,
         index: usize,
         remove: usize,
@@ -112,7 +115,7 @@ impl<'a> Out<'a> {
                 });
             }
             Sink::Wire { enc, buf } => {
-                head(enc, buf, 'p', path);
+                head(enc, buf, 'p', wire, path);
                 buf.push(b',');
                 write_uint(buf, index as u64);
                 buf.push(b',');
@@ -137,8 +140,16 @@ impl<'a> Out<'a> {
 }
 
 /// An op's opening through the encoder's table (the definition first, when it makes one).
-fn head(enc: &mut Encoder, buf: &mut Vec<u8>, verb: char, path: &Path) {
+/// A path whose node remembers its id from this table skips writing and hashing it.
+fn head(enc: &mut Encoder, buf: &mut Vec<u8>, verb: char, wire: &Cell<Cached>, path: &Path) {
+    if let Some(form) = enc.table.form_cached(wire.get()) {
+        write_head(buf, verb, form, &[]);
+        return;
+    }
     let form = enc.table.form(path);
+    if let Some(cached) = enc.table.cache(form) {
+        wire.set(cached);
+    }
     let key = enc.table.key();
     if let Form::Define(id) = form {
         write_define(buf, id, key);

@@ -144,12 +144,13 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
         let mut cursor = 0;
         let mut expected = 0;
         let mut pending: Option<(usize, usize, std::ops::Range<usize>)> = None;
+        let wire = &node.wire;
         let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>,
                     out: &mut Out<'_>| {
             match pending.take() {
                 Some((index, remove, new)) => {
                     let new = new.filter_map(|at| items.at(at).map(|item| (at, item)));
-                    out.splice(path, index, remove, new)
+                    out.splice(wire, path, index, remove, new)
                 }
                 None => Ok(()),
             }

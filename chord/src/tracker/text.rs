@@ -99,7 +99,7 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Out<'_>) 
                     tail_start,
                 } if dropped.is_empty() => {
                     if *tail_start < current.len() {
-                        out.append(path, &current[*tail_start..]);
+                        out.append(&node.wire, path, &current[*tail_start..]);
                     }
                 }
                 TextEdit::Window {

@@ -28,6 +28,7 @@
 //! before and a retry writes the same bytes.
 
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -55,11 +56,36 @@ pub(crate) enum Form {
     Define(usize),
 }
 
+/// The previous op's path in the batch.
+#[derive(Clone, Copy, Debug)]
+enum Prev {
+    None,
+    /// Written inline: its JSON is in `Table::previous`.
+    Key,
+    /// Named by this id.
+    Id(usize),
+}
+
+/// A path's id as a table gave it, remembered by the path's dirty-tree node so that the next
+/// op on it skips writing and hashing the path (valid while the table's epoch has not moved).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cached {
+    /// 0: nothing cached.
+    uid: u64,
+    epoch: u32,
+    id: u32,
+}
+
+/// Table identities (0 is no table).
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
 /// What a failed batch must undo.
 #[derive(Debug)]
 enum Undo {
     /// A slot of the seen-once array held `old`.
     Seen { slot: usize, old: u64 },
+    /// The clock hand cleared this id's used bit.
+    Used(usize),
     /// A new id was taken (the table grew by one).
     Grew,
     /// `id` was redefined; it held `old`, and the clock hand was at `hand`.
@@ -88,8 +114,13 @@ pub(crate) struct Table {
     /// The ids this table may use: `MAX_IDS`, smaller in tests.
     limit: usize,
     /// The path of the previous op in the batch.
+    prev: Prev,
+    /// Its JSON, when `prev` is `Prev::Key`.
     previous: Vec<u8>,
-    has_previous: bool,
+    /// Tells tables apart, for [`Cached`] ids.
+    uid: u64,
+    /// Moves whenever an id may stop naming its path (reset, redefinition, rollback).
+    epoch: u32,
     /// The current op's path JSON (reused buffer).
     key: Vec<u8>,
     undo: Vec<Undo>,
@@ -113,8 +144,10 @@ impl Table {
             seen: vec![0; SEEN_FIRST],
             seen_writes: 0,
             limit: limit.clamp(1, MAX_IDS),
+            prev: Prev::None,
             previous: Vec::with_capacity(64),
-            has_previous: false,
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed).max(1),
+            epoch: 0,
             key: Vec::with_capacity(64),
             undo: Vec::with_capacity(8),
         }
@@ -129,12 +162,13 @@ impl Table {
         self.seen.fill(0);
         self.seen_writes = 0;
         self.undo.clear();
-        self.has_previous = false;
+        self.prev = Prev::None;
+        self.epoch = self.epoch.wrapping_add(1);
     }
 
     /// Starts a batch: omission never crosses one, and a failed batch undoes what it defined.
     pub(crate) fn begin(&mut self) {
-        self.has_previous = false;
+        self.prev = Prev::None;
         self.undo.clear();
         // Grown between batches only: the undo log names slots.
         if self.seen_writes > self.seen.len() / 2 && self.seen.len() < SEEN_SLOTS {
@@ -154,6 +188,11 @@ impl Table {
             let id = match undo {
                 Undo::Seen { slot, old } => {
                     self.seen[slot] = old;
+                    self.seen_writes -= 1;
+                    continue;
+                }
+                Undo::Used(id) => {
+                    self.used[id] = true;
                     continue;
                 }
                 Undo::Grew => self.paths.len() - 1,
@@ -164,7 +203,7 @@ impl Table {
                 entry.remove();
             }
             match undo {
-                Undo::Seen { .. } => {}
+                Undo::Seen { .. } | Undo::Used(_) => {}
                 Undo::Grew => {
                     self.paths.pop();
                     self.used.pop();
@@ -183,13 +222,22 @@ impl Table {
                 }
             }
         }
-        self.has_previous = false;
+        self.prev = Prev::None;
+        self.epoch = self.epoch.wrapping_add(1);
     }
 
     /// Bytes held (for the memory figures in the docs and tests).
     #[cfg(test)]
     pub(crate) fn ids(&self) -> usize {
         self.paths.len()
+    }
+
+    /// The id of the path whose JSON is `key`, through the index.
+    #[cfg(test)]
+    fn lookup(&self, key: &[u8]) -> Option<usize> {
+        let hash = self.hash(key);
+        let found = self.index.find(hash, |&i| self.paths[i as usize] == *key);
+        found.map(|&i| i as usize)
     }
 
     /// The JSON of the path [`form`](Table::form) was last asked about.
@@ -201,19 +249,36 @@ impl Table {
     pub(crate) fn form(&mut self, path: &Path) -> Form {
         self.key.clear();
         write_path(&mut self.key, path);
-        if self.has_previous && self.key == self.previous {
+        let same = match self.prev {
+            Prev::None => false,
+            Prev::Key => self.key == self.previous,
+            Prev::Id(id) => self.paths[id] == self.key,
+        };
+        if same {
             return Form::Omitted;
         }
-        self.previous.clear();
-        self.previous.extend_from_slice(&self.key);
-        self.has_previous = true;
 
         let hash = self.hash(&self.key);
         let (paths, key) = (&self.paths, &self.key);
         if let Some(&id) = self.index.find(hash, |&i| paths[i as usize] == *key) {
             self.used[id as usize] = true;
+            self.prev = Prev::Id(id as usize);
             return Form::Id(id as usize);
         }
+        let form = self.first_sights(path, hash);
+        match form {
+            Form::Define(id) => self.prev = Prev::Id(id),
+            _ => {
+                self.previous.clear();
+                self.previous.extend_from_slice(&self.key);
+                self.prev = Prev::Key;
+            }
+        }
+        form
+    }
+
+    /// The form of a path without an id: inline the first time, defined the second.
+    fn first_sights(&mut self, path: &Path, hash: u64) -> Form {
         let slot = hash as usize & (self.seen.len() - 1);
         if self.seen[slot] != hash {
             self.seen_writes += 1;
@@ -232,6 +297,39 @@ impl Table {
         Form::Define(id)
     }
 
+    /// What a path's id, remembered from an earlier batch, still means: `Some(form)` (the id
+    /// or, after an op on the same path, omission) when `cached` is this table's and no id has
+    /// changed meaning since; `None` otherwise (ask [`form`](Table::form)).
+    pub(crate) fn form_cached(&mut self, cached: Cached) -> Option<Form> {
+        if cached.uid != self.uid || cached.epoch != self.epoch {
+            return None;
+        }
+        let id = cached.id as usize;
+        let same = match self.prev {
+            Prev::None => false,
+            Prev::Key => self.paths[id] == self.previous,
+            Prev::Id(prev) => prev == id,
+        };
+        if same {
+            return Some(Form::Omitted);
+        }
+        self.used[id] = true;
+        self.prev = Prev::Id(id);
+        Some(Form::Id(id))
+    }
+
+    /// The id `form` gave a path, to remember on the path's dirty-tree node.
+    pub(crate) fn cache(&self, form: Form) -> Option<Cached> {
+        match form {
+            Form::Id(id) | Form::Define(id) => Some(Cached {
+                uid: self.uid,
+                epoch: self.epoch,
+                id: id as u32,
+            }),
+            Form::Omitted | Form::Inline => None,
+        }
+    }
+
     /// A free id, or the one the clock hand evicts (its entry removed, the undo recorded).
     fn take_id(&mut self) -> usize {
         if self.paths.len() < self.limit {
@@ -244,10 +342,12 @@ impl Table {
         // Second chance: at most one full turn clears every bit, so this ends.
         while self.used[self.hand] {
             self.used[self.hand] = false;
+            self.undo.push(Undo::Used(self.hand));
             self.hand = (self.hand + 1) % self.limit;
         }
         let id = self.hand;
         self.hand = (self.hand + 1) % self.limit;
+        self.epoch = self.epoch.wrapping_add(1); // the id is about to name another path
         let hash = self.hash(&self.paths[id]);
         if let Ok(entry) = self.index.find_entry(hash, |&i| i as usize == id) {
             entry.remove();
@@ -264,14 +364,19 @@ impl Table {
 
     fn insert(&mut self, hash: u64, id: usize) {
         let (paths, hasher) = (&self.paths, &self.hasher);
+        // Rehashing (when the index grows) must give each entry the hash it is found by.
         self.index
-            .insert_unique(hash, id as u32, |&i| hasher.hash_one(&paths[i as usize]));
+            .insert_unique(hash, id as u32, |&i| hash_of(hasher, &paths[i as usize]));
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        // Never 0, the empty slot of the seen-once array.
-        self.hasher.hash_one(key) | 1
+        hash_of(&self.hasher, key)
     }
+}
+
+/// The hash of a path's JSON: never 0, the empty slot of the seen-once array.
+fn hash_of(hasher: &FixedState, key: &[u8]) -> u64 {
+    hasher.hash_one(key) | 1
 }
 
 /// Whether `path` may get an id: its keys hold at most [`MAX_ID_PATH_UNITS`] UTF-16 code units
@@ -415,6 +520,23 @@ mod tests {
         assert_eq!(t.ids(), 0);
         t.begin();
         assert_eq!(t.form(&a), Form::Define(0));
+    }
+
+    #[test]
+    fn every_id_stays_findable_as_the_index_grows() {
+        // (The index once rehashed with another hash than it looked up with.)
+        let mut t = Table::default();
+        let paths: Vec<Path> = (0..300).map(|i| path!["k", i].into()).collect();
+        for _ in 0..2 {
+            for p in &paths {
+                t.begin();
+                t.form(p);
+            }
+        }
+        assert!(t.ids() > 56, "the index grew several times: {}", t.ids());
+        for (i, key) in t.paths.iter().enumerate() {
+            assert_eq!(t.lookup(key), Some(i), "{}", String::from_utf8_lossy(key));
+        }
     }
 
     #[test]
