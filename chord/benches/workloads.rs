@@ -129,7 +129,7 @@ fn main() {
         match w {
             // One step per fresh copy: building copies dominates the wall time, so measure
             // for less time (still hundreds of thousands of steps).
-            "W2" | "W3" | "W7" => {
+            "W1-fresh" | "W2" | "W3" | "W7" | "W7-steady" => {
                 g.warm_up_time(Duration::from_millis(100));
                 g.measurement_time(Duration::from_millis(300));
             }
