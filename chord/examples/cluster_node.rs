@@ -1,0 +1,179 @@
+//! One node of a chord cluster: a Durable Streams server over a PostgreSQL store, and
+//! optionally the producer of one agent lane.
+//!
+//! ```sh
+//! cargo run --features streams,postgres --example cluster_node -- \
+//!     --db 'postgres://postgres@127.0.0.1:5432/test?schema=demo' [--port N] \
+//!     [--produce STEPS [--every-ms MS] [--checkpoint BATCHES]] [--key KEY]
+//! ```
+//!
+//! Every node serves every address of the store at `/streams/{namespace}/{key}`; its tail
+//! caches are fed from PostgreSQL (`LISTEN`/`NOTIFY`) for the addresses it does not write, so
+//! a reader may follow a lane on any node, and move between nodes keeping its offset.
+//!
+//! With `--produce STEPS` the node also produces the lane `lanes/<KEY>` (default `main`): it
+//! claims the address (waiting while another node holds it), recovers it (`Durable::open`)
+//! and continues the agent's work from the recovered step up to step `STEPS`, one flushed
+//! batch every `MS` milliseconds (default 10), then keeps serving. `--checkpoint N` writes a
+//! base batch every N batches (default 0: none after the first). A failed flush is retried
+//! (the next batch is then a base); a fenced producer exits with status 3.
+//!
+//! Prints `listening on http://ADDR` once it accepts connections; a producer prints
+//! `claimed`, then `ack STEP SEQ MICROS` after each acknowledged flush (`MICROS`: the wall
+//! clock, microseconds since the Unix epoch, just before the flush), and `done STEP SEQ`.
+
+use std::io::Write as _;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chord::store::{Address, Checkpoint, Durability, Durable, Error, LogWriter, PostgresStore};
+use chord::streams::{serve, Log, Streams};
+use chord::Tracked;
+use serde::{Deserialize, Serialize};
+
+/// The agent lane a producer writes: what a browser would render.
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Lane {
+    /// The last step taken.
+    pub step: u64,
+    /// What the agent does now.
+    pub status: String,
+    /// The assistant message being streamed (the newest few hundred bytes).
+    pub streaming: String,
+    /// Finished messages.
+    pub transcript: Vec<String>,
+    /// The tool's output, a rolling window.
+    pub output: String,
+    /// Token counts.
+    pub tokens: u64,
+}
+
+/// How many bytes of tool output and streamed text the lane keeps.
+const WINDOW: usize = 1024;
+
+/// Takes one step of the agent's work: a pure function of the lane and the step, so a
+/// producer that recovers the lane continues exactly as the one before it would have.
+pub fn advance(lane: &mut LaneProxy<'_>, step: u64) {
+    lane.step.set(step);
+    lane.tokens += 3;
+    match step % 50 {
+        0 => {
+            let done = format!("message {} ({} tokens)", step / 50, step * 3);
+            lane.transcript.push(done);
+            lane.streaming.set(String::new());
+            lane.status.set("thinking".to_owned());
+        }
+        1..=30 => {
+            lane.streaming.push_str(&format!("token{step} "));
+            lane.streaming.keep_last(WINDOW);
+            lane.status.set("streaming".to_owned());
+        }
+        _ => {
+            lane.output.push_str(&format!(
+                "[{:>3}%] Building CXX object src/module_{step:05}.o\n",
+                (step % 50) * 2
+            ));
+            lane.output.keep_last(WINDOW);
+            lane.status.set("running_tool".to_owned());
+        }
+    }
+}
+
+fn micros_now() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
+}
+
+/// Produces `lanes/<key>` up to step `steps` through `log`.
+fn produce(
+    log: Log<PostgresStore>,
+    address: Address,
+    steps: u64,
+    every: Duration,
+    checkpoint: u64,
+) -> Result<(), Error> {
+    log.with_store(|store| store.claim(&address, Duration::from_secs(120)))?;
+    println!("claimed");
+    let policy = match checkpoint {
+        0 => Checkpoint::Never,
+        n => Checkpoint::EveryBatches(n),
+    };
+    let writer = LogWriter::new(log, policy);
+    let mut lane = Durable::open(writer, address, Lane::default)?;
+    let mut step = lane.get().step;
+    let mut seq = 0;
+    while step < steps {
+        step += 1;
+        advance(&mut lane.state(), step);
+        let mut started = micros_now();
+        loop {
+            match lane.flush() {
+                Ok(stored) => {
+                    seq = stored.unwrap_or(seq);
+                    break;
+                }
+                Err(e @ (Error::Fenced { .. } | Error::AddressLocked { .. })) => return Err(e),
+                Err(e) => {
+                    // The database is away: the next flush is a base batch with the whole
+                    // lane, so nothing that was not stored goes missing.
+                    eprintln!("flush of step {step} failed, retrying: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                    started = micros_now();
+                }
+            }
+        }
+        println!("ack {step} {seq} {started}");
+        std::thread::sleep(every);
+    }
+    println!("done {step} {seq}");
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let db = value("--db").ok_or("--db postgres://... is required")?;
+    let port: u16 = value("--port").map_or(Ok(0), |p| p.parse())?;
+    let produce_steps: Option<u64> = value("--produce").map(|s| s.parse()).transpose()?;
+    let every = Duration::from_millis(value("--every-ms").map_or(Ok(10), |s| s.parse())?);
+    let checkpoint: u64 = value("--checkpoint").map_or(Ok(0), |s| s.parse())?;
+    let address = Address::new("lanes", value("--key").unwrap_or_else(|| "main".into()));
+
+    // The store's client is synchronous (a runtime of its own per connection): opened
+    // outside the server's runtime, which reads it from blocking threads.
+    let store = match produce_steps {
+        Some(_) => PostgresStore::open(&db, Durability::EveryAppend)?,
+        None => PostgresStore::open_read_only(&db)?,
+    };
+    let log = Log::new(store);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener =
+        runtime.block_on(async { tokio::net::TcpListener::bind(("127.0.0.1", port)).await })?;
+    println!("listening on http://{}", listener.local_addr()?);
+    std::io::stdout().flush()?;
+
+    if let Some(steps) = produce_steps {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = produce(log, address, steps, every, checkpoint) {
+                eprintln!("the producer stops: {e}");
+                let _ = std::io::stdout().flush();
+                std::process::exit(3);
+            }
+            let _ = std::io::stdout().flush();
+        });
+    }
+    let app = Streams::new(&log).router();
+    runtime.block_on(serve(listener, app, async {
+        let _ = tokio::signal::ctrl_c().await;
+    }))?;
+    Ok(())
+}
