@@ -16,7 +16,8 @@
 //! and continues the agent's work from the recovered step up to step `STEPS`, one flushed
 //! batch every `MS` milliseconds (default 10), then keeps serving. `--checkpoint N` writes a
 //! base batch every N batches (default 0: none after the first). A failed flush is retried
-//! (the next batch is then a base); a fenced producer exits with status 3.
+//! (the next batch is then a base); a fenced producer exits with status 3. With `--go-on-stdin`
+//! it waits for a line on its standard input after its first step.
 //!
 //! Prints `listening on http://ADDR` once it accepts connections; a producer prints
 //! `claimed`, then `ack STEP SEQ MICROS` after each acknowledged flush (`MICROS`: the wall
@@ -92,6 +93,7 @@ fn produce(
     steps: u64,
     every: Duration,
     checkpoint: u64,
+    go_on_stdin: bool,
 ) -> Result<(), Error> {
     log.with_store(|store| store.claim(&address, Duration::from_secs(120)))?;
     println!("claimed");
@@ -102,8 +104,12 @@ fn produce(
     let writer = LogWriter::new(log, policy);
     let mut lane = Durable::open(writer, address, Lane::default)?;
     let mut step = lane.get().step;
+    let first = step + 1;
     let mut seq = 0;
     while step < steps {
+        if go_on_stdin && step == first {
+            let _ = std::io::stdin().read_line(&mut String::new());
+        }
         step += 1;
         advance(&mut lane.state(), step);
         let mut started = micros_now();
@@ -131,7 +137,11 @@ fn produce(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
+    run(std::env::args().collect())
+}
+
+/// The node, given its command line (the program's name first).
+pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     let value = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
@@ -142,6 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let produce_steps: Option<u64> = value("--produce").map(|s| s.parse()).transpose()?;
     let every = Duration::from_millis(value("--every-ms").map_or(Ok(10), |s| s.parse())?);
     let checkpoint: u64 = value("--checkpoint").map_or(Ok(0), |s| s.parse())?;
+    let go_on_stdin = args.iter().any(|a| a == "--go-on-stdin");
     let address = Address::new("lanes", value("--key").unwrap_or_else(|| "main".into()));
 
     // The store's client is synchronous (a runtime of its own per connection): opened
@@ -163,7 +174,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(steps) = produce_steps {
         let log = log.clone();
         std::thread::spawn(move || {
-            if let Err(e) = produce(log, address, steps, every, checkpoint) {
+            if let Err(e) = produce(log, address, steps, every, checkpoint, go_on_stdin) {
                 eprintln!("the producer stops: {e}");
                 let _ = std::io::stdout().flush();
                 std::process::exit(3);
