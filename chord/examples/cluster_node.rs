@@ -20,8 +20,9 @@
 //! it waits for a line on its standard input after its first step.
 //!
 //! Prints `listening on http://ADDR` once it accepts connections; a producer prints
-//! `claimed`, then `ack STEP SEQ MICROS` after each acknowledged flush (`MICROS`: the wall
-//! clock, microseconds since the Unix epoch, just before the flush), and `done STEP SEQ`.
+//! `claimed`, then `ack STEP SEQ BEFORE AFTER` after each acknowledged flush (the wall clock
+//! just before the flush and once it returned, microseconds since the Unix epoch), and
+//! `done STEP SEQ`.
 
 use std::io::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -129,7 +130,7 @@ fn produce(
                 }
             }
         }
-        println!("ack {step} {seq} {started}");
+        println!("ack {step} {seq} {started} {}", micros_now());
         std::thread::sleep(every);
     }
     println!("done {step} {seq}");

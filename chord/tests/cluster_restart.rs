@@ -189,7 +189,7 @@ fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
     }
     let acks = producer.said(|s| s.acks.clone());
     assert_eq!(acks.len() as u64, STEPS, "one acknowledgement per step");
-    for (step, seq, _) in &acks {
+    for (step, seq, _, _) in &acks {
         assert!(
             stored.contains(seq),
             "step {step}'s acknowledged seq {seq} is lost"

@@ -53,8 +53,9 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 pub struct Said {
     pub addr: Option<SocketAddr>,
     pub claimed: bool,
-    /// (step, seq, wall clock in µs before the flush), per acknowledged flush.
-    pub acks: Vec<(u64, u64, u128)>,
+    /// (step, seq, wall clock in µs before the flush, and once it returned), per
+    /// acknowledged flush.
+    pub acks: Vec<(u64, u64, u128, u128)>,
     pub done: Option<(u64, u64)>,
     pub exited: bool,
 }
@@ -94,10 +95,11 @@ impl Node {
                         said.addr = url.trim_start_matches("http://").parse().ok();
                     }
                     ["claimed"] => said.claimed = true,
-                    ["ack", step, seq, micros] => said.acks.push((
+                    ["ack", step, seq, before, after] => said.acks.push((
                         step.parse().unwrap(),
                         seq.parse().unwrap(),
-                        micros.parse().unwrap(),
+                        before.parse().unwrap(),
+                        after.parse().unwrap(),
                     )),
                     ["done", step, seq] => {
                         said.done = Some((step.parse().unwrap(), seq.parse().unwrap()));
