@@ -12,7 +12,8 @@
 //! a reader may follow a lane on any node, and move between nodes keeping its offset.
 //!
 //! With `--produce STEPS` the node also produces the lane `lanes/<KEY>` (default `main`): it
-//! claims the address (waiting while another node holds it), recovers it (`Durable::open`)
+//! claims the address (a standby: waiting while another node holds it, serving meanwhile),
+//! recovers it (`Durable::open`)
 //! and continues the agent's work from the recovered step up to step `STEPS`, one flushed
 //! batch every `MS` milliseconds (default 10), then keeps serving. `--checkpoint N` writes a
 //! base batch every N batches (default 0: none after the first). A failed flush is retried
@@ -96,7 +97,15 @@ fn produce(
     checkpoint: u64,
     go_on_stdin: bool,
 ) -> Result<(), Error> {
-    log.with_store(|store| store.claim(&address, Duration::from_secs(120)))?;
+    // A standby waits for the lane here, while its node serves: each claim holds the log's
+    // store (and the reads that need it) for at most a tenth of a second.
+    loop {
+        match log.with_store(|store| store.claim(&address, Duration::from_millis(100))) {
+            Ok(()) => break,
+            Err(Error::AddressLocked { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
     println!("claimed");
     let policy = match checkpoint {
         0 => Checkpoint::Never,

@@ -60,6 +60,10 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// cache is never added again, whoever brings it, and each record added follows the one
 /// before it in the store's log: no gap, no duplicate.
 ///
+/// Cost, per followed address and node: a thread, and one read of the store per wake-up
+/// (a commit, or several committed together); nothing per reader. A read of an address
+/// nobody follows (no live reader, not written here) reads its newest records from the store.
+///
 /// [`Durable`]: crate::store::Durable
 ///
 /// ```
@@ -233,20 +237,21 @@ impl<S: Store + Send + 'static> Shared<S> {
     /// read starts (or keeps) the address's follower, and a read from an offset past the
     /// cache's last record reads the store up to it first.
     pub(crate) fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>> {
-        if self.live.is_none() {
-            if let Some(tail) = lock(&self.index).tails.get(address) {
-                return Ok(Some(Arc::clone(tail)));
-            }
+        if let Some(tail) = self.fed_tail(address, want) {
+            return Ok(Some(tail));
         }
         // Appends wait while the tail loads, so none slips between the read and the insert.
         let store = lock(&self.store);
         let mut index = lock(&self.index);
         let own = self.live.is_none() || index.own.contains(address);
-        let following = index.followers.contains_key(address);
+        let mut following = index.followers.contains_key(address);
         let tail = match index.tails.get(address) {
             Some(tail) if own || following => Arc::clone(tail),
             _ => {
-                // Not loaded yet, or nobody fed it since it was: read it afresh.
+                // Not loaded yet, or nobody fed it since it was: read it afresh (a follower
+                // of another tail, if any, stops at its next look).
+                index.followers.remove(address);
+                following = false;
                 let newest = self.newest(&*store, address)?;
                 if newest.is_empty() {
                     index.tails.remove(address);
@@ -277,6 +282,24 @@ impl<S: Store + Send + 'static> Shared<S> {
             }
         }
         Ok(Some(tail))
+    }
+
+    /// The tail of `address` when it is loaded, fed, and has what `want` asks for: no store
+    /// read needed, and no wait for an append in progress.
+    fn fed_tail(&self, address: &Address, want: Want) -> Option<Arc<Tail>> {
+        let mut index = lock(&self.index);
+        let tail = Arc::clone(index.tails.get(address)?);
+        if self.live.is_none() || index.own.contains(address) {
+            return Some(tail);
+        }
+        let following = index.followers.get_mut(address)?;
+        if want.after.is_some_and(|after| after > tail.position().last) {
+            return None;
+        }
+        if want.live {
+            following.wanted = Instant::now();
+        }
+        Some(tail)
     }
 
     /// Starts the thread that feeds `tail` from the store's live source. Its id.
