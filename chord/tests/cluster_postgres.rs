@@ -24,10 +24,14 @@ mod cluster;
 mod pg;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chord::store::{recover, Address, PostgresStore};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use chord::store::{recover, Address, Durability, PostgresStore, Store, BASE};
+use chord::streams::{Log, Offset, Streams};
 use cluster::{expected_states, front, producer_args, server_args, wait_for, Checked, Node};
+use http_body_util::BodyExt;
 
 /// The producer's steps (one flushed batch each).
 const STEPS: u64 = 240;
@@ -173,6 +177,93 @@ fn readers_survive_kill_9_of_a_server_node_and_of_the_producer() {
     );
     drop(readers);
     drop(servers);
+}
+
+/// A long-poll or catch-up read in process: (status, batches, `Stream-Next-Offset`).
+fn get(
+    runtime: &tokio::runtime::Runtime,
+    app: &axum::Router,
+    uri: &str,
+) -> (StatusCode, Vec<String>, Option<String>) {
+    runtime.block_on(async {
+        let request = Request::get(uri).body(Body::empty()).unwrap();
+        let mut app = app.clone();
+        let response = tower_service::Service::call(&mut app, request)
+            .await
+            .unwrap();
+        let status = response.status();
+        let next = response
+            .headers()
+            .get("stream-next-offset")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let batches = match serde_json::from_slice::<Vec<serde_json::Value>>(&body) {
+            Ok(batches) => batches.iter().map(|b| b.to_string()).collect(),
+            Err(_) => Vec::new(),
+        };
+        (status, batches, next)
+    })
+}
+
+/// A `Log` over a read-only store on one "node" serves what another store writes: its live
+/// readers are fed by the log's follower (a long-poll waiting at the tail gets the record
+/// committed elsewhere), and a reader arriving with an offset the cache has not reached is
+/// caught up from the database instead of being told 410; an offset past the database's
+/// newest record still is.
+#[test]
+fn a_log_over_a_read_only_store_serves_what_another_node_writes() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema("follow");
+    let db = pg::schema_url(&schema);
+    let lane = Address::new("lanes", "main");
+    let mut writer = PostgresStore::open(&db, Durability::EveryAppend).unwrap();
+    let set = |n: u64| format!(r#"[["s",["n"],{n}]]"#);
+    let mut last = writer
+        .append(&lane, r#"[["r",{"n":0}]]"#, Some(BASE))
+        .unwrap();
+    for n in 1..=5 {
+        last = writer.append(&lane, &set(n), None).unwrap();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let node = Log::new(PostgresStore::open_read_only(&db).unwrap());
+    let app = Streams::new(&node)
+        .long_poll(Duration::from_millis(300))
+        .router();
+    let at = |seq: u64| format!("/streams/lanes/main?offset={}", Offset::from_seq(seq));
+    // At the tail, nothing new: 204; the live read started the follower.
+    let (status, _, _) = get(&runtime, &app, &format!("{}&live=long-poll", at(last)));
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    // Written elsewhere: the follower brings it to the cache, which never reloads meanwhile.
+    let six = writer.append(&lane, &set(6), None).unwrap();
+    let (status, batches, next) = get(&runtime, &app, &format!("{}&live=long-poll", at(last)));
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(batches, [set(6)]);
+    assert_eq!(next, Some(Offset::from_seq(six).to_string()));
+    // A reader that read two more records on another node resumes here from its offset.
+    let seven = writer.append(&lane, &set(7), None).unwrap();
+    let eight = writer.append(&lane, &set(8), None).unwrap();
+    let (status, batches, next) = get(&runtime, &app, &format!("{}&live=long-poll", at(seven)));
+    assert_eq!(status, StatusCode::OK, "resumed, not gone");
+    assert_eq!(batches, [set(8)]);
+    assert_eq!(next, Some(Offset::from_seq(eight).to_string()));
+    let (status, batches, _) = get(&runtime, &app, &at(last));
+    assert_eq!(
+        (status, batches),
+        (StatusCode::OK, vec![set(6), set(7), set(8)])
+    );
+    // An offset no node ever handed out is still beyond the tail.
+    let (status, _, _) = get(&runtime, &app, &at(eight + 1000));
+    assert_eq!(status, StatusCode::GONE);
+    assert_eq!(
+        recover(&node, &lane).unwrap(),
+        Some(serde_json::json!({"n": 8}))
+    );
 }
 
 fn micros_now() -> u128 {
