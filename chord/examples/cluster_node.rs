@@ -4,7 +4,8 @@
 //! ```sh
 //! cargo run --features streams,postgres --example cluster_node -- \
 //!     --db 'postgres://postgres@127.0.0.1:5432/test?schema=demo' [--port N] \
-//!     [--produce STEPS [--every-ms MS] [--checkpoint BATCHES]] [--key KEY]
+//!     [--produce STEPS [--every-ms MS] [--checkpoint BATCHES]] [--key KEY] \
+//!     [--sse-lifetime-ms MS]
 //! ```
 //!
 //! Every node serves every address of the store at `/streams/{namespace}/{key}`; its tail
@@ -19,6 +20,9 @@
 //! base batch every N batches (default 0: none after the first). A failed flush is retried
 //! (the next batch is then a base); a fenced producer exits with status 3. With `--go-on-stdin`
 //! it waits for a line on its standard input after its first step.
+//!
+//! `--sse-lifetime-ms` ends each SSE response after that long (default 60 s), after which the
+//! reader resumes.
 //!
 //! Prints `listening on http://ADDR` once it accepts connections; a producer prints
 //! `claimed`, then `ack STEP SEQ BEFORE AFTER` after each acknowledged flush (the wall clock
@@ -163,6 +167,9 @@ pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     let every = Duration::from_millis(value("--every-ms").map_or(Ok(10), |s| s.parse())?);
     let checkpoint: u64 = value("--checkpoint").map_or(Ok(0), |s| s.parse())?;
     let go_on_stdin = args.iter().any(|a| a == "--go-on-stdin");
+    let sse_lifetime = value("--sse-lifetime-ms")
+        .map(|s| s.parse().map(Duration::from_millis))
+        .transpose()?;
     let address = Address::new("lanes", value("--key").unwrap_or_else(|| "main".into()));
 
     // The store's client is synchronous (a runtime of its own per connection): opened
@@ -192,7 +199,11 @@ pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
             let _ = std::io::stdout().flush();
         });
     }
-    let app = Streams::new(&log).router();
+    let mut streams = Streams::new(&log);
+    if let Some(lifetime) = sse_lifetime {
+        streams = streams.sse_lifetime(lifetime);
+    }
+    let app = streams.router();
     runtime.block_on(serve(listener, app, async {
         let _ = tokio::signal::ctrl_c().await;
     }))?;
