@@ -266,6 +266,87 @@ fn a_log_over_a_read_only_store_serves_what_another_node_writes() {
     );
 }
 
+/// A node that produced an address, and lost it to another node without an error of its own
+/// (its connections were cut, and it had nothing more to write), still serves what the new
+/// producer writes: its live readers are fed by its follower too.
+#[test]
+fn a_node_that_lost_its_address_serves_the_new_producer() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema("handover");
+    let db = pg::schema_url(&schema);
+    let lane = Address::new("lanes", "main");
+    let set = |n: u64| format!(r#"[["s",["n"],{n}]]"#);
+    let node = Log::new(
+        PostgresStore::open(
+            &format!("{db}&application_name=handover-a"),
+            Durability::EveryAppend,
+        )
+        .unwrap(),
+    );
+    let mut own = node.clone();
+    own.append(&lane, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+    let last = own.append(&lane, &set(1), None).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = Streams::new(&node).router();
+    // A live reader at the tail: once it has been told it is up to date, it waits on the
+    // cache, and only the follower can bring it anything.
+    let uri = format!(
+        "/streams/lanes/main?offset={}&live=sse",
+        Offset::from_seq(last)
+    );
+    let mut events = runtime.block_on(async {
+        let request = Request::get(uri).body(Body::empty()).unwrap();
+        let mut app = app.clone();
+        let response = tower_service::Service::call(&mut app, request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        response.into_body()
+    });
+    let mut read_until = |needle: &str| {
+        runtime.block_on(async {
+            let mut text = String::new();
+            while !text.contains(needle) {
+                let frame = tokio::time::timeout(cluster::PATIENCE, events.frame())
+                    .await
+                    .expect("an event in time")
+                    .expect("the stream goes on")
+                    .unwrap();
+                if let Ok(data) = frame.into_data() {
+                    text.push_str(std::str::from_utf8(&data).unwrap());
+                }
+            }
+            text
+        })
+    };
+    read_until("\"upToDate\":true");
+    // Its connections are cut (its lock goes with them); another node takes the lane over.
+    let mut admin = pg::client();
+    let cut: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = 'handover-a'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(cut >= 1);
+    let mut other = PostgresStore::open(&db, Durability::EveryAppend).unwrap();
+    other.claim(&lane, Duration::from_secs(60)).unwrap();
+    let two = other.append(&lane, &set(2), None).unwrap();
+    let next = format!("\"streamNextOffset\":\"{}\"", Offset::from_seq(two));
+    let text = read_until(&next);
+    assert!(text.contains(&set(2)), "{text}");
+    // Its own next append is refused: the lane is the other node's now.
+    assert!(own.append(&lane, &set(99), None).is_err());
+}
+
 fn micros_now() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

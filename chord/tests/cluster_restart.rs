@@ -123,7 +123,7 @@ fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
     );
     wait_for("the producer's first batch", || producer.acked() >= 1);
     // The servers end each SSE response after 200 ms: their readers come back through the
-    // outage too, and are answered 500 while the database is away.
+    // outage too (a request that needs the database meanwhile is answered 500).
     let servers: Vec<Node> = (1..=2)
         .map(|i| {
             let mut args = server_args(&db);

@@ -45,24 +45,29 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// the producer of an address may be another node. The cache of an address is then fed by
 /// whoever can see its records:
 ///
-/// - **An address this log writes** (from its first successful append, until an append to
-///   it fails): by the appends, as above. At the first append the cache is first brought up
-///   to date from the store, since another node may have written since it was last fed.
-/// - **Any other address**: by a *follower*, one thread per address, started by the first
-///   live read (`live=sse` or `live=long-poll`), which reads the records the store commits
-///   ([`LiveSource::follow`]: for PostgreSQL, `LISTEN`/`NOTIFY`, no polling) and adds each to
-///   the cache in seq order. It stops once the address has had no live reader for
-///   [`follow_idle`](Builder::follow_idle). A read while no follower runs loads the cache
-///   afresh from the store; a read from an offset the cache has not reached yet (a reader
-///   that moved from a node further ahead) first reads the store up to it.
+/// - **By a follower**, one thread per address, started by the first live read (`live=sse`
+///   or `live=long-poll`), which reads the records the store commits
+///   ([`LiveSource::follow`]: for PostgreSQL, `LISTEN`/`NOTIFY`, no polling), whoever wrote
+///   them, and adds each to the cache in seq order. It stops once the address has had no
+///   live reader for [`follow_idle`](Builder::follow_idle).
+/// - **By this log's appends**, as above, for an address it writes (from its first
+///   successful append, until an append to it fails): its readers get a record as soon as
+///   it is stored, before the follower reads it back. At the first append the cache is
+///   brought up to date from the store, since another node may have written since it was
+///   last fed.
+///
+/// A read while no follower runs loads the cache afresh from the store (or, for an address
+/// this log writes, reads what the store holds past it: another node may have taken the
+/// address over without this log's knowing); a read from an offset the cache has not reached
+/// yet (a reader that moved from a node further ahead) first reads the store up to it.
 ///
 /// Offsets are the store's seqs, so a reader can move between nodes. A record already in the
 /// cache is never added again, whoever brings it, and each record added follows the one
 /// before it in the store's log: no gap, no duplicate.
 ///
 /// Cost, per followed address and node: a thread, and one read of the store per wake-up
-/// (a commit, or several committed together); nothing per reader. A read of an address
-/// nobody follows (no live reader, not written here) reads its newest records from the store.
+/// (a commit, or several committed together), on the producer's node too; nothing per
+/// reader. A read of an address nobody follows (no live reader) reads the store.
 ///
 /// [`Durable`]: crate::store::Durable
 ///
@@ -243,10 +248,11 @@ impl<S: Store + Send + 'static> Shared<S> {
         // Appends wait while the tail loads, so none slips between the read and the insert.
         let store = lock(&self.store);
         let mut index = lock(&self.index);
-        let own = self.live.is_none() || index.own.contains(address);
+        let shared = self.live.is_some();
+        let own = index.own.contains(address);
         let mut following = index.followers.contains_key(address);
         let tail = match index.tails.get(address) {
-            Some(tail) if own || following => Arc::clone(tail),
+            Some(tail) if !shared || following || own => Arc::clone(tail),
             _ => {
                 // Not loaded yet, or nobody fed it since it was: read it afresh (a follower
                 // of another tail, if any, stops at its next look).
@@ -262,11 +268,14 @@ impl<S: Store + Send + 'static> Shared<S> {
                 tail
             }
         };
-        if own {
+        if !shared {
             return Ok(Some(tail));
         }
-        if following && want.after.is_some_and(|after| after > tail.position().last) {
-            // A reader ahead of the follower (it read another node): catch up first.
+        let behind = want.after.is_some_and(|after| after > tail.position().last);
+        if (own && !following) || behind {
+            // Fed by this log's appends only (another node may have taken the address
+            // over since), or a reader ahead of the follower (it read another node): read
+            // what the store has past the cache first.
             catch_up(&*store, address, &tail)?;
         }
         if want.live {
@@ -289,7 +298,7 @@ impl<S: Store + Send + 'static> Shared<S> {
     fn fed_tail(&self, address: &Address, want: Want) -> Option<Arc<Tail>> {
         let mut index = lock(&self.index);
         let tail = Arc::clone(index.tails.get(address)?);
-        if self.live.is_none() || index.own.contains(address) {
+        if self.live.is_none() {
             return Some(tail);
         }
         let following = index.followers.get_mut(address)?;
