@@ -433,6 +433,10 @@ fn flush_to_replica_latency() {
         });
         assert!(r.wrong.lock().unwrap().is_empty(), "{name}: a wrong state");
     }
+    // A replica may hold the last step before the producer has printed its acknowledgement.
+    wait_for("the producer to finish", || {
+        producer.said(|s| s.done.is_some())
+    });
     let acks: std::collections::HashMap<u64, (u128, u128)> =
         producer.said(|s| s.acks.iter().map(|a| (a.0, (a.2, a.3))).collect());
     // From before the flush (`from_ack`: from its return) to the replica holding the step.
