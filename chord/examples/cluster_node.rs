@@ -19,7 +19,8 @@
 //! batch every `MS` milliseconds (default 10), then keeps serving. `--checkpoint N` writes a
 //! base batch every N batches (default 0: none after the first). A failed flush is retried
 //! (the next batch is then a base); a fenced producer exits with status 3. With `--go-on-stdin`
-//! it waits for a line on its standard input after its first step.
+//! it takes one step, then waits for a line `go` (to the end) or `go STEP` (up to that step,
+//! then it waits again) on its standard input.
 //!
 //! `--sse-lifetime-ms` ends each SSE response after that long (default 60 s), after which the
 //! reader resumes.
@@ -101,12 +102,13 @@ fn produce(
     checkpoint: u64,
     go_on_stdin: bool,
 ) -> Result<(), Error> {
-    // A standby waits for the lane here, while its node serves: each claim holds the log's
-    // store (and the reads that need it) for at most a tenth of a second.
+    // A standby waits for the lane here, while its node serves. A claim that waited would
+    // hold the log's store, and every read that needs it, as long: it tries, and tries again
+    // a little later (the lane is taken over within that much of the producer's end).
     loop {
-        match log.with_store(|store| store.claim(&address, Duration::from_millis(100))) {
+        match log.with_store(|store| store.claim(&address, Duration::ZERO)) {
             Ok(()) => break,
-            Err(Error::AddressLocked { .. }) => continue,
+            Err(Error::AddressLocked { .. }) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(e),
         }
     }
@@ -118,11 +120,21 @@ fn produce(
     let writer = LogWriter::new(log, policy);
     let mut lane = Durable::open(writer, address, Lane::default)?;
     let mut step = lane.get().step;
-    let first = step + 1;
     let mut seq = 0;
+    // With `--go-on-stdin`: one step, then as far as each `go [STEP]` line says.
+    let mut until = if go_on_stdin { step + 1 } else { steps };
     while step < steps {
-        if go_on_stdin && step == first {
-            let _ = std::io::stdin().read_line(&mut String::new());
+        while step >= until {
+            let mut line = String::new();
+            if std::io::stdin().read_line(&mut line).unwrap_or(0) == 0 {
+                until = steps; // nobody to say when: go on to the end
+                break;
+            }
+            until = match line.trim().strip_prefix("go").map(str::trim) {
+                Some("") => steps,
+                Some(n) => n.parse().unwrap_or(steps),
+                None => until,
+            };
         }
         step += 1;
         advance(&mut lane.state(), step);

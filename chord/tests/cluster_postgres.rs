@@ -59,10 +59,10 @@ fn readers_survive_kill_9_of_a_server_node_and_of_the_producer() {
         .build()
         .unwrap();
 
-    let mut producer = Node::start(
-        "producer",
-        &producer_args(&format!("{db}&application_name=producer"), STEPS, 20),
-    );
+    // The producer takes one step, then goes on as far as the test says.
+    let mut args = producer_args(&format!("{db}&application_name=producer"), STEPS, 20);
+    args.push("--go-on-stdin".into());
+    let mut producer = Node::start("producer", &args);
     wait_for("the producer's first batch", || producer.acked() >= 1);
     // Three server nodes; the third is also the standby producer, which claims the lane as
     // soon as the producer's session is gone, and from then on feeds its readers from its
@@ -96,16 +96,16 @@ fn readers_survive_kill_9_of_a_server_node_and_of_the_producer() {
         readers.iter().all(|r| r.replica.is_live() && r.at() >= 1)
     });
 
-    // kill -9 the server the first third of the readers are on, mid-stream.
+    // kill -9 the server the first third of the readers are on, mid-stream (the producer
+    // writes on to two thirds meanwhile, then waits).
+    let (third, two_thirds) = (STEPS / 3, 2 * STEPS / 3);
+    producer.go(Some(two_thirds));
     wait_for("the producer to be a third through", || {
-        producer.acked() >= STEPS / 3
+        producer.acked() >= third
     });
-    assert!(
-        producer.acked() < STEPS,
-        "the producer finished before the kill: not mid-stream"
-    );
     servers[0].kill();
     let killed_at = producer.acked();
+    assert!(killed_at < two_thirds, "not mid-stream: {killed_at}");
     wait_for("the first server's readers to resume elsewhere", || {
         readers
             .iter()
@@ -115,18 +115,22 @@ fn readers_survive_kill_9_of_a_server_node_and_of_the_producer() {
 
     // kill -9 the producer, mid-stream; the standby takes over.
     wait_for("the producer to be two thirds through", || {
-        producer.acked() >= 2 * STEPS / 3
+        producer.acked() >= two_thirds
     });
     let standby = &servers[2];
     assert!(
         !standby.said(|s| s.claimed),
         "the standby claimed a lane the producer held"
     );
+    producer.go(None);
+    wait_for("the producer to go on", || {
+        producer.acked() >= two_thirds + 5
+    });
     producer.kill();
     let producer_acked = producer.acked();
     assert!(
         producer_acked < STEPS,
-        "the producer finished before the kill"
+        "not mid-stream: the producer finished before the kill"
     );
     wait_for("the standby to claim the lane", || {
         standby.said(|s| s.claimed)
@@ -423,7 +427,7 @@ fn flush_to_replica_latency() {
     wait_for("both replicas to follow", || {
         across_replica.at() >= 1 && one_replica.at() >= 1
     });
-    producer.go();
+    producer.go(None);
     let (across, one) =
         runtime.block_on(async { (across_seen.await.unwrap(), one_seen.await.unwrap()) });
     for (name, r) in [("across", &across_replica), ("one", &one_replica)] {

@@ -117,10 +117,10 @@ fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
         .enable_all()
         .build()
         .unwrap();
-    let producer = Node::start(
-        "producer",
-        &producer_args(&format!("{db}&application_name=producer"), STEPS, 20),
-    );
+    // The producer takes one step, then waits until the readers follow.
+    let mut args = producer_args(&format!("{db}&application_name=producer"), STEPS, 20);
+    args.push("--go-on-stdin".into());
+    let mut producer = Node::start("producer", &args);
     wait_for("the producer's first batch", || producer.acked() >= 1);
     // The servers end each SSE response after 200 ms: their readers come back through the
     // outage too (a request that needs the database meanwhile is answered 500).
@@ -149,6 +149,7 @@ fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
     wait_for("every reader to follow", || {
         readers.iter().all(|r| r.replica.is_live() && r.at() >= 1)
     });
+    producer.go(None);
     wait_for("the producer to be a third through", || {
         producer.acked() >= STEPS / 3
     });

@@ -135,11 +135,16 @@ impl Node {
         self.said(|s| s.acks.last().map_or(0, |a| a.0))
     }
 
-    /// Tells a producer started with `--go-on-stdin` to go.
-    pub fn go(&mut self) {
+    /// Tells a producer started with `--go-on-stdin` to go on, up to step `until` (`None`:
+    /// to the end).
+    pub fn go(&mut self, until: Option<u64>) {
         use std::io::Write;
         let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(b"go\n").unwrap();
+        let line = match until {
+            Some(step) => format!("go {step}\n"),
+            None => "go\n".to_owned(),
+        };
+        stdin.write_all(line.as_bytes()).unwrap();
         stdin.flush().unwrap();
     }
 
