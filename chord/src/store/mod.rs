@@ -351,7 +351,7 @@ pub trait Store {
 
 /// Follows addresses of a shared store live: from [`Store::live_source`].
 ///
-/// Implemented by `PostgresStore`'s source (its [`Tail`]s, `LISTEN`/`NOTIFY`).
+/// Implemented by `PostgresStore` (feature `postgres`): its `Tail`s, `LISTEN`/`NOTIFY`.
 pub trait LiveSource: Send + Sync {
     /// A live reader of `address`'s committed records past `after` (a seq; `None`: from the
     /// first record), whoever writes them.
