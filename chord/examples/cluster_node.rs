@@ -9,14 +9,15 @@
 //! ```
 //!
 //! Every node serves every address of the store at `/streams/{namespace}/{key}`; its tail
-//! caches are fed from PostgreSQL (`LISTEN`/`NOTIFY`) for the addresses it does not write, so
-//! a reader may follow a lane on any node, and move between nodes keeping its offset.
+//! caches are fed from PostgreSQL (`LISTEN`/`NOTIFY`), and by its own appends for the lane it
+//! produces, so a reader may follow a lane on any node, and move between nodes keeping its
+//! offset.
 //!
 //! With `--produce STEPS` the node also produces the lane `lanes/<KEY>` (default `main`): it
 //! claims the address (a standby: waiting while another node holds it, serving meanwhile),
-//! recovers it (`Durable::open`)
-//! and continues the agent's work from the recovered step up to step `STEPS`, one flushed
-//! batch every `MS` milliseconds (default 10), then keeps serving. `--checkpoint N` writes a
+//! recovers it (`Durable::open`) and continues the agent's work from the recovered step up
+//! to step `STEPS`, one flushed batch every `MS` milliseconds (default 10), then keeps
+//! serving. `--checkpoint N` writes a
 //! base batch every N batches (default 0: none after the first). A failed flush is retried
 //! (the next batch is then a base); a fenced producer exits with status 3. With `--go-on-stdin`
 //! it takes one step, then waits for a line `go` (to the end) or `go STEP` (up to that step,
