@@ -601,3 +601,220 @@ fn starts_with_replace(batch: &str) -> bool {
         .and_then(serde_json::Value::as_str)
         == Some("r")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Condvar;
+
+    use super::*;
+    use crate::store::{Durability, JsonlStore};
+
+    /// One JSONL log shared by the "nodes" of a test, standing in for a database: a handle
+    /// appends as another node's writer would, and every live tail wakes on each append.
+    #[derive(Clone)]
+    struct Db(Arc<DbInner>);
+
+    struct DbInner {
+        store: Mutex<JsonlStore>,
+        wake: Condvar,
+        /// While set, live tails deliver nothing (a follower that fell behind).
+        frozen: AtomicBool,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Db {
+        fn new() -> Db {
+            let dir = tempfile::tempdir().unwrap();
+            let store =
+                JsonlStore::open(dir.path().join("db.jsonl"), Durability::EveryAppend).unwrap();
+            Db(Arc::new(DbInner {
+                store: Mutex::new(store),
+                wake: Condvar::new(),
+                frozen: AtomicBool::new(false),
+                _dir: dir,
+            }))
+        }
+    }
+
+    impl Store for Db {
+        fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+            let seq = lock(&self.0.store).append_checked(address, batch)?;
+            self.0.wake.notify_all();
+            Ok(seq)
+        }
+        fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+            lock(&self.0.store).read_list(address, options)
+        }
+        fn addresses(&self) -> Result<Vec<Address>> {
+            lock(&self.0.store).addresses()
+        }
+        fn sync(&mut self) -> Result<Option<u64>> {
+            lock(&self.0.store).sync()
+        }
+        fn durable_seq(&self) -> Option<u64> {
+            lock(&self.0.store).durable_seq()
+        }
+        fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+            Some(Arc::new(self.clone()))
+        }
+    }
+
+    impl LiveSource for Db {
+        fn follow(&self, address: &Address, after: Option<u64>) -> Result<Box<dyn LiveTail>> {
+            Ok(Box::new(DbTail {
+                db: self.clone(),
+                address: address.clone(),
+                cursor: after,
+            }))
+        }
+    }
+
+    struct DbTail {
+        db: Db,
+        address: Address,
+        cursor: Option<u64>,
+    }
+
+    impl LiveTail for DbTail {
+        fn next(&mut self, timeout: Option<Duration>) -> Result<Vec<Record>> {
+            let deadline = Instant::now() + timeout.unwrap_or(Duration::from_secs(3600));
+            let mut store = lock(&self.db.0.store);
+            loop {
+                if !self.db.0.frozen.load(Ordering::Acquire) {
+                    let options = ReadOptions::asc().cursor(self.cursor).limit(100);
+                    let page = store.read_list(&self.address, &options)?;
+                    if let Some(last) = page.records.last() {
+                        self.cursor = Some(last.seq);
+                        return Ok(page.records);
+                    }
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Vec::new());
+                }
+                store = self
+                    .db
+                    .0
+                    .wake
+                    .wait_timeout(store, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+        fn cursor(&self) -> Option<u64> {
+            self.cursor
+        }
+    }
+
+    fn set(n: u64) -> String {
+        format!(r#"[["s",["n"],{n}]]"#)
+    }
+
+    fn seqs(tail: &Tail, after: u64) -> Vec<u64> {
+        match tail.read(after, 1 << 20) {
+            super::super::tail::Found::Entries(e) => e.iter().map(|e| e.seq).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Waits until `done` holds (a follower works on its own thread); panics after a minute.
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "gave up waiting for {what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    const LIVE: Want = Want {
+        live: true,
+        after: None,
+    };
+
+    #[test]
+    fn a_follower_feeds_another_writers_records_and_stops_once_unwanted() {
+        let db = Db::new();
+        let mut other = db.clone(); // another node's writer
+        let a = Address::new("lanes", "main");
+        let s0 = other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        let s1 = other.append(&a, &set(1), None).unwrap();
+        let log = Builder::new()
+            .follow_idle(Duration::from_millis(20))
+            .build(db.clone());
+        let shared = &log.shared;
+        let tail = shared.tail(&a, LIVE).unwrap().unwrap();
+        let reader = tail.subscribe();
+        assert!(lock(&shared.index).followers.contains_key(&a));
+        let s2 = other.append(&a, &set(2), None).unwrap();
+        wait_for("the follower", || tail.position().last == s2);
+        assert_eq!(seqs(&tail, s0), [s1, s2]);
+        // No reader left: the follower stops after its idle time.
+        drop(reader);
+        wait_for("the follower to stop", || {
+            lock(&shared.index).followers.is_empty()
+        });
+        // Nobody feeds the cache now: a read loads it afresh.
+        let s3 = other.append(&a, &set(3), None).unwrap();
+        let fresh = shared.tail(&a, Want::default()).unwrap().unwrap();
+        assert_eq!(fresh.position().last, s3);
+        assert_eq!(seqs(&fresh, s0), [s1, s2, s3]);
+    }
+
+    #[test]
+    fn the_first_append_here_catches_the_cache_up_and_no_record_comes_twice() {
+        let db = Db::new();
+        let mut other = db.clone();
+        let a = Address::new("lanes", "main");
+        let s0 = other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        let mut log = Builder::new().build(db.clone());
+        let tail = log.shared.tail(&a, LIVE).unwrap().unwrap();
+        let _reader = tail.subscribe();
+        // Another node writes while the follower is behind; then this log takes over.
+        db.0.frozen.store(true, Ordering::Release);
+        let s1 = other.append(&a, &set(1), None).unwrap();
+        let s2 = other.append(&a, &set(2), None).unwrap();
+        let s3 = log.append(&a, &set(3), None).unwrap();
+        assert_eq!(seqs(&tail, s0), [s1, s2, s3], "caught up, then its own");
+        // The follower reads the same records again, and its own: none is added twice.
+        db.0.frozen.store(false, Ordering::Release);
+        let s4 = log.append(&a, &set(4), None).unwrap();
+        let s5 = other.append(&a, &set(5), None).unwrap(); // after losing the lane, say
+        wait_for("the follower", || tail.position().last == s5);
+        assert_eq!(seqs(&tail, s0), [s1, s2, s3, s4, s5]);
+    }
+
+    #[test]
+    fn a_reader_ahead_of_the_follower_is_caught_up_not_gone() {
+        let db = Db::new();
+        let mut other = db.clone();
+        let a = Address::new("lanes", "main");
+        other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        let s1 = other.append(&a, &set(1), None).unwrap();
+        let log = Builder::new().build(db.clone());
+        let tail = log.shared.tail(&a, LIVE).unwrap().unwrap();
+        let _reader = tail.subscribe();
+        db.0.frozen.store(true, Ordering::Release);
+        let s2 = other.append(&a, &set(2), None).unwrap();
+        let s3 = other.append(&a, &set(3), None).unwrap();
+        assert_eq!(tail.position().last, s1, "the follower is behind");
+        // A reader that saw s2 on another node.
+        let want = Want {
+            live: true,
+            after: Some(s2),
+        };
+        let same = log.shared.tail(&a, want).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&same, &tail), "the fed cache, caught up");
+        assert_eq!(seqs(&tail, s2), [s3]);
+        // An offset nobody handed out is still beyond the tail.
+        let beyond = Want {
+            live: true,
+            after: Some(s3 + 100),
+        };
+        let same = log.shared.tail(&a, beyond).unwrap().unwrap();
+        assert!(matches!(
+            same.read(s3 + 100, 1),
+            super::super::tail::Found::Gone
+        ));
+    }
+}
