@@ -70,6 +70,7 @@ mod sqlite;
 mod writer;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::check::CheckedBatch;
@@ -338,6 +339,42 @@ pub trait Store {
     /// The highest seq such that it and every record appended before it are on disk; `None`
     /// when nothing is. On a store opened for reading, the last seq it read.
     fn durable_seq(&self) -> Option<u64>;
+
+    /// How to follow records that *other* writers commit to this store while it is open: the
+    /// capability of a store shared by several processes (a database), `None` (the default)
+    /// for a store only this process writes. `streams::Log` (feature `streams`) uses it to
+    /// keep its tail caches current on a node that does not produce an address.
+    fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+        None
+    }
+}
+
+/// Follows addresses of a shared store live: from [`Store::live_source`].
+///
+/// Implemented by `PostgresStore` (feature `postgres`): its `Tail`s, `LISTEN`/`NOTIFY`.
+pub trait LiveSource: Send + Sync {
+    /// A live reader of `address`'s committed records past `after` (a seq; `None`: from the
+    /// first record), whoever writes them.
+    ///
+    /// # Errors
+    ///
+    /// The store cannot start following (e.g. the database does not answer).
+    fn follow(&self, address: &Address, after: Option<u64>) -> Result<Box<dyn LiveTail>>;
+}
+
+/// A live reader of one address's committed records, from [`LiveSource::follow`].
+pub trait LiveTail: Send {
+    /// The records past the previous ones, oldest first, with no gap and no duplicate,
+    /// waiting for at least one up to `timeout` (`None`: without end); an empty list when the
+    /// wait ended first.
+    ///
+    /// # Errors
+    ///
+    /// A read failed; the reader keeps its place, and the next call tries again.
+    fn next(&mut self, timeout: Option<Duration>) -> Result<Vec<Record>>;
+
+    /// The seq of the last record returned (or the one it started after).
+    fn cursor(&self) -> Option<u64>;
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {
@@ -358,6 +395,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn durable_seq(&self) -> Option<u64> {
         (**self).durable_seq()
+    }
+    fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+        (**self).live_source()
     }
 }
 

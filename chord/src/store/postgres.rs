@@ -22,7 +22,7 @@ use self::tail::{Listener, Source};
 use self::target::Target;
 use super::group::Syncer;
 use super::{Address, CheckedBatch, Durability, Error, Order, Page, ReadOptions, Record};
-use super::{Result, Store, LEASE};
+use super::{LiveSource, LiveTail, Result, Store, LEASE};
 
 /// The format version this code reads and writes (`chord_meta.format`).
 const VERSION: i64 = 1;
@@ -402,6 +402,37 @@ impl Store for PostgresStore {
             Some(syncer) => syncer.durable(),
             None => Some(self.read.load(Ordering::Relaxed)).filter(|&s| s > 0),
         }
+    }
+
+    /// [`Tail`]s on this store's listener: records committed by any writer, on any node.
+    fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+        Some(Arc::new(Live(Arc::clone(&self.shared))))
+    }
+}
+
+/// The store's [`LiveSource`]: [`Tail`]s sharing its listener and its pool.
+struct Live(Arc<Shared>);
+
+impl LiveSource for Live {
+    fn follow(&self, address: &Address, after: Option<u64>) -> Result<Box<dyn LiveTail>> {
+        let listener = self.0.listener()?;
+        let source: Arc<dyn Source> = Arc::clone(&self.0) as Arc<dyn Source>;
+        Ok(Box::new(Tail::new(
+            source,
+            listener,
+            address.clone(),
+            after,
+        )))
+    }
+}
+
+impl LiveTail for Tail {
+    fn next(&mut self, timeout: Option<Duration>) -> Result<Vec<Record>> {
+        Tail::next(self, timeout)
+    }
+
+    fn cursor(&self) -> Option<u64> {
+        Tail::cursor(self)
     }
 }
 

@@ -1,18 +1,29 @@
 //! [`Log`]: a store shared by its writer and the stream server, with a tail cache per address.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use super::tail::{Bounds, Tail};
 use super::Retention;
-use crate::store::{Address, CheckedBatch, Page, ReadOptions, Record, Result, Store, BASE};
+use crate::store::{
+    Address, CheckedBatch, Error, LiveSource, LiveTail, Page, ReadOptions, Record, Result, Store,
+    BASE,
+};
 
 /// The default [`Builder::tail_records`].
 pub const DEFAULT_TAIL_RECORDS: usize = 1024;
 
 /// The default [`Builder::tail_bytes`].
 pub const DEFAULT_TAIL_BYTES: usize = 8 << 20;
+
+/// The default [`Builder::follow_idle`].
+pub const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
+
+/// How long a follower waits on the store before it looks whether it is still wanted.
+const FOLLOW_POLL: Duration = Duration::from_millis(500);
 
 /// A [`Store`] shared by one writer and any number of readers: what the stream server
 /// ([`Streams`](super::Streams)) serves.
@@ -27,6 +38,36 @@ pub const DEFAULT_TAIL_BYTES: usize = 8 << 20;
 /// then pushes one shared entry to the address's cache and wakes its readers. Memory per
 /// address read: at most [`tail_records`](Builder::tail_records) records and
 /// [`tail_bytes`](Builder::tail_bytes) bytes.
+///
+/// # A store shared by several nodes
+///
+/// Over a store other processes write to ([`Store::live_source`] is `Some`: `PostgresStore`),
+/// the producer of an address may be another node. The cache of an address is then fed by
+/// whoever can see its records:
+///
+/// - **By a follower**, one thread per address, started by the first live read (`live=sse`
+///   or `live=long-poll`), which reads the records the store commits
+///   ([`LiveSource::follow`]: for PostgreSQL, `LISTEN`/`NOTIFY`, no polling), whoever wrote
+///   them, and adds each to the cache in seq order. It stops once the address has had no
+///   live reader for [`follow_idle`](Builder::follow_idle).
+/// - **By this log's appends**, as above, for an address it writes (from its first
+///   successful append, until an append to it fails): its readers get a record as soon as
+///   it is stored, before the follower reads it back. At the first append the cache is
+///   brought up to date from the store, since another node may have written since it was
+///   last fed.
+///
+/// A read while no follower runs loads the cache afresh from the store (or, for an address
+/// this log writes, reads what the store holds past it: another node may have taken the
+/// address over without this log's knowing); a read from an offset the cache has not reached
+/// yet (a reader that moved from a node further ahead) first reads the store up to it.
+///
+/// Offsets are the store's seqs, so a reader can move between nodes. A record already in the
+/// cache is never added again, whoever brings it, and each record added follows the one
+/// before it in the store's log: no gap, no duplicate.
+///
+/// Cost, per followed address and node: a thread, and one read of the store per wake-up
+/// (a commit, or several committed together), on the producer's node too; nothing per
+/// reader. A read of an address nobody follows (no live reader) reads the store.
 ///
 /// [`Durable`]: crate::store::Durable
 ///
@@ -62,8 +103,40 @@ impl<S> fmt::Debug for Log<S> {
 
 pub(crate) struct Shared<S> {
     store: Mutex<S>,
-    tails: Mutex<HashMap<Address, Arc<Tail>>>,
+    index: Mutex<Index>,
     bounds: Bounds,
+    /// The store's live source: `Some` for a store other processes write to.
+    live: Option<Arc<dyn LiveSource>>,
+    follow_idle: Duration,
+    /// This log, for the followers it starts (which must not keep it alive).
+    me: Weak<Shared<S>>,
+}
+
+/// The tail caches and who feeds them. Locked after the store, never before.
+#[derive(Default)]
+struct Index {
+    tails: HashMap<Address, Arc<Tail>>,
+    /// Addresses whose cache this log's appends feed (shared stores only).
+    own: HashSet<Address>,
+    /// The running followers (shared stores only).
+    followers: HashMap<Address, Following>,
+}
+
+/// A running follower, as the log sees it.
+struct Following {
+    /// Tells this follower from a later one of the same address.
+    id: u64,
+    /// The last time a live reader asked for the address, or the follower saw one waiting.
+    wanted: Instant,
+}
+
+/// What a read wants of [`Shared::tail`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Want {
+    /// A live read (`live=sse` or `live=long-poll`): keep the cache fed.
+    pub(crate) live: bool,
+    /// The offset the read starts after, when it names one.
+    pub(crate) after: Option<u64>,
 }
 
 /// Configures a [`Log`]: its retention and the size of its tail caches.
@@ -79,6 +152,7 @@ pub(crate) struct Shared<S> {
 #[must_use]
 pub struct Builder {
     bounds: Bounds,
+    follow_idle: Duration,
 }
 
 impl Default for Builder {
@@ -89,6 +163,7 @@ impl Default for Builder {
                 bytes: DEFAULT_TAIL_BYTES,
                 bases: Retention::default().bases(),
             },
+            follow_idle: DEFAULT_FOLLOW_IDLE,
         }
     }
 }
@@ -119,13 +194,25 @@ impl Builder {
         self
     }
 
+    /// Over a store shared by several nodes: how long a follower of an address keeps
+    /// running once no live reader waits on it (default [`DEFAULT_FOLLOW_IDLE`]); see
+    /// [`Log`].
+    pub fn follow_idle(mut self, idle: Duration) -> Builder {
+        self.follow_idle = idle;
+        self
+    }
+
     /// The log over `store`.
     pub fn build<S: Store>(self, store: S) -> Log<S> {
+        let live = store.live_source();
         Log {
-            shared: Arc::new(Shared {
+            shared: Arc::new_cyclic(|me| Shared {
                 store: Mutex::new(store),
-                tails: Mutex::new(HashMap::new()),
+                index: Mutex::new(Index::default()),
                 bounds: self.bounds,
+                live,
+                follow_idle: self.follow_idle,
+                me: me.clone(),
             }),
         }
     }
@@ -147,25 +234,107 @@ impl<S: Store> Log<S> {
     }
 }
 
-impl<S: Store> Shared<S> {
+impl<S: Store + Send + 'static> Shared<S> {
     /// The tail of `address`, loaded from the store on first use; `None` when the address
     /// has no records. Reads the store when loading: call it off the async runtime's workers.
-    pub(crate) fn tail(&self, address: &Address) -> Result<Option<Arc<Tail>>> {
-        if let Some(tail) = lock(&self.tails).get(address) {
-            return Ok(Some(Arc::clone(tail)));
+    ///
+    /// Over a shared store (see [`Log`]), a tail that nobody feeds is loaded afresh, a live
+    /// read starts (or keeps) the address's follower, and a read from an offset past the
+    /// cache's last record reads the store up to it first.
+    pub(crate) fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>> {
+        if let Some(tail) = self.fed_tail(address, want) {
+            return Ok(Some(tail));
         }
         // Appends wait while the tail loads, so none slips between the read and the insert.
         let store = lock(&self.store);
-        if let Some(tail) = lock(&self.tails).get(address) {
-            return Ok(Some(Arc::clone(tail)));
+        let mut index = lock(&self.index);
+        let shared = self.live.is_some();
+        let own = index.own.contains(address);
+        let mut following = index.followers.contains_key(address);
+        let tail = match index.tails.get(address) {
+            Some(tail) if !shared || following || own => Arc::clone(tail),
+            _ => {
+                // Not loaded yet, or nobody fed it since it was: read it afresh (a follower
+                // of another tail, if any, stops at its next look).
+                index.followers.remove(address);
+                following = false;
+                let newest = self.newest(&*store, address)?;
+                if newest.is_empty() {
+                    index.tails.remove(address);
+                    return Ok(None);
+                }
+                let tail = Arc::new(Tail::load(self.bounds, newest));
+                index.tails.insert(address.clone(), Arc::clone(&tail));
+                tail
+            }
+        };
+        if !shared {
+            return Ok(Some(tail));
         }
-        let newest = self.newest(&*store, address)?;
-        if newest.is_empty() {
-            return Ok(None);
+        let behind = want.after.is_some_and(|after| after > tail.position().last);
+        if (own && !following) || behind {
+            // Fed by this log's appends only (another node may have taken the address
+            // over since), or a reader ahead of the follower (it read another node): read
+            // what the store has past the cache first.
+            catch_up(&*store, address, &tail)?;
         }
-        let tail = Arc::new(Tail::load(self.bounds, newest));
-        lock(&self.tails).insert(address.clone(), Arc::clone(&tail));
+        if want.live {
+            match index.followers.get_mut(address) {
+                Some(following) => following.wanted = Instant::now(),
+                None => {
+                    let id = self.start_follower(address, &tail)?;
+                    let wanted = Instant::now();
+                    index
+                        .followers
+                        .insert(address.clone(), Following { id, wanted });
+                }
+            }
+        }
         Ok(Some(tail))
+    }
+
+    /// The tail of `address` when it is loaded, fed, and has what `want` asks for: no store
+    /// read needed, and no wait for an append in progress.
+    fn fed_tail(&self, address: &Address, want: Want) -> Option<Arc<Tail>> {
+        let mut index = lock(&self.index);
+        let tail = Arc::clone(index.tails.get(address)?);
+        if self.live.is_none() {
+            return Some(tail);
+        }
+        let following = index.followers.get_mut(address)?;
+        if want.after.is_some_and(|after| after > tail.position().last) {
+            return None;
+        }
+        if want.live {
+            following.wanted = Instant::now();
+        }
+        Some(tail)
+    }
+
+    /// Starts the thread that feeds `tail` from the store's live source. Its id.
+    fn start_follower(&self, address: &Address, tail: &Arc<Tail>) -> Result<u64> {
+        static IDS: AtomicU64 = AtomicU64::new(1);
+        let id = IDS.fetch_add(1, Ordering::Relaxed);
+        let Some(source) = self.live.clone() else {
+            return Ok(id); // only called for shared stores
+        };
+        let follower = Follower {
+            log: self.me.clone(),
+            source,
+            address: address.clone(),
+            tail: Arc::clone(tail),
+            id,
+            idle: self.follow_idle,
+        };
+        std::thread::Builder::new()
+            .name("chord-follow".into())
+            .spawn(move || follower.run())
+            .map_err(|source| Error::Io {
+                path: address.to_string().into(),
+                action: "start a follower thread",
+                source,
+            })?;
+        Ok(id)
     }
 
     /// The newest records of `address`, newest first, each with the seq before it: enough to
@@ -246,16 +415,121 @@ fn cursor_of(out: &[(Record, u64)]) -> Option<u64> {
     out.last().map(|(r, _)| r.seq)
 }
 
+/// Reads the store into `tail` from past its last record to the store's newest.
+fn catch_up<S: Store>(store: &S, address: &Address, tail: &Tail) -> Result<()> {
+    let mut cursor = tail.position().last;
+    loop {
+        let options = ReadOptions::asc().cursor(Some(cursor)).limit(256);
+        let page = store.read_list(address, &options)?;
+        tail.extend(&page.records);
+        match page.next_cursor {
+            Some(next) => cursor = next,
+            None => return Ok(()),
+        }
+    }
+}
+
 impl<S: Store> Shared<S> {
     fn append_checked(&self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
         let mut store = lock(&self.store);
-        let seq = store.append_checked(address, batch)?;
+        let appended = store.append_checked(address, batch);
         // Still under the store's lock: records reach the cache in the log's order.
-        let tail = lock(&self.tails).get(address).cloned();
-        if let Some(tail) = tail {
+        let mut index = lock(&self.index);
+        let seq = match appended {
+            Ok(seq) => seq,
+            Err(e) => {
+                // Perhaps no longer this log's address (another node may take it over).
+                index.own.remove(address);
+                return Err(e);
+            }
+        };
+        if self.live.is_some() && !index.own.contains(address) {
+            // The first append here (or the first since one failed): another node may have
+            // written since the cache was last fed, so it is brought up to date from the
+            // store first (the record just appended included); one that cannot be is
+            // dropped, and loaded afresh by the next read.
+            let stale = index
+                .tails
+                .get(address)
+                .is_some_and(|tail| catch_up(&*store, address, tail).is_err());
+            if stale {
+                index.tails.remove(address);
+            }
+            index.own.insert(address.clone());
+        }
+        if let Some(tail) = index.tails.get(address) {
             tail.push(seq, batch.tag() == Some(BASE), batch.text());
         }
         Ok(seq)
+    }
+}
+
+/// A thread feeding one address's tail cache from the store's live source, until the log is
+/// dropped or the address has had no live reader for `idle`.
+struct Follower<S> {
+    log: Weak<Shared<S>>,
+    source: Arc<dyn LiveSource>,
+    address: Address,
+    tail: Arc<Tail>,
+    id: u64,
+    idle: Duration,
+}
+
+impl<S> Follower<S> {
+    fn run(self) {
+        let mut live: Option<Box<dyn LiveTail>> = None;
+        let mut backoff = Duration::from_millis(10);
+        while self.wanted() {
+            let read = match &mut live {
+                Some(live) => live.next(Some(FOLLOW_POLL)),
+                None => match self
+                    .source
+                    .follow(&self.address, Some(self.tail.position().last))
+                {
+                    Ok(started) => {
+                        live = Some(started);
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            match read {
+                Ok(records) => {
+                    backoff = Duration::from_millis(10);
+                    self.tail.extend(&records);
+                }
+                Err(_) => {
+                    // The store is away (a restart, a cut connection): the tail keeps its
+                    // place and reads again.
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Whether to go on; when not, the follower is taken off the log's list.
+    fn wanted(&self) -> bool {
+        let Some(log) = self.log.upgrade() else {
+            return false;
+        };
+        let mut index = lock(&log.index);
+        let Some(following) = index
+            .followers
+            .get_mut(&self.address)
+            .filter(|f| f.id == self.id)
+        else {
+            return false;
+        };
+        if self.tail.readers() > 0 {
+            following.wanted = Instant::now();
+            return true;
+        }
+        if following.wanted.elapsed() < self.idle {
+            return true;
+        }
+        index.followers.remove(&self.address);
+        false
     }
 }
 
@@ -279,21 +553,25 @@ impl<S: Store> Store for Log<S> {
     fn durable_seq(&self) -> Option<u64> {
         lock(&self.shared.store).durable_seq()
     }
+
+    fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+        self.shared.live.clone()
+    }
 }
 
 /// What the router needs of a log, whatever its store.
 pub(crate) trait Source: Send + Sync {
     /// See [`Shared::tail`].
-    fn tail(&self, address: &Address) -> Result<Option<Arc<Tail>>>;
+    fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>>;
     /// See [`Shared::read`].
     fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Vec<Record>>;
     /// Checks and appends one batch from outside the process (the protocol's write side).
     fn append(&self, address: &Address, batch: &str) -> Result<u64>;
 }
 
-impl<S: Store + Send> Source for Shared<S> {
-    fn tail(&self, address: &Address) -> Result<Option<Arc<Tail>>> {
-        Shared::tail(self, address)
+impl<S: Store + Send + 'static> Source for Shared<S> {
+    fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>> {
+        Shared::tail(self, address, want)
     }
     fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Vec<Record>> {
         Shared::read(self, address, after, max_bytes)
@@ -322,4 +600,221 @@ fn starts_with_replace(batch: &str) -> bool {
         .and_then(|op| op.get(0))
         .and_then(serde_json::Value::as_str)
         == Some("r")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Condvar;
+
+    use super::*;
+    use crate::store::{Durability, JsonlStore};
+
+    /// One JSONL log shared by the "nodes" of a test, standing in for a database: a handle
+    /// appends as another node's writer would, and every live tail wakes on each append.
+    #[derive(Clone)]
+    struct Db(Arc<DbInner>);
+
+    struct DbInner {
+        store: Mutex<JsonlStore>,
+        wake: Condvar,
+        /// While set, live tails deliver nothing (a follower that fell behind).
+        frozen: AtomicBool,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Db {
+        fn new() -> Db {
+            let dir = tempfile::tempdir().unwrap();
+            let store =
+                JsonlStore::open(dir.path().join("db.jsonl"), Durability::EveryAppend).unwrap();
+            Db(Arc::new(DbInner {
+                store: Mutex::new(store),
+                wake: Condvar::new(),
+                frozen: AtomicBool::new(false),
+                _dir: dir,
+            }))
+        }
+    }
+
+    impl Store for Db {
+        fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+            let seq = lock(&self.0.store).append_checked(address, batch)?;
+            self.0.wake.notify_all();
+            Ok(seq)
+        }
+        fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+            lock(&self.0.store).read_list(address, options)
+        }
+        fn addresses(&self) -> Result<Vec<Address>> {
+            lock(&self.0.store).addresses()
+        }
+        fn sync(&mut self) -> Result<Option<u64>> {
+            lock(&self.0.store).sync()
+        }
+        fn durable_seq(&self) -> Option<u64> {
+            lock(&self.0.store).durable_seq()
+        }
+        fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+            Some(Arc::new(self.clone()))
+        }
+    }
+
+    impl LiveSource for Db {
+        fn follow(&self, address: &Address, after: Option<u64>) -> Result<Box<dyn LiveTail>> {
+            Ok(Box::new(DbTail {
+                db: self.clone(),
+                address: address.clone(),
+                cursor: after,
+            }))
+        }
+    }
+
+    struct DbTail {
+        db: Db,
+        address: Address,
+        cursor: Option<u64>,
+    }
+
+    impl LiveTail for DbTail {
+        fn next(&mut self, timeout: Option<Duration>) -> Result<Vec<Record>> {
+            let deadline = Instant::now() + timeout.unwrap_or(Duration::from_secs(3600));
+            let mut store = lock(&self.db.0.store);
+            loop {
+                if !self.db.0.frozen.load(Ordering::Acquire) {
+                    let options = ReadOptions::asc().cursor(self.cursor).limit(100);
+                    let page = store.read_list(&self.address, &options)?;
+                    if let Some(last) = page.records.last() {
+                        self.cursor = Some(last.seq);
+                        return Ok(page.records);
+                    }
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Vec::new());
+                }
+                store = self
+                    .db
+                    .0
+                    .wake
+                    .wait_timeout(store, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+        fn cursor(&self) -> Option<u64> {
+            self.cursor
+        }
+    }
+
+    fn set(n: u64) -> String {
+        format!(r#"[["s",["n"],{n}]]"#)
+    }
+
+    fn seqs(tail: &Tail, after: u64) -> Vec<u64> {
+        match tail.read(after, 1 << 20) {
+            super::super::tail::Found::Entries(e) => e.iter().map(|e| e.seq).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Waits until `done` holds (a follower works on its own thread); panics after a minute.
+    fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "gave up waiting for {what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    const LIVE: Want = Want {
+        live: true,
+        after: None,
+    };
+
+    #[test]
+    fn a_follower_feeds_another_writers_records_and_stops_once_unwanted() {
+        let db = Db::new();
+        let mut other = db.clone(); // another node's writer
+        let a = Address::new("lanes", "main");
+        let s0 = other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        let s1 = other.append(&a, &set(1), None).unwrap();
+        let log = Builder::new()
+            .follow_idle(Duration::from_millis(20))
+            .build(db.clone());
+        let shared = &log.shared;
+        let tail = shared.tail(&a, LIVE).unwrap().unwrap();
+        let reader = tail.subscribe();
+        assert!(lock(&shared.index).followers.contains_key(&a));
+        let s2 = other.append(&a, &set(2), None).unwrap();
+        wait_for("the follower", || tail.position().last == s2);
+        assert_eq!(seqs(&tail, s0), [s1, s2]);
+        // No reader left: the follower stops after its idle time.
+        drop(reader);
+        wait_for("the follower to stop", || {
+            lock(&shared.index).followers.is_empty()
+        });
+        // Nobody feeds the cache now: a read loads it afresh.
+        let s3 = other.append(&a, &set(3), None).unwrap();
+        let fresh = shared.tail(&a, Want::default()).unwrap().unwrap();
+        assert_eq!(fresh.position().last, s3);
+        assert_eq!(seqs(&fresh, s0), [s1, s2, s3]);
+    }
+
+    #[test]
+    fn the_first_append_here_catches_the_cache_up_and_no_record_comes_twice() {
+        let db = Db::new();
+        let mut other = db.clone();
+        let a = Address::new("lanes", "main");
+        let s0 = other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        let mut log = Builder::new().build(db.clone());
+        let tail = log.shared.tail(&a, LIVE).unwrap().unwrap();
+        let _reader = tail.subscribe();
+        // Another node writes while the follower is behind; then this log takes over.
+        db.0.frozen.store(true, Ordering::Release);
+        let s1 = other.append(&a, &set(1), None).unwrap();
+        let s2 = other.append(&a, &set(2), None).unwrap();
+        let s3 = log.append(&a, &set(3), None).unwrap();
+        assert_eq!(seqs(&tail, s0), [s1, s2, s3], "caught up, then its own");
+        // The follower reads the same records again, and its own: none is added twice.
+        db.0.frozen.store(false, Ordering::Release);
+        let s4 = log.append(&a, &set(4), None).unwrap();
+        let s5 = other.append(&a, &set(5), None).unwrap(); // after losing the lane, say
+        wait_for("the follower", || tail.position().last == s5);
+        assert_eq!(seqs(&tail, s0), [s1, s2, s3, s4, s5]);
+    }
+
+    #[test]
+    fn a_reader_ahead_of_the_follower_is_caught_up_not_gone() {
+        let db = Db::new();
+        let mut other = db.clone();
+        let a = Address::new("lanes", "main");
+        other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        let s1 = other.append(&a, &set(1), None).unwrap();
+        let log = Builder::new().build(db.clone());
+        let tail = log.shared.tail(&a, LIVE).unwrap().unwrap();
+        let _reader = tail.subscribe();
+        db.0.frozen.store(true, Ordering::Release);
+        let s2 = other.append(&a, &set(2), None).unwrap();
+        let s3 = other.append(&a, &set(3), None).unwrap();
+        assert_eq!(tail.position().last, s1, "the follower is behind");
+        // A reader that saw s2 on another node.
+        let want = Want {
+            live: true,
+            after: Some(s2),
+        };
+        let same = log.shared.tail(&a, want).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&same, &tail), "the fed cache, caught up");
+        assert_eq!(seqs(&tail, s2), [s3]);
+        // An offset nobody handed out is still beyond the tail.
+        let beyond = Want {
+            live: true,
+            after: Some(s3 + 100),
+        };
+        let same = log.shared.tail(&a, beyond).unwrap().unwrap();
+        assert!(matches!(
+            same.read(s3 + 100, 1),
+            super::super::tail::Found::Gone
+        ));
+    }
 }

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant, Sleep};
 
 use super::generic;
-use super::log::Source;
+use super::log::{Source, Want};
 use super::memory::Backend;
 use super::offset::Start;
 use super::tail::{Entry, Found, Tail};
@@ -448,7 +448,7 @@ async fn serve_address(
             }
             Some(_) => {}
         }
-        let tail = match load(&streams, &address).await {
+        let tail = match load(&streams, &address, Want::default()).await {
             Ok(tail) => tail,
             Err(response) => return *response,
         };
@@ -485,7 +485,16 @@ async fn serve_address(
         security(r.headers_mut());
         return r;
     }
-    let tail = match load(&streams, &address).await {
+    // What the read wants of the tail cache (the offset's errors are answered below, after
+    // a missing stream's 404).
+    let want = Want {
+        live: method == Method::GET && query.contains_key("live"),
+        after: match Start::parse(query.get("offset").map(String::as_str)) {
+            Ok(Start::At(offset)) => Some(offset.seq()),
+            _ => None,
+        },
+    };
+    let tail = match load(&streams, &address, want).await {
         Ok(Some(tail)) => tail,
         Ok(None) => return plain(StatusCode::NOT_FOUND, "no such stream\n"),
         Err(response) => return *response,
@@ -557,11 +566,15 @@ async fn read_generic(
     generic::get(stream, get).await
 }
 
-async fn load(streams: &Streams, address: &Address) -> Result<Option<Arc<Tail>>, Box<Response>> {
+async fn load(
+    streams: &Streams,
+    address: &Address,
+    want: Want,
+) -> Result<Option<Arc<Tail>>, Box<Response>> {
     let source = Arc::clone(&streams.source);
     let at = address.clone();
     // Loading reads the store: not on a runtime worker.
-    match tokio::task::spawn_blocking(move || source.tail(&at)).await {
+    match tokio::task::spawn_blocking(move || source.tail(&at, want)).await {
         Ok(Ok(tail)) => Ok(tail),
         Ok(Err(e)) => Err(Box::new(plain(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -146,10 +146,15 @@ impl Tail {
         }
     }
 
-    /// Adds the record just appended.
-    pub(crate) fn push(&self, seq: u64, base: bool, batch: &str) {
+    /// Adds the address's next record; one at or before the last is already here, and is
+    /// ignored (the log's own appends and a follower of the store may both bring a record).
+    /// Returns whether it was added.
+    pub(crate) fn push(&self, seq: u64, base: bool, batch: &str) -> bool {
         {
             let mut state = lock(&self.state);
+            if seq <= state.last {
+                return false;
+            }
             let entry = Arc::new(Entry::new(seq, state.last, batch));
             if base {
                 let prev = state.last;
@@ -173,6 +178,20 @@ impl Tail {
             }
         }
         self.last.send_replace(seq);
+        true
+    }
+
+    /// Adds records read from the store, oldest first, each the next of the one before (the
+    /// first follows a record at or before the last here): those already here are ignored.
+    pub(crate) fn extend(&self, records: &[Record]) {
+        for r in records {
+            self.push(r.seq, r.tag.as_deref() == Some(BASE), &r.batch);
+        }
+    }
+
+    /// How many readers wait on this tail ([`subscribe`](Tail::subscribe)rs alive).
+    pub(crate) fn readers(&self) -> usize {
+        self.last.receiver_count()
     }
 
     /// Where the tail stands.
@@ -267,6 +286,28 @@ mod tests {
             [5],
             "at least one record, then the byte bound"
         );
+    }
+
+    #[test]
+    fn a_record_already_here_is_ignored_whoever_brings_it() {
+        let bounds = Bounds {
+            records: 10,
+            bytes: 1 << 20,
+            bases: 4,
+        };
+        let tail = Tail::load(bounds, vec![(record(2, false), 1), (record(1, true), 0)]);
+        assert!(tail.push(4, false, r#"[["s",["n"],4]]"#));
+        assert!(!tail.push(4, false, r#"[["s",["n"],4]]"#), "a duplicate");
+        assert!(!tail.push(3, false, r#"[["s",["n"],3]]"#), "an older one");
+        // The store's records from before the last: only the newer ones go in.
+        tail.extend(&[record(4, false), record(6, true), record(8, false)]);
+        assert_eq!(seqs(tail.read(0, 1 << 20)), [1, 2, 4, 6, 8]);
+        let p = tail.position();
+        assert_eq!((p.base, p.last), (4, 8));
+        assert_eq!(tail.readers(), 0);
+        let rx = tail.subscribe();
+        assert_eq!(tail.readers(), 1);
+        drop(rx);
     }
 
     #[test]
