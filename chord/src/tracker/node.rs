@@ -30,8 +30,7 @@ pub struct Node {
     pub(crate) variant: Option<u32>,
     pub(crate) children: Children,
     /// The id the last stream encoder that wrote this location's path gave it (see
-    /// `wire::table::Cached`); kept across flushes with the node, forgotten when the node is
-    /// recycled for another location.
+    /// `wire::table::Cached`); kept across flushes, and, untrusted, when the node is recycled.
     pub(crate) wire: std::cell::Cell<Cached>,
 }
 
@@ -95,7 +94,7 @@ impl Children {
                 break;
             }
             node.reset();
-            node.forget_wire();
+            node.distrust_wire();
             node.children.spare = Vec::new();
             self.spare.push(node);
         }
@@ -238,11 +237,12 @@ impl Node {
         out
     }
 
-    /// Forgets the cached path ids here and below (the node is about to name another place).
-    fn forget_wire(&mut self) {
-        self.wire.set(Cached::default());
+    /// Marks the cached path ids here and below to be checked before use (the node may stand
+    /// for another place when it is reused).
+    fn distrust_wire(&mut self) {
+        self.wire.set(self.wire.get().untrusted());
         for (_, child) in &mut self.children.list {
-            child.forget_wire();
+            child.distrust_wire();
         }
     }
 

@@ -142,7 +142,11 @@ impl<'a> Out<'a> {
 /// An op's opening through the encoder's table (the definition first, when it makes one).
 /// A path whose node remembers its id from this table skips writing and hashing it.
 fn head(enc: &mut Encoder, buf: &mut Vec<u8>, verb: char, wire: &Cell<Cached>, path: &Path) {
-    if let Some(form) = enc.table.form_cached(wire.get()) {
+    if let Some(form) = enc.table.form_cached(wire.get(), path) {
+        match enc.table.cache(form) {
+            Some(cached) if cached != wire.get() => wire.set(cached), // trusted again
+            _ => {}
+        }
         write_head(buf, verb, form, &[]);
         return;
     }

@@ -67,13 +67,27 @@ enum Prev {
 }
 
 /// A path's id as a table gave it, remembered by the path's dirty-tree node so that the next
-/// op on it skips writing and hashing the path (valid while the table's epoch has not moved).
+/// op there skips writing and hashing the path. Trusted as is while the table's epoch has
+/// not moved (no id changed meaning) and the node still stands for the same place (a node
+/// recycled for another element is marked untrusted); otherwise checked, segment by segment
+/// against the id's JSON, before use. A miss costs the slow path, never a wrong id.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Cached {
     /// 0: nothing cached.
     uid: u64,
     epoch: u32,
     id: u32,
+    trusted: bool,
+}
+
+impl Cached {
+    /// The same id, to be checked against the path before use.
+    pub(crate) fn untrusted(self) -> Cached {
+        Cached {
+            trusted: false,
+            ..self
+        }
+    }
 }
 
 /// Table identities (0 is no table).
@@ -297,14 +311,17 @@ impl Table {
         Form::Define(id)
     }
 
-    /// What a path's id, remembered from an earlier batch, still means: `Some(form)` (the id
-    /// or, after an op on the same path, omission) when `cached` is this table's and no id has
-    /// changed meaning since; `None` otherwise (ask [`form`](Table::form)).
-    pub(crate) fn form_cached(&mut self, cached: Cached) -> Option<Form> {
-        if cached.uid != self.uid || cached.epoch != self.epoch {
+    /// The form of `path` through an id remembered from an earlier batch: `Some(form)` (the
+    /// id or, after an op on the same path, omission) when `cached` is this table's and the id
+    /// still names `path` (trusted, or checked); `None` otherwise (ask [`form`](Table::form)).
+    pub(crate) fn form_cached(&mut self, cached: Cached, path: &Path) -> Option<Form> {
+        let id = cached.id as usize;
+        let trusted = cached.trusted && cached.epoch == self.epoch;
+        if cached.uid != self.uid
+            || !(trusted || self.paths.get(id).is_some_and(|json| path_is(path, json)))
+        {
             return None;
         }
-        let id = cached.id as usize;
         let same = match self.prev {
             Prev::None => false,
             Prev::Key => self.paths[id] == self.previous,
@@ -325,6 +342,7 @@ impl Table {
                 uid: self.uid,
                 epoch: self.epoch,
                 id: id as u32,
+                trusted: true,
             }),
             Form::Omitted | Form::Inline => None,
         }
@@ -392,6 +410,47 @@ pub(crate) fn internable(path: &Path) -> bool {
         }
     }
     true
+}
+
+/// Whether `json` is exactly what [`write_path`] writes for `path`, compared without writing.
+/// A key that JSON escapes answers `false` (a miss, never a wrong match: written verbatim
+/// it could spell another path).
+pub(crate) fn path_is(path: &Path, json: &[u8]) -> bool {
+    let Some(mut rest) = json.strip_prefix(b"[") else {
+        return false;
+    };
+    for (i, seg) in path.iter().enumerate() {
+        if i > 0 {
+            match rest.strip_prefix(b",") {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        let after = match seg {
+            Seg::Key(k) => {
+                let k = k.as_bytes();
+                let plain = k.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+                let quoted = rest.len() >= k.len() + 2
+                    && rest[0] == b'"'
+                    && &rest[1..=k.len()] == k
+                    && rest[k.len() + 1] == b'"';
+                if !(plain && quoted) {
+                    return false;
+                }
+                k.len() + 2
+            }
+            Seg::Index(n) => {
+                let mut digits = itoa::Buffer::new();
+                let digits = digits.format(*n as u64).as_bytes();
+                if !rest.starts_with(digits) {
+                    return false;
+                }
+                digits.len()
+            }
+        };
+        rest = &rest[after..];
+    }
+    rest == b"]"
 }
 
 /// Writes `path` as JSON, exactly as serde_json writes it.
@@ -471,7 +530,7 @@ mod tests {
         let mut t = Table::with_limit(2);
         let paths: Vec<Path> = (0..3).map(|i| path!["k", i].into()).collect();
         // Seen, then defined (seen again first if another path took its seen slot).
-        let mut define = |t: &mut Table, path: &Path| {
+        let define = |t: &mut Table, path: &Path| {
             t.begin();
             match t.form(path) {
                 Form::Inline => {
@@ -536,6 +595,35 @@ mod tests {
         assert!(t.ids() > 56, "the index grew several times: {}", t.ids());
         for (i, key) in t.paths.iter().enumerate() {
             assert_eq!(t.lookup(key), Some(i), "{}", String::from_utf8_lossy(key));
+        }
+    }
+
+    #[test]
+    fn path_is_matches_exactly_what_write_path_writes() {
+        let paths: Vec<Path> = vec![
+            Path::root(),
+            path!["a"].into(),
+            path!["a", 1].into(),
+            path!["a", 12].into(),
+            path!["a", "b"].into(),
+            path!["a\",\"b"].into(),
+            path!["é☃", 0, "x"].into(),
+        ];
+        for p in &paths {
+            let mut json = Vec::new();
+            write_path(&mut json, p);
+            // A key JSON escapes is never matched (a miss), every other path is.
+            let escaped = p
+                .iter()
+                .any(|s| matches!(s, Seg::Key(k) if k.contains('"')));
+            assert_eq!(path_is(p, &json), !escaped, "{p}");
+            for q in &paths {
+                let mut other = Vec::new();
+                write_path(&mut other, q);
+                if other != json {
+                    assert!(!path_is(q, &json), "{q} matched {p}'s JSON");
+                }
+            }
         }
     }
 
