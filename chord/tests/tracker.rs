@@ -640,3 +640,48 @@ fn many_dirty_children_in_one_flush() {
     // One splice for the new entry, one append per old entry, ten role sets, forty labels.
     assert_eq!(ops.len(), 1 + 1000 + 10 + 40, "{}", ops.len());
 }
+
+#[test]
+fn a_kept_element_node_moved_by_a_splice_does_not_reuse_its_path_id() {
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Message {
+        content: String,
+    }
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Chat {
+        messages: Vec<Message>,
+    }
+    let mut t = track(Chat {
+        messages: vec![Message::default()],
+    });
+    let mut enc = chord::Encoder::new();
+    let mut dec = chord::Decoder::new();
+    let mut replica = None;
+    let mut wire = Vec::new();
+    let mut send = |t: &mut Tracker<Chat>, wire: &mut Vec<u8>| {
+        wire.clear();
+        t.flush_into(&mut enc, wire).unwrap();
+        let text = std::str::from_utf8(wire).unwrap().to_owned();
+        apply(&mut replica, dec.decode_str(&text).unwrap()).unwrap();
+        assert_eq!(
+            replica,
+            Some(serde_json::to_value(t.get()).unwrap()),
+            "{text}"
+        );
+        text
+    };
+    send(&mut t, &mut wire);
+    // Three appends: the content's path gets an id, cached on the element's kept node.
+    for token in ["a", "b", "c"] {
+        t.state().messages.at(0).content.push_str(token);
+        send(&mut t, &mut wire);
+    }
+    // A message unshifted, then the same (now second) message appended to: the node keyed
+    // by its accepted index 0 now stands for messages[1].
+    t.state().messages.insert(0, Message::default());
+    t.state().messages.at(1).content.push_str("d");
+    let text = send(&mut t, &mut wire);
+    assert!(text.contains(r#"["messages",1,"content"]"#), "{text}");
+    t.state().messages.at(0).content.push_str("e");
+    send(&mut t, &mut wire);
+}

@@ -195,11 +195,18 @@ impl Node {
 
     /// Forgets everything recorded (after a flush), keeping the allocations of struct field
     /// nodes: the next interval's proxies reuse them.
+    ///
+    /// A few keyed children (elements, members) are kept too when nothing moved them (no
+    /// splice here): an element edited at every flush, as `messages[0].content` is while a
+    /// reply streams, keeps its node and the path id cached on it. A later splice here
+    /// distrusts those ids (see [`record_splice`](crate::tracker::seq::record_splice)).
     pub(crate) fn reset(&mut self) {
+        let keep = self.children.fields
+            || (matches!(self.state, State::Clean) && self.children.list.len() <= SPARE);
         self.state = State::Clean;
         self.present = None;
         self.variant = None;
-        if self.children.fields {
+        if keep {
             for (_, child) in &mut self.children.list {
                 child.reset();
             }
@@ -238,8 +245,8 @@ impl Node {
     }
 
     /// Marks the cached path ids here and below to be checked before use (the node may stand
-    /// for another place when it is reused).
-    fn distrust_wire(&mut self) {
+    /// for another place when it is reused, or after a splice moved it).
+    pub(crate) fn distrust_wire(&mut self) {
         self.wire.set(self.wire.get().untrusted());
         for (_, child) in &mut self.children.list {
             child.distrust_wire();

@@ -26,6 +26,10 @@ pub(crate) fn record_splice(
     }
     if matches!(node.state, State::Clean) {
         node.state = State::Seq(SeqEdit::fresh(len));
+        // Elements may now sit at other indices than their nodes' cached path ids name.
+        for (_, child) in node.children.iter_mut() {
+            child.distrust_wire();
+        }
     }
     if let State::Seq(edit) = &mut node.state {
         edit.splice(at, remove, insert);
