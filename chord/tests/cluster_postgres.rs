@@ -30,7 +30,9 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chord::store::{recover, Address, Durability, PostgresStore, Store, BASE};
 use chord::streams::{Log, Offset, Streams};
-use cluster::{expected_states, front, producer_args, server_args, wait_for, Checked, Node};
+use cluster::{
+    expected_states, front, producer_args, runtime, server_args, wait_for, Checked, Node,
+};
 use http_body_util::BodyExt;
 
 /// The producer's steps (one flushed batch each).
@@ -50,14 +52,9 @@ fn readers_survive_kill_9_of_a_server_node_and_of_the_producer() {
     if !pg::available() {
         return;
     }
-    let schema = pg::fresh_schema("cluster");
-    let db = pg::schema_url(&schema);
+    let db = pg::fresh_url("cluster");
     let states = Arc::new(expected_states(STEPS));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
 
     // The producer takes one step, then goes on as far as the test says.
     let mut args = producer_args(&format!("{db}&application_name=producer"), STEPS, 20);
@@ -219,8 +216,7 @@ fn a_log_over_a_read_only_store_serves_what_another_node_writes() {
     if !pg::available() {
         return;
     }
-    let schema = pg::fresh_schema("follow");
-    let db = pg::schema_url(&schema);
+    let db = pg::fresh_url("follow");
     let lane = Address::new("lanes", "main");
     let mut writer = PostgresStore::open(&db, Durability::EveryAppend).unwrap();
     let set = |n: u64| format!(r#"[["s",["n"],{n}]]"#);
@@ -230,11 +226,7 @@ fn a_log_over_a_read_only_store_serves_what_another_node_writes() {
     for n in 1..=5 {
         last = writer.append(&lane, &set(n), None).unwrap();
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let node = Log::new(PostgresStore::open_read_only(&db).unwrap());
     let app = Streams::new(&node)
         .long_poll(Duration::from_millis(300))
@@ -278,8 +270,7 @@ fn a_node_that_lost_its_address_serves_the_new_producer() {
     if !pg::available() {
         return;
     }
-    let schema = pg::fresh_schema("handover");
-    let db = pg::schema_url(&schema);
+    let db = pg::fresh_url("handover");
     let lane = Address::new("lanes", "main");
     let set = |n: u64| format!(r#"[["s",["n"],{n}]]"#);
     let node = Log::new(
@@ -292,11 +283,7 @@ fn a_node_that_lost_its_address_serves_the_new_producer() {
     let mut own = node.clone();
     own.append(&lane, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
     let last = own.append(&lane, &set(1), None).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let app = Streams::new(&node).router();
     // A live reader at the tail: once it has been told it is up to date, it waits on the
     // cache, and only the follower can bring it anything.
@@ -378,14 +365,9 @@ fn flush_to_replica_latency() {
         return;
     }
     const STEPS: u64 = 1000;
-    let schema = pg::fresh_schema("latency");
-    let db = pg::schema_url(&schema);
+    let db = pg::fresh_url("latency");
     let states = Arc::new(expected_states(STEPS));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     let server = Node::start("server", &server_args(&db));
     let server_addr = server.addr();
     // The producer writes its first batch, then waits until both replicas follow.

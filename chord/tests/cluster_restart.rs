@@ -27,7 +27,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chord::store::{recover, Address, PostgresStore, ReadOptions, Store};
-use cluster::{expected_states, front, producer_args, server_args, wait_for, Checked, Node};
+use cluster::{
+    expected_states, front, producer_args, runtime, server_args, wait_for, Checked, Node,
+};
 
 const STEPS: u64 = 200;
 
@@ -109,14 +111,9 @@ fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
     let Some(restart) = restart_command(&url) else {
         return;
     };
-    let schema = pg::fresh_schema("restart");
-    let db = pg::schema_url(&schema);
+    let db = pg::fresh_url("restart");
     let states = Arc::new(expected_states(STEPS));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     // The producer takes one step, then waits until the readers follow.
     let mut args = producer_args(&format!("{db}&application_name=producer"), STEPS, 20);
     args.push("--go-on-stdin".into());

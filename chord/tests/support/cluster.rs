@@ -20,6 +20,15 @@ use super::cluster_node::{advance, Lane};
 /// JSON array).
 pub const CHILD_VAR: &str = "CHORD_CLUSTER_NODE";
 
+/// The tests' runtime for replicas and in-process servers: two workers, as the machine has.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Runs the node named by [`CHILD_VAR`], if any (the body of every cluster test binary's
 /// `child_node`).
 pub fn child_node() {

@@ -91,6 +91,11 @@ pub fn create_schema(name: &str) {
         .expect("create the test schema");
 }
 
+/// The URL of a fresh schema of its own ([`fresh_schema`] then [`schema_url`]).
+pub fn fresh_url(label: &str) -> String {
+    schema_url(&fresh_schema(label))
+}
+
 /// The URL of a schema.
 pub fn schema_url(schema: &str) -> String {
     let url = url().expect("checked by the caller");
