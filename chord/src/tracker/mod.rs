@@ -277,8 +277,7 @@ impl<T: Tracked> Tracker<T> {
     /// cloned and no spliced element becomes a `serde_json::Value` on the way. Returns the
     /// number of bytes appended; 0 (and nothing appended) when nothing changed.
     ///
-    /// Reuse one `out` across flushes (clear it after sending) and a steady stream allocates
-    /// nothing per flush for appends and pushes.
+    /// Reuse one `out` across flushes (clear it after sending): it keeps its capacity.
     ///
     /// # Errors
     ///
@@ -309,7 +308,8 @@ impl<T: Tracked> Tracker<T> {
         let start = out.len();
         let written = if self.base {
             out.extend_from_slice(b"[[\"r\",");
-            out::write_checked(out, &self.value).inspect_err(|_| out.truncate(start))?;
+            out::write_checked(out, &self.value, Path::root)
+                .inspect_err(|_| out.truncate(start))?;
             out.extend_from_slice(b"]]");
             true
         } else {

@@ -14,8 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::check;
-use crate::wire::encoder::{write_define, write_head};
-use crate::wire::table::{write_str, write_uint, Cached, Form};
+use crate::wire::table::{write_str, write_uint, Cached};
 use crate::Encoder;
 
 /// The destination of one flush. Not a public API (the derive's generated code passes it on).
@@ -83,7 +82,7 @@ impl<'a> Out<'a> {
                 }
             }
             Sink::Wire { enc, buf } => {
-                head(enc, buf, 'a', wire, path);
+                enc.head(buf, 'a', path, Some(wire));
                 buf.push(b',');
                 write_str(buf, text);
                 buf.push(b']');
@@ -115,7 +114,7 @@ impl<'a> Out<'a> {
                 });
             }
             Sink::Wire { enc, buf } => {
-                head(enc, buf, 'p', wire, path);
+                enc.head(buf, 'p', path, Some(wire));
                 buf.push(b',');
                 write_uint(buf, index as u64);
                 buf.push(b',');
@@ -125,12 +124,7 @@ impl<'a> Out<'a> {
                     if i > 0 {
                         buf.push(b',');
                     }
-                    let fail = |why: String| {
-                        let at: Path = path.child(Seg::Index(at)).into();
-                        Error::from(ErrorKind::NotJson(why)).at_path(at)
-                    };
-                    check::check(item).map_err(|e| fail(e.0))?;
-                    serde_json::to_writer(&mut **buf, item).map_err(|e| fail(e.to_string()))?;
+                    write_checked(buf, item, || path.child(Seg::Index(at)).into())?;
                 }
                 buf.extend_from_slice(b"]]");
             }
@@ -139,31 +133,14 @@ impl<'a> Out<'a> {
     }
 }
 
-/// An op's opening through the encoder's table (the definition first, when it makes one).
-/// A path whose node remembers its id from this table skips writing and hashing it.
-fn head(enc: &mut Encoder, buf: &mut Vec<u8>, verb: char, wire: &Cell<Cached>, path: &Path) {
-    if let Some(form) = enc.table.form_cached(wire.get(), path) {
-        match enc.table.cache(form) {
-            Some(cached) if cached != wire.get() => wire.set(cached), // trusted again
-            _ => {}
-        }
-        write_head(buf, verb, form, &[]);
-        return;
-    }
-    let form = enc.table.form(path);
-    if let Some(cached) = enc.table.cache(form) {
-        wire.set(cached);
-    }
-    let key = enc.table.key();
-    if let Form::Define(id) = form {
-        write_define(buf, id, key);
-    }
-    write_head(buf, verb, form, key);
-}
-
-/// Writes `value` whole as JSON (checked), for a base batch's `r`.
-pub(crate) fn write_checked<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Result<()> {
-    let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(Path::root());
+/// Writes `value` as JSON after the check every value sent goes through (`tracker::to_json`'s,
+/// without building a `Value`); an error names the path `at` gives.
+pub(crate) fn write_checked<T: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    value: &T,
+    at: impl Fn() -> Path,
+) -> Result<()> {
+    let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(at());
     check::check(value).map_err(|e| fail(e.0))?;
     serde_json::to_writer(&mut *buf, value).map_err(|e| fail(e.to_string()))?;
     Ok(())

@@ -5,7 +5,9 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 use crate::op::{serialize_op, Op, OpPath};
 use crate::path::Path;
 use crate::wire::op::{PathRef, WireOp};
-use crate::wire::table::{write_path, write_str, write_uint, Form, Table};
+use std::cell::Cell;
+
+use crate::wire::table::{write_path, write_str, write_uint, Cached, Form, Table};
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,
 /// per stored value): ids it defines are only meaningful to a decoder that saw them.
@@ -111,36 +113,57 @@ impl Encoder {
     /// Writes one op of the current batch (and the definition it needs first), each preceded
     /// by a comma unless it is the batch's first.
     pub(crate) fn write(&mut self, op: &Op, out: &mut Vec<u8>) {
-        let form = match op.path() {
-            Some(path) => self.table.form(path),
+        match op.path() {
+            Some(path) => self.head(out, op.verb(), path, None),
             None => {
                 self.table.reset();
-                Form::Inline
+                write_head(out, op.verb(), Form::Inline, &[]);
             }
-        };
+        }
+        write_args(out, op);
+    }
+
+    /// An op's opening through the table: its path's definition first when this op makes
+    /// one, then `["v"` and the path as the table says. `cached` is the id the path's
+    /// dirty-tree node remembers (a flush straight to bytes): when it still holds, the path
+    /// is neither written nor hashed, and it is updated with what the table decided.
+    pub(crate) fn head(
+        &mut self,
+        out: &mut Vec<u8>,
+        verb: char,
+        path: &Path,
+        cached: Option<&Cell<Cached>>,
+    ) {
+        if let Some(cell) = cached {
+            if let Some(form) = self.table.form_cached(cell.get(), path) {
+                match self.table.cache(form) {
+                    Some(c) if c != cell.get() => cell.set(c), // trusted again
+                    _ => {}
+                }
+                return write_head(out, verb, form, &[]);
+            }
+        }
+        let form = self.table.form(path);
+        if let (Some(cell), Some(c)) = (cached, self.table.cache(form)) {
+            cell.set(c);
+        }
         let key = self.table.key();
         if let Form::Define(id) = form {
             write_define(out, id, key);
         }
-        write_head(
-            out,
-            op.verb(),
-            form,
-            if op.path().is_some() { key } else { &[] },
-        );
-        write_args(out, op);
+        write_head(out, verb, form, key);
     }
 }
 
 /// A comma between items of a batch (`out` ends with the batch's `[` before the first).
-pub(crate) fn separate(out: &mut Vec<u8>) {
+fn separate(out: &mut Vec<u8>) {
     if out.last() != Some(&b'[') {
         out.push(b',');
     }
 }
 
 /// `["#",id,path]`, `key` being the path's JSON.
-pub(crate) fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
+fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
     separate(out);
     out.extend_from_slice(b"[\"#\",");
     write_uint(out, id as u64);
@@ -150,7 +173,7 @@ pub(crate) fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
 }
 
 /// An op's opening: `["v"` and its path as `form` says (`key` is the path's JSON).
-pub(crate) fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
+fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
     separate(out);
     out.extend_from_slice(b"[\"");
     out.push(verb as u8);
@@ -208,7 +231,7 @@ fn write_value(out: &mut Vec<u8>, v: &serde_json::Value) {
 
 /// Any serializable value as JSON. Values that reach here were checked (or are `Value`s,
 /// which always serialize), so the error cannot occur.
-pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
 }
 
