@@ -362,7 +362,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
             fn __flush(
                 &self,
                 node: &mut ::chord::__private::Node,
-                path: &mut ::chord::__private::Path,
+                path: &mut ::chord::__private::Trail,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_struct(self, node, path, out, |__index, __node, __path, __out| {
@@ -562,7 +562,7 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
             fn __flush(
                 &self,
                 node: &mut ::chord::__private::Node,
-                path: &mut ::chord::__private::Path,
+                path: &mut ::chord::__private::Trail,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 match self {
@@ -600,7 +600,7 @@ fn opaque(input: &DeriveInput) -> TokenStream {
             fn __flush(
                 &self,
                 node: &mut ::chord::__private::Node,
-                path: &mut ::chord::__private::Path,
+                path: &mut ::chord::__private::Trail,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_leaf(self, node, path, out)

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::proxy::{debug_json, flush_leaf, LeafProxy};
-pub use crate::tracker::{Cx, Fields, Node, Out, Tracked};
+pub use crate::tracker::{Cx, Fields, Node, Out, Tracked, Trail};
 pub use crate::{Error, Op, Path, Result, Seg};
 pub use core;
 pub use serde;
@@ -20,9 +20,9 @@ use crate::tracker::{flush_assigned, to_json, with_seg, Before, Key, State};
 pub fn flush_struct<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     out: &mut Out<'_>,
-    mut field: impl FnMut(u32, &mut Node, &mut Path, &mut Out<'_>) -> Result<()>,
+    mut field: impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         flush_assigned(path, before, Some(to_json(value, path)?), out);
@@ -30,7 +30,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     }
     for (key, child) in node.children.iter_mut() {
         if let Key::Field(index) = *key {
-            if child.is_dirty() {
+            if child.may_be_dirty() {
                 field(index, child, path, out)?;
             }
         }
@@ -39,7 +39,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
 }
 
 /// Runs `f` with `segs` pushed onto `path` (an enum variant's place in its JSON).
-pub fn with_segs<R>(path: &mut Path, segs: &[Seg], f: impl FnOnce(&mut Path) -> R) -> R {
+pub fn with_segs<R>(path: &mut Trail, segs: &[Seg], f: impl FnOnce(&mut Trail) -> R) -> R {
     for seg in segs {
         path.push(seg.clone());
     }
@@ -56,12 +56,12 @@ pub fn with_segs<R>(path: &mut Path, segs: &[Seg], f: impl FnOnce(&mut Path) -> 
 pub fn flush_field<T: Tracked + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     seg: Option<Seg>,
     present: Option<bool>,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    let mut here = |p: &mut Path| match (node.present, present) {
+    let mut here = |p: &mut Trail| match (node.present, present) {
         // Present then and now (or never skipped): the field's own changes.
         (Some(true), Some(true)) | (None, _) | (_, None) => value.__flush(node, p, out),
         // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
@@ -82,7 +82,7 @@ pub fn flush_field<T: Tracked + ?Sized>(
 pub fn flush_opaque_field<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     seg: Option<Seg>,
     present: Option<bool>,
     out: &mut Out<'_>,
@@ -94,7 +94,7 @@ pub fn flush_opaque_field<T: Serialize + ?Sized>(
 pub fn flush_json_field(
     json: std::result::Result<Value, serde_json::Error>,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     seg: Option<Seg>,
     present: Option<bool>,
     out: &mut Out<'_>,
@@ -102,7 +102,7 @@ pub fn flush_json_field(
     match json {
         Ok(v) => flush_opaque_field(&v, node, path, seg, present, out),
         Err(e) => {
-            let mut at = path.clone();
+            let mut at = path.to_path();
             if let Some(seg) = seg {
                 at.push(seg);
             }
@@ -128,9 +128,9 @@ pub fn flush_enum<T: Serialize + ?Sized>(
     value: &T,
     variant: u32,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     out: &mut Out<'_>,
-    fields: impl FnMut(u32, &mut Node, &mut Path, &mut Out<'_>) -> Result<()>,
+    fields: impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if matches!(node.state, State::Assigned(_)) && node.variant.is_some_and(|v| v != variant) {
         flush_assigned(path, &Before::Existed, Some(to_json(value, path)?), out);
@@ -156,7 +156,7 @@ impl<T: Serialize + ?Sized> Tracked for Opaque<'_, T> {
 
     fn __proxy<'b>(&'b mut self, _: Cx<'b>) {}
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         crate::proxy::flush_leaf(self.0, node, path, out)
     }
 

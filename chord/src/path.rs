@@ -124,11 +124,6 @@ impl Path {
         Path(None)
     }
 
-    /// The root, with room for `segments` segments (a buffer to extend and shorten).
-    pub(crate) fn root_with_capacity(segments: usize) -> Path {
-        Path(Some(Arc::new(Vec::with_capacity(segments))))
-    }
-
     /// The segments, outermost first.
     pub fn segments(&self) -> &[Seg] {
         match &self.0 {

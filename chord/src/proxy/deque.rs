@@ -3,10 +3,9 @@ use std::fmt;
 use std::ops::{Deref, DerefMut, RangeBounds};
 
 use crate::error::Result;
-use crate::path::Path;
 use crate::proxy::vec::range;
 use crate::tracker::Out;
-use crate::tracker::{seq, Cx, Node, Tracked};
+use crate::tracker::{seq, Cx, Node, Tracked, Trail};
 
 /// The proxy of a `VecDeque<T>` (a JSON array), with `VecDeque`'s methods: `push_back`,
 /// `push_front`, `pop_front`, `pop_back`, `insert`, `remove` and `truncate` are each one
@@ -205,7 +204,7 @@ impl<T: Tracked> Tracked for VecDeque<T> {
         DequeProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         seq::flush(self, node, path, out)
     }
 

@@ -5,9 +5,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::path::Path;
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
+use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
 /// marked `#[chord(opaque)]`. Assigning it (`set`, `+=` and the other compound assignments,
@@ -142,7 +141,7 @@ compound!(AddAssign add_assign, SubAssign sub_assign, MulAssign mul_assign,
 pub fn flush<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
@@ -160,7 +159,7 @@ macro_rules! leaves {
                 LeafProxy::new(self, cx)
             }
 
-            fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+            fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
                 flush(self, node, path, out)
             }
 
@@ -203,7 +202,7 @@ impl<T: Serialize + Ord> Tracked for std::collections::BTreeSet<T> {
         LeafProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
 
@@ -232,7 +231,7 @@ where
         LeafProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
 

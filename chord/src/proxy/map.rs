@@ -6,9 +6,11 @@ use std::ops::{Deref, DerefMut};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::path::{Path, Seg, RESERVED};
+use crate::path::{Seg, RESERVED};
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked};
+use crate::tracker::{
+    flush_assigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked, Trail,
+};
 
 /// A map with string keys that chord tracks as a JSON object: `BTreeMap<String, V>`,
 /// `HashMap<String, V>` and `serde_json::Map<String, Value>`.
@@ -303,7 +305,7 @@ impl<M: MapLike> fmt::Debug for MapProxy<'_, M> {
 pub(crate) fn flush<M: MapLike>(
     map: &M,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
@@ -312,6 +314,9 @@ pub(crate) fn flush<M: MapLike>(
     }
     for (key, child) in node.children.iter_mut() {
         let Key::Name(k) = key else { continue };
+        if !child.may_be_dirty() {
+            continue;
+        }
         with_seg(path, Seg::Key(k.clone().into()), |p| match &child.state {
             State::Assigned(before) => {
                 let after = map.__get(k).map(|v| to_json(v, p)).transpose()?;
@@ -335,7 +340,7 @@ impl<V: Tracked> Tracked for BTreeMap<String, V> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
@@ -355,7 +360,7 @@ impl<V: Tracked, S: BuildHasher> Tracked for HashMap<String, V, S> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
@@ -371,7 +376,7 @@ impl Tracked for serde_json::Map<String, Value> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)

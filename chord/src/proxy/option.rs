@@ -2,9 +2,8 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use crate::error::Result;
-use crate::path::Path;
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked};
+use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of an `Option<T>`, with `Option`'s methods. [`as_mut`](OptionProxy::as_mut)
 /// hands out the contents' proxy, so edits inside stay fine-grained; replacing the option
@@ -141,7 +140,7 @@ impl<T: Tracked> Tracked for Option<T> {
         OptionProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         match (&node.state, self) {
             (State::Assigned(before), _) => {
                 flush_assigned(path, before, Some(to_json(self, path)?), out);
@@ -171,7 +170,7 @@ impl<T: Tracked> Tracked for Box<T> {
         (**self).__proxy(cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         (**self).__flush(node, path, out)
     }
 

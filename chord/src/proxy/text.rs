@@ -2,9 +2,8 @@ use std::fmt;
 use std::ops::{AddAssign, Bound, Deref, DerefMut, RangeBounds};
 
 use crate::error::Result;
-use crate::path::Path;
 use crate::tracker::Out;
-use crate::tracker::{text, Cx, Node, Tracked};
+use crate::tracker::{text, Cx, Node, Tracked, Trail};
 
 /// The proxy of a `String`, with `String`'s methods: appends (`push_str`, `push`, `+=`,
 /// `write!`) become `a`, drops from the front (`drain(..n)`, [`keep_last`](TextProxy::keep_last))
@@ -275,7 +274,7 @@ impl Tracked for String {
         TextProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         text::flush(self, node, path, out);
         Ok(())
     }

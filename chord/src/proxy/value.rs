@@ -3,10 +3,9 @@ use std::ops::{Deref, DerefMut};
 use serde_json::{Map, Value};
 
 use crate::error::{json_type, Error, ErrorKind, Result};
-use crate::path::Path;
 use crate::proxy::{map, MapProxy, TextProxy, VecProxy};
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, seq, text, to_json, Cx, Node, State, Tracked};
+use crate::tracker::{flush_assigned, seq, text, to_json, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of an untyped `serde_json::Value` ("arbitrary facet state"): the same intent
 /// recording as the typed proxies, chosen by the value's type at run time.
@@ -197,7 +196,7 @@ impl Tracked for Value {
         ValueProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         match (&node.state, self) {
             (State::Assigned(before), _) => {
                 flush_assigned(path, before, Some(to_json(self, path)?), out);

@@ -2,9 +2,8 @@ use std::fmt;
 use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 
 use crate::error::Result;
-use crate::path::Path;
 use crate::tracker::Out;
-use crate::tracker::{seq, Cx, Node, Tracked};
+use crate::tracker::{seq, Cx, Node, Tracked, Trail};
 
 /// The proxy of a `Vec<T>`, with `Vec`'s methods. Every structural change is recorded as a
 /// splice where it happens: `push`, `insert(0, ..)` (an unshift), `remove`, `truncate`,
@@ -417,7 +416,7 @@ impl<T: Tracked> Tracked for Vec<T> {
         VecProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         seq::flush(self.as_slice(), node, path, out)
     }
 

@@ -9,6 +9,7 @@ mod node;
 mod out;
 pub(crate) mod seq;
 pub(crate) mod text;
+mod trail;
 
 use std::ops::Deref;
 use std::sync::atomic::Ordering;
@@ -18,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
-use crate::path::Path;
+use crate::path::{Path, Seg};
 use crate::Encoder;
 
 pub(crate) use compact::json_len;
@@ -26,6 +27,7 @@ pub use cx::{Cx, Fields};
 pub use node::Node;
 pub(crate) use node::{flush_assigned, with_seg, Before, Key, State};
 pub use out::Out;
+pub use trail::Trail;
 
 /// A type whose mutations chord can record as intent.
 ///
@@ -49,7 +51,7 @@ pub trait Tracked: Serialize {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> Self::Proxy<'a>;
 
     #[doc(hidden)]
-    fn __flush(&self, node: &mut Node, path: &mut Path, out: &mut Out<'_>) -> Result<()>;
+    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()>;
 
     /// Replaces the value through its proxy, as the proxy's `set` does. A derived struct's
     /// `set` is its fields' `set`s, so each field is compared on its own.
@@ -64,8 +66,9 @@ pub trait Tracked: Serialize {
 pub type Proxy<'a, T> = <T as Tracked>::Proxy<'a>;
 
 /// Serializes `value` for an op at `path`, refusing what JSON cannot carry faithfully.
-pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, path: &Path) -> Result<Value> {
-    let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(path.clone());
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, path: &[Seg]) -> Result<Value> {
+    let fail =
+        |why: String| Error::from(ErrorKind::NotJson(why)).at_path(Path::from(path.to_vec()));
     check::check(value).map_err(|e| fail(e.0))?;
     serde_json::to_value(value).map_err(|e| fail(e.to_string()))
 }
@@ -97,7 +100,7 @@ pub struct Tracker<T> {
     unsafe_seen: u64,
     /// The path a flush walk extends and shortens, kept (empty) between flushes so that its
     /// segments' allocation is reused.
-    path: Path,
+    path: Trail,
 }
 
 impl<T: Tracked> Tracker<T> {
@@ -109,7 +112,7 @@ impl<T: Tracked> Tracker<T> {
             base: true,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
-            path: Path::root_with_capacity(8),
+            path: Trail::with_capacity(8),
         }
     }
 
@@ -127,7 +130,7 @@ impl<T: Tracked> Tracker<T> {
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
-            path: Path::root_with_capacity(8),
+            path: Trail::with_capacity(8),
         }
     }
 
@@ -155,7 +158,7 @@ impl<T: Tracked> Tracker<T> {
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
-            path: Path::root_with_capacity(8),
+            path: Trail::with_capacity(8),
         }
     }
 
@@ -253,11 +256,11 @@ impl<T: Tracked> Tracker<T> {
     pub fn flush(&mut self) -> Result<Vec<Op>> {
         let mut out = Vec::new();
         if self.base {
-            out.push(Op::Replace(to_json(&self.value, &Path::root())?));
+            out.push(Op::Replace(to_json(&self.value, &[])?));
         } else {
             self.value
                 .__flush(&mut self.root, &mut self.path, &mut Out::ops(&mut out))
-                .inspect_err(|_| self.path = Path::root())?;
+                .inspect_err(|_| self.path.clear())?;
         }
         // Every value sent went through `check` (at flush, or for edits kept across a
         // reassignment, when they were recorded), which counts unsafe integers.
@@ -319,7 +322,7 @@ impl<T: Tracked> Tracker<T> {
                 self.value
                     .__flush(&mut self.root, &mut self.path, &mut Out::wire(encoder, out));
             if let Err(e) = flushed {
-                self.path = Path::root(); // (an error may leave segments pushed)
+                self.path.clear(); // (an error may leave segments pushed)
                 encoder.table.rollback();
                 out.truncate(start);
                 return Err(e);

@@ -15,6 +15,7 @@ use crate::tracker::compact::json_len;
 use crate::tracker::edit::{SeqEdit, TextEdit};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
+use crate::tracker::Trail;
 use crate::wire::table::Cached;
 
 /// One touched location in the dirty tree.
@@ -29,6 +30,10 @@ pub struct Node {
     /// value is first reassigned in a flush interval.
     pub(crate) variant: Option<u32>,
     pub(crate) children: Children,
+    /// Whether this node handed out a child's node since the last flush: only then can
+    /// anything below be recorded, so flush and reset skip the children of an untouched
+    /// node (a struct of twenty fields costs one field's walk when one field changed).
+    pub(crate) touched: bool,
     /// The id the last stream encoder that wrote this location's path gave it (see
     /// `wire::table::Cached`); kept across flushes, and, untrusted, when the node is recycled.
     pub(crate) wire: std::cell::Cell<Cached>,
@@ -168,6 +173,7 @@ impl Node {
         if self.subsumes_children() {
             return None;
         }
+        self.touched = true;
         let at = match self.children.position(&key) {
             Some(at) => at,
             None => self.children.push(key),
@@ -178,6 +184,7 @@ impl Node {
     /// The field nodes of a struct (or enum variant) with `count` fields, created once and
     /// kept across flushes.
     pub(crate) fn fields(&mut self, count: usize) -> &mut [(Key, Node)] {
+        self.touched = true;
         let c = &mut self.children;
         if !(c.fields && c.list.len() == count) {
             c.clear();
@@ -201,18 +208,27 @@ impl Node {
     /// reply streams, keeps its node and the path id cached on it. A later splice here
     /// distrusts those ids (see [`record_splice`](crate::tracker::seq::record_splice)).
     pub(crate) fn reset(&mut self) {
+        let touched = std::mem::replace(&mut self.touched, false);
         let keep = self.children.fields
             || (matches!(self.state, State::Clean) && self.children.list.len() <= SPARE);
         self.state = State::Clean;
         self.present = None;
         self.variant = None;
-        if keep {
+        if !keep {
+            self.children.clear();
+        } else if touched {
+            // (Untouched, the children were reset already: nothing reached them since.)
             for (_, child) in &mut self.children.list {
                 child.reset();
             }
-        } else {
-            self.children.clear();
         }
+    }
+
+    /// Whether something may be recorded here or below: a cheap over-approximation of
+    /// [`is_dirty`](Node::is_dirty) (a touched node may have recorded nothing) that flush
+    /// uses to skip what certainly holds nothing.
+    pub(crate) fn may_be_dirty(&self) -> bool {
+        self.touched || !matches!(self.state, State::Clean)
     }
 
     /// The children at `keys` (created when absent), in the order of `keys`, all borrowed
@@ -224,6 +240,7 @@ impl Node {
         if self.subsumes_children() {
             return out;
         }
+        self.touched = true;
         let mut wanted_at: Vec<Option<usize>> = Vec::new();
         for (i, key) in keys.into_iter().enumerate() {
             let Some(key) = key else { continue };
@@ -255,7 +272,8 @@ impl Node {
 
     /// Whether anything is recorded here or below.
     pub(crate) fn is_dirty(&self) -> bool {
-        !matches!(self.state, State::Clean) || self.children.iter().any(|(_, n)| n.is_dirty())
+        !matches!(self.state, State::Clean)
+            || (self.touched && self.children.iter().any(|(_, n)| n.is_dirty()))
     }
 
     /// Records a reassignment of the whole value at this node. `accepted` produces the JSON
@@ -291,7 +309,7 @@ impl Node {
             return self.assign(|| serde_json::to_value(current).ok());
         }
         let mut early = Vec::new();
-        let mut here = Path::from(vec![HERE]);
+        let mut here = Trail::of(vec![HERE]);
         let before = match (
             current.__flush(self, &mut here, &mut Out::ops(&mut early)),
             serde_json::to_value(current),
@@ -315,7 +333,7 @@ impl Node {
 /// Emits what an assignment at `path` amounts to, given the accepted and current JSON
 /// (`None` = absent).
 pub(crate) fn flush_assigned(
-    path: &Path,
+    path: &Trail,
     before: &Before,
     after: Option<Value>,
     out: &mut Out<'_>,
@@ -323,22 +341,26 @@ pub(crate) fn flush_assigned(
     match (before, after) {
         (Before::Absent, None) => {}
         (_, None) => {
-            if let Ok(p) = crate::NonEmptyPath::try_from(path.clone()) {
+            if let Some(p) = path.non_empty() {
                 out.push(Op::Delete(p));
             }
         }
-        (Before::Value(b), Some(a)) => out.with_ops(|out| crate::diff::diff_into(path, b, &a, out)),
+        (Before::Value(b), Some(a)) => {
+            let path = path.to_path();
+            out.with_ops(|out| crate::diff::diff_into(&path, b, &a, out))
+        }
         (Before::Edited(early, b), Some(a)) => {
             let mut rest = Vec::new();
-            crate::diff::diff_into(path, b, &a, &mut rest);
-            match rebased(path, early) {
+            let whole_path = path.to_path();
+            crate::diff::diff_into(&whole_path, b, &a, &mut rest);
+            match rebased(&whole_path, early) {
                 // At the root a whole replacement is an `r`, which must stand alone.
                 Some(mut ops) if !rest.iter().any(|op| matches!(op, Op::Replace(_))) => {
                     ops.extend(rest);
                     // Early edits the reassignment overwrote are dead; and when what is left
                     // is still larger than one `s` of the new value, the `s` is sent.
                     crate::tracker::compact::drop_dead(&mut ops);
-                    if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
+                    if let Ok(p) = NonEmptyPath::try_from(whole_path) {
                         let whole = [Op::Set(p, a)];
                         if json_len(&whole) < json_len(&ops) {
                             out.extend(whole);
@@ -391,15 +413,15 @@ fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
 }
 
 /// `s` of a whole value, or `r` at the root.
-pub(crate) fn set(path: &Path, value: Value, out: &mut Out<'_>) {
-    match crate::NonEmptyPath::try_from(path.clone()) {
-        Ok(p) => out.push(Op::Set(p, value)),
-        Err(_) => out.push(Op::Replace(value)),
+pub(crate) fn set(path: &Trail, value: Value, out: &mut Out<'_>) {
+    match path.non_empty() {
+        Some(p) => out.push(Op::Set(p, value)),
+        None => out.push(Op::Replace(value)),
     }
 }
 
 /// Runs `f` with `seg` pushed onto `path`.
-pub(crate) fn with_seg<R>(path: &mut Path, seg: Seg, f: impl FnOnce(&mut Path) -> R) -> R {
+pub(crate) fn with_seg<R>(path: &mut Trail, seg: Seg, f: impl FnOnce(&mut Trail) -> R) -> R {
     path.push(seg);
     let r = f(path);
     path.pop();

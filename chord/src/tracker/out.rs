@@ -12,8 +12,9 @@ use serde::Serialize;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
-use crate::path::{NonEmptyPath, Path, Seg};
+use crate::path::{Path, Seg};
 use crate::tracker::check;
+use crate::tracker::Trail;
 use crate::wire::table::{write_str, write_uint, Cached};
 use crate::Encoder;
 
@@ -74,10 +75,10 @@ impl<'a> Out<'a> {
     }
 
     /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
-    pub(crate) fn append(&mut self, wire: &Cell<Cached>, path: &Path, text: &str) {
+    pub(crate) fn append(&mut self, wire: &Cell<Cached>, path: &Trail, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {
-                if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
+                if let Some(p) = path.non_empty() {
                     ops.push(Op::Append(p, text.to_owned()));
                 }
             }
@@ -95,19 +96,20 @@ impl<'a> Out<'a> {
     pub(crate) fn splice<'v, T: Serialize + ?Sized + 'v>(
         &mut self,
         wire: &Cell<Cached>,
-        path: &Path,
+        path: &Trail,
         index: usize,
         remove: usize,
         items: impl Iterator<Item = (usize, &'v T)>,
     ) -> Result<()> {
         match &mut self.sink {
             Sink::Ops(ops) => {
+                let path = path.to_path();
                 let mut values = Vec::new();
                 for (at, item) in items {
-                    values.push(crate::tracker::to_json(item, &path.child(at).into())?);
+                    values.push(crate::tracker::to_json(item, &path.child(at))?);
                 }
                 ops.push(Op::Splice {
-                    path: path.clone(),
+                    path,
                     index,
                     remove,
                     items: values,
@@ -124,7 +126,7 @@ impl<'a> Out<'a> {
                     if i > 0 {
                         buf.push(b',');
                     }
-                    write_checked(buf, item, || path.child(Seg::Index(at)).into())?;
+                    write_checked(buf, item, || path.to_path().child(Seg::Index(at)).into())?;
                 }
                 buf.extend_from_slice(b"]]");
             }

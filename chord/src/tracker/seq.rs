@@ -6,11 +6,12 @@
 //! length. Flush walks the runs once and emits one `p` per contiguous change.
 
 use crate::error::Result;
-use crate::path::{Path, Seg};
+use crate::path::Seg;
 use crate::tracker::edit::{Run, SeqEdit};
 use crate::tracker::node::{flush_assigned, set, with_seg, Key, Node, State};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
+use crate::tracker::Trail;
 
 /// Records a splice on an array of current length `len` (call before performing it).
 pub(crate) fn record_splice(
@@ -123,7 +124,7 @@ fn element_keys(node: &Node, len: usize) -> Vec<Option<Key>> {
 pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
-    path: &mut Path,
+    path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let edit = match &mut node.state {
@@ -181,27 +182,28 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
         emit(&mut pending, out)?;
     }
     // Edits inside kept elements, at their current indices (after the splices above).
+    if !node.touched {
+        return Ok(()); // (no element's proxy was handed out)
+    }
     let edit = match &node.state {
         State::Seq(edit) => Some(edit),
         _ => None,
     };
-    let mut children = std::mem::take(&mut node.children);
-    let result = (|| {
-        for (key, child) in children.iter_mut() {
-            let Key::Index(accepted) = *key else { continue };
-            let current = match edit {
-                Some(edit) => edit.current_index(accepted),
-                None => Some(accepted),
-            };
-            let Some(item) = current.and_then(|i| items.at(i).map(|item| (i, item))) else {
-                continue;
-            };
-            with_seg(path, Seg::Index(item.0), |p| item.1.__flush(child, p, out))?;
+    for (key, child) in node.children.iter_mut() {
+        let Key::Index(accepted) = *key else { continue };
+        if !child.may_be_dirty() {
+            continue;
         }
-        Ok(())
-    })();
-    node.children = children;
-    result
+        let current = match edit {
+            Some(edit) => edit.current_index(accepted),
+            None => Some(accepted),
+        };
+        let Some(item) = current.and_then(|i| items.at(i).map(|item| (i, item))) else {
+            continue;
+        };
+        with_seg(path, Seg::Index(item.0), |p| item.1.__flush(child, p, out))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

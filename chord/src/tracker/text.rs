@@ -2,10 +2,10 @@
 //! falls back to a baseline diffed at flush.
 
 use crate::op::Op;
-use crate::path::{NonEmptyPath, Path};
 use crate::tracker::edit::TextEdit;
 use crate::tracker::node::{flush_assigned, Node, State};
 use crate::tracker::Out;
+use crate::tracker::Trail;
 
 /// The text state of `node`, started if the node is clean. `None` when an ancestor's or this
 /// node's assignment already covers the string.
@@ -81,7 +81,7 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
 }
 
 /// Emits the ops for a string at `path`.
-pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Out<'_>) {
+pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>) {
     match &node.state {
         State::Clean => {}
         State::Assigned(before) => {
@@ -106,7 +106,7 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Out<'_>) 
                     dropped,
                     tail_start,
                 } => {
-                    let Ok(p) = NonEmptyPath::try_from(path.clone()) else {
+                    let Some(p) = path.non_empty() else {
                         return;
                     };
                     let mut window = Vec::with_capacity(2);
@@ -117,7 +117,7 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Path, out: &mut Out<'_>) 
                     out.extend(crate::diff::smaller_than_set(&p, current, window));
                 }
                 TextEdit::Baseline(before) => {
-                    if let Ok(p) = NonEmptyPath::try_from(path.clone()) {
+                    if let Some(p) = path.non_empty() {
                         out.with_ops(|out| crate::diff::diff_string(&p, before, current, out));
                     }
                 }

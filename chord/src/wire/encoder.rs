@@ -3,7 +3,7 @@
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 use crate::op::{serialize_op, Op, OpPath};
-use crate::path::Path;
+use crate::path::{Path, Seg};
 use crate::wire::op::{PathRef, WireOp};
 use std::cell::Cell;
 
@@ -131,7 +131,7 @@ impl Encoder {
         &mut self,
         out: &mut Vec<u8>,
         verb: char,
-        path: &Path,
+        path: &[Seg],
         cached: Option<&Cell<Cached>>,
     ) {
         if let Some(cell) = cached {

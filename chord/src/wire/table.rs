@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
-use crate::path::{Path, Seg};
+use crate::path::Seg;
 use crate::wire::{MAX_IDS, MAX_ID_PATH_UNITS};
 
 /// Slots of the seen-once array at most (a power of two): 32 KiB.
@@ -260,7 +260,7 @@ impl Table {
     }
 
     /// Decides how the next op of the batch names `path`, updating the table.
-    pub(crate) fn form(&mut self, path: &Path) -> Form {
+    pub(crate) fn form(&mut self, path: &[Seg]) -> Form {
         self.key.clear();
         write_path(&mut self.key, path);
         let same = match self.prev {
@@ -292,7 +292,7 @@ impl Table {
     }
 
     /// The form of a path without an id: inline the first time, defined the second.
-    fn first_sights(&mut self, path: &Path, hash: u64) -> Form {
+    fn first_sights(&mut self, path: &[Seg], hash: u64) -> Form {
         let slot = hash as usize & (self.seen.len() - 1);
         if self.seen[slot] != hash {
             self.seen_writes += 1;
@@ -314,7 +314,7 @@ impl Table {
     /// The form of `path` through an id remembered from an earlier batch: `Some(form)` (the
     /// id or, after an op on the same path, omission) when `cached` is this table's and the id
     /// still names `path` (trusted, or checked); `None` otherwise (ask [`form`](Table::form)).
-    pub(crate) fn form_cached(&mut self, cached: Cached, path: &Path) -> Option<Form> {
+    pub(crate) fn form_cached(&mut self, cached: Cached, path: &[Seg]) -> Option<Form> {
         let id = cached.id as usize;
         let trusted = cached.trusted && cached.epoch == self.epoch;
         if cached.uid != self.uid
@@ -399,7 +399,7 @@ fn hash_of(hasher: &FixedState, key: &[u8]) -> u64 {
 
 /// Whether `path` may get an id: its keys hold at most [`MAX_ID_PATH_UNITS`] UTF-16 code units
 /// in all (the decoder refuses a definition beyond that, so both ends agree).
-pub(crate) fn internable(path: &Path) -> bool {
+pub(crate) fn internable(path: &[Seg]) -> bool {
     let mut units = 0;
     for seg in path.iter() {
         if let Seg::Key(k) = seg {
@@ -415,7 +415,7 @@ pub(crate) fn internable(path: &Path) -> bool {
 /// Whether `json` is exactly what [`write_path`] writes for `path`, compared without writing.
 /// A key that JSON escapes answers `false` (a miss, never a wrong match: written verbatim
 /// it could spell another path).
-pub(crate) fn path_is(path: &Path, json: &[u8]) -> bool {
+pub(crate) fn path_is(path: &[Seg], json: &[u8]) -> bool {
     let Some(mut rest) = json.strip_prefix(b"[") else {
         return false;
     };
@@ -454,7 +454,7 @@ pub(crate) fn path_is(path: &Path, json: &[u8]) -> bool {
 }
 
 /// Writes `path` as JSON, exactly as serde_json writes it.
-pub(crate) fn write_path(out: &mut Vec<u8>, path: &Path) {
+pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
     out.push(b'[');
     for (i, seg) in path.iter().enumerate() {
         if i > 0 {
@@ -491,6 +491,7 @@ pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
 mod tests {
     use super::*;
     use crate::path;
+    use crate::path::Path;
 
     fn p(segs: Path) -> Path {
         segs

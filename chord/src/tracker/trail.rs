@@ -1,0 +1,59 @@
+//! Where a flush walk is: the segments from the root to the node being flushed.
+
+use std::ops::Deref;
+
+use crate::path::{NonEmptyPath, Path, Seg};
+
+/// The path of the location a flush walk is at, extended and shortened as the walk goes
+/// down and up. Unlike [`Path`], whose segments are shared behind a reference count (so
+/// that every push checks, atomically, whether they are shared), a trail owns its segments:
+/// a step down is a plain push. An op or an error that needs the path takes a [`Path`] of it
+/// ([`to_path`](Trail::to_path)). Not a public API (the derive's generated code passes it
+/// on).
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct Trail(Vec<Seg>);
+
+impl Trail {
+    /// An empty trail (the root) with room for `segments` segments.
+    pub(crate) fn with_capacity(segments: usize) -> Trail {
+        Trail(Vec::with_capacity(segments))
+    }
+
+    /// A trail of these segments.
+    pub(crate) fn of(segments: Vec<Seg>) -> Trail {
+        Trail(segments)
+    }
+
+    /// One step down.
+    pub(crate) fn push(&mut self, seg: Seg) {
+        self.0.push(seg);
+    }
+
+    /// One step up.
+    pub(crate) fn pop(&mut self) {
+        self.0.pop();
+    }
+
+    /// Back to the root (after an error, which may leave segments pushed).
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The path of the location.
+    pub(crate) fn to_path(&self) -> Path {
+        Path::from(self.0.clone())
+    }
+
+    /// The path of the location, unless it is the root.
+    pub(crate) fn non_empty(&self) -> Option<NonEmptyPath> {
+        NonEmptyPath::try_from(self.to_path()).ok()
+    }
+}
+
+impl Deref for Trail {
+    type Target = [Seg];
+    fn deref(&self) -> &[Seg] {
+        &self.0
+    }
+}
