@@ -73,6 +73,10 @@ pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, path: &[Seg]) -> Result<
     serde_json::to_value(value).map_err(|e| fail(e.to_string()))
 }
 
+/// Room [`Tracker::flush_into`] makes in its buffer before writing: a streaming append's
+/// batch (`[["a",3,"token"]]`) fits.
+const MIN_BATCH_BYTES: usize = 64;
+
 /// Starts tracking `value`. The first [`flush`](Tracker::flush) is always a base batch
 /// (`[["r", value]]`), carrying any mutations made before it.
 ///
@@ -309,6 +313,9 @@ impl<T: Tracked> Tracker<T> {
     /// ```
     pub fn flush_into(&mut self, encoder: &mut Encoder, out: &mut Vec<u8>) -> Result<usize> {
         let start = out.len();
+        // One allocation for a small batch in a fresh buffer, not one per doubling from 8
+        // bytes (a no-op on a buffer reused across flushes).
+        out.reserve(MIN_BATCH_BYTES);
         let written = if self.base {
             out.extend_from_slice(b"[[\"r\",");
             out::write_checked(out, &self.value, Path::root)

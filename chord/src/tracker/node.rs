@@ -71,9 +71,18 @@ impl Children {
                 .collect();
             self.index = Some(index);
         }
-        match &self.index {
-            Some(index) => index.get(key).copied(),
-            None => self.list.iter().position(|(k, _)| k == key),
+        match (&self.index, key) {
+            (Some(index), _) => index.get(key).copied(),
+            // (Compared by variant first: no string comparison for an element or a field.)
+            (None, Key::Index(i)) => self
+                .list
+                .iter()
+                .position(|(k, _)| matches!(k, Key::Index(j) if j == i)),
+            (None, Key::Field(i)) => self
+                .list
+                .iter()
+                .position(|(k, _)| matches!(k, Key::Field(j) if j == i)),
+            (None, Key::Name(_)) => self.list.iter().position(|(k, _)| k == key),
         }
     }
 
@@ -183,6 +192,7 @@ impl Node {
 
     /// The field nodes of a struct (or enum variant) with `count` fields, created once and
     /// kept across flushes.
+    #[inline]
     pub(crate) fn fields(&mut self, count: usize) -> &mut [(Key, Node)] {
         self.touched = true;
         let c = &mut self.children;
@@ -208,18 +218,27 @@ impl Node {
     /// reply streams, keeps its node and the path id cached on it. A later splice here
     /// distrusts those ids (see [`record_splice`](crate::tracker::seq::record_splice)).
     pub(crate) fn reset(&mut self) {
-        let touched = std::mem::replace(&mut self.touched, false);
-        let keep = self.children.fields
-            || (matches!(self.state, State::Clean) && self.children.list.len() <= SPARE);
-        self.state = State::Clean;
         self.present = None;
         self.variant = None;
+        let touched = std::mem::replace(&mut self.touched, false);
+        let keep = if matches!(self.state, State::Clean) {
+            self.children.fields || self.children.list.len() <= SPARE
+        } else {
+            self.state = State::Clean;
+            self.children.fields
+        };
         if !keep {
             self.children.clear();
         } else if touched {
             // (Untouched, the children were reset already: nothing reached them since.)
             for (_, child) in &mut self.children.list {
-                child.reset();
+                if child.touched
+                    || !matches!(child.state, State::Clean)
+                    || child.present.is_some()
+                    || child.variant.is_some()
+                {
+                    child.reset();
+                }
             }
         }
     }

@@ -26,11 +26,13 @@ impl Trail {
     }
 
     /// One step down.
+    #[inline]
     pub(crate) fn push(&mut self, seg: Seg) {
         self.0.push(seg);
     }
 
     /// One step up.
+    #[inline]
     pub(crate) fn pop(&mut self) {
         self.0.pop();
     }

@@ -174,8 +174,10 @@ fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
 
 /// An op's opening: `["v"` and its path as `form` says (`key` is the path's JSON).
 fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
+    out.reserve(8);
     separate(out);
-    out.extend_from_slice(b"[\"");
+    out.push(b'[');
+    out.push(b'"');
     out.push(verb as u8);
     out.push(b'"');
     match form {

@@ -470,21 +470,51 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
 
 /// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    let plain = s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-    if plain {
-        out.reserve(s.len() + 2);
+    let bytes = s.as_bytes();
+    let plain = |b: u8| b >= 0x20 && b != b'"' && b != b'\\';
+    if bytes.len() <= SHORT_STR {
+        // A token: checked and copied in one pass, byte by byte (cheaper than a `memcpy`
+        // call at this length).
+        let start = out.len();
+        out.reserve(bytes.len() + 2);
         out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
+        for &b in bytes {
+            if !plain(b) {
+                out.truncate(start);
+                return write_escaped(out, s);
+            }
+            out.push(b);
+        }
+        out.push(b'"');
+    } else if bytes.iter().all(|&b| plain(b)) {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
         out.push(b'"');
     } else {
-        // Writing into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
+        write_escaped(out, s);
     }
+}
+
+/// Strings up to this many bytes are written by [`write_str`] byte by byte.
+const SHORT_STR: usize = 24;
+
+/// A string that needs escapes, as serde_json escapes it.
+fn write_escaped(out: &mut Vec<u8>, s: &str) {
+    // Writing into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// Writes an unsigned integer in decimal.
 pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    match n {
+        0..10 => out.push(b'0' + n as u8),
+        10..100 => {
+            out.push(b'0' + (n / 10) as u8);
+            out.push(b'0' + (n % 10) as u8);
+        }
+        _ => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+    }
 }
 
 #[cfg(test)]
