@@ -10,6 +10,7 @@ use axum::Router;
 use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter, Store};
 use chord::streams::{Log, Retention, Streams, BASE_OFFSET_HEADER};
 use chord::{apply, is_base, path, Decoder, Op};
+use http_body::Frame;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
@@ -295,6 +296,82 @@ event: control
 "##;
     assert!(text.starts_with(expected), "{text}");
     assert!(text.ends_with("\"upToDate\":true}\n\n"), "{text}");
+}
+
+#[tokio::test]
+async fn a_coalescing_window_sends_the_batches_appended_within_it_in_one_data_event() {
+    let mut f = Fixture::new(Retention::default(), 100);
+    f.base();
+    let app = Streams::new(&f.log)
+        .coalesce(Duration::from_secs(2))
+        .router();
+    let request = Request::get("/streams/lanes/main?offset=-1&live=sse")
+        .body(Body::empty())
+        .unwrap();
+    let response = tower_service::Service::call(&mut app.clone(), request)
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let data = |frame: Frame<axum::body::Bytes>| {
+        String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
+    };
+    // The base goes at once: nothing was sent before it.
+    let first = data(body.frame().await.unwrap().unwrap());
+    assert!(first.starts_with("event: data\ndata: [[[\"r\""), "{first}");
+
+    // A batch within the window is held (without a window it would come at once)...
+    f.push("a");
+    let held = tokio::time::timeout(Duration::from_millis(100), body.frame()).await;
+    assert!(held.is_err(), "sent within the window: {held:?}");
+    // ... and goes with the ones appended after it, in one data event, when the window ends.
+    f.push("b");
+    f.push("c");
+    let second = data(body.frame().await.unwrap().unwrap());
+    let events: Vec<&str> = second.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(events.len(), 2, "one data and one control event: {second}");
+    assert!(events[1].ends_with("\"upToDate\":true}"), "{second}");
+
+    let batches = |event: &str| -> Vec<String> {
+        let json = event.strip_prefix("event: data\ndata: ").unwrap();
+        let v: Vec<Value> = serde_json::from_str(json).unwrap();
+        v.iter().map(Value::to_string).collect()
+    };
+    assert_eq!(batches(events[0]).len(), 3, "{second}");
+    let mut decoder = Decoder::new();
+    let mut value = None;
+    apply_all(
+        &mut decoder,
+        &mut value,
+        &batches(first.split("\n\n").next().unwrap()),
+    );
+    apply_all(&mut decoder, &mut value, &batches(events[0]));
+    assert_eq!(value, Some(f.value()));
+}
+
+#[tokio::test]
+async fn an_idle_sse_response_sends_keep_alive_comments_between_events() {
+    let mut f = Fixture::new(Retention::default(), 100);
+    f.base();
+    let app = Streams::new(&f.log)
+        .keep_alive(Duration::from_millis(50))
+        .router();
+    let request = Request::get("/streams/lanes/main?offset=-1&live=sse")
+        .body(Body::empty())
+        .unwrap();
+    let response = tower_service::Service::call(&mut app.clone(), request)
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let mut next = async || {
+        let frame = body.frame().await.unwrap().unwrap();
+        String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
+    };
+    assert!(next().await.starts_with("event: data\n"));
+    assert_eq!(next().await, ": keep-alive\n\n");
+    f.push("a");
+    assert!(next().await.starts_with("event: data\ndata: [[[\"a\""));
+    assert_eq!(next().await, ": keep-alive\n\n");
+    assert_eq!(next().await, ": keep-alive\n\n");
 }
 
 #[tokio::test]
