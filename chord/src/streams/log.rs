@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use super::tail::{Bounds, Tail};
-use super::Retention;
+use super::{Compaction, Retention};
 use crate::store::{
-    Address, CheckedBatch, Error, LiveSource, LiveTail, Page, ReadOptions, Record, Result, Store,
-    BASE,
+    Address, CheckedBatch, Compacted, Error, LiveSource, LiveTail, Page, ReadOptions, Record,
+    Result, Store, BASE,
 };
 
 /// The default [`Builder::tail_records`].
@@ -108,6 +108,7 @@ pub(crate) struct Shared<S> {
     /// The store's live source: `Some` for a store other processes write to.
     live: Option<Arc<dyn LiveSource>>,
     follow_idle: Duration,
+    compaction: Compaction,
     /// This log, for the followers it starts (which must not keep it alive).
     me: Weak<Shared<S>>,
 }
@@ -120,6 +121,11 @@ struct Index {
     own: HashSet<Address>,
     /// The running followers (shared stores only).
     followers: HashMap<Address, Following>,
+    /// Per address, the base records appended since its last compaction (see
+    /// [`Compaction`]); none yet: due at the first.
+    bases_since: HashMap<Address, usize>,
+    /// Why the last automatic compaction failed, when it did.
+    compaction_failure: Option<String>,
 }
 
 /// A running follower, as the log sees it.
@@ -153,6 +159,7 @@ pub(crate) struct Want {
 pub struct Builder {
     bounds: Bounds,
     follow_idle: Duration,
+    compaction: Compaction,
 }
 
 impl Default for Builder {
@@ -164,6 +171,7 @@ impl Default for Builder {
                 bases: Retention::default().bases(),
             },
             follow_idle: DEFAULT_FOLLOW_IDLE,
+            compaction: Compaction::default(),
         }
     }
 }
@@ -202,6 +210,13 @@ impl Builder {
         self
     }
 
+    /// When the records the retention no longer serves are removed from the store
+    /// ([`Compaction::default`] when not set).
+    pub fn compaction(mut self, compaction: Compaction) -> Builder {
+        self.compaction = compaction;
+        self
+    }
+
     /// The log over `store`.
     pub fn build<S: Store>(self, store: S) -> Log<S> {
         let live = store.live_source();
@@ -212,6 +227,7 @@ impl Builder {
                 bounds: self.bounds,
                 live,
                 follow_idle: self.follow_idle,
+                compaction: self.compaction,
                 me: me.clone(),
             }),
         }
@@ -231,6 +247,22 @@ impl<S: Store> Log<S> {
     /// Runs `f` with the store, locked (appends wait meanwhile).
     pub fn with_store<T>(&self, f: impl FnOnce(&mut S) -> T) -> T {
         f(&mut lock(&self.shared.store))
+    }
+
+    /// Compacts `address` to the log's retention now ([`Store::compact`]), whatever the
+    /// [`Compaction`] policy.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::compact`].
+    pub fn compact(&self, address: &Address) -> Result<Compacted> {
+        self.shared.compact(&mut lock(&self.shared.store), address)
+    }
+
+    /// Why the last automatic compaction failed (see [`Compaction`]), when it did; cleared by
+    /// the next one that succeeds.
+    pub fn compaction_failure(&self) -> Option<String> {
+        lock(&self.shared.index).compaction_failure.clone()
     }
 }
 
@@ -383,14 +415,22 @@ impl<S: Store + Send + 'static> Shared<S> {
     }
 
     /// `after`'s records from the store, oldest first, at most `max_bytes` of them (at least
-    /// one); blocking.
+    /// one); blocking. `None` when `after` lies in a compacted range (no record of the address
+    /// at or before it is left): the records past it would not follow it, so the reader is
+    /// gone (`410`), never handed a gap.
     pub(crate) fn read(
         &self,
         address: &Address,
         after: u64,
         max_bytes: usize,
-    ) -> Result<Vec<Record>> {
+    ) -> Result<Option<Vec<Record>>> {
         let store = lock(&self.store);
+        if after > 0 {
+            let at_or_before = ReadOptions::desc().cursor(after.checked_add(1)).limit(1);
+            if store.read_list(address, &at_or_before)?.records.is_empty() {
+                return Ok(None);
+            }
+        }
         let mut out = Vec::new();
         let mut bytes = 0;
         let mut cursor = Some(after);
@@ -398,14 +438,14 @@ impl<S: Store + Send + 'static> Shared<S> {
             let page = store.read_list(address, &ReadOptions::asc().cursor(cursor).limit(64))?;
             for record in page.records {
                 if !out.is_empty() && bytes + record.batch.len() > max_bytes {
-                    return Ok(out);
+                    return Ok(Some(out));
                 }
                 bytes += record.batch.len();
                 out.push(record);
             }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
-                None => return Ok(out),
+                None => return Ok(Some(out)),
             }
         }
     }
@@ -457,10 +497,44 @@ impl<S: Store> Shared<S> {
             }
             index.own.insert(address.clone());
         }
+        let base = batch.tag() == Some(BASE);
         if let Some(tail) = index.tails.get(address) {
-            tail.push(seq, batch.tag() == Some(BASE), batch.text());
+            tail.push(seq, base, batch.text());
+        }
+        let due = base && self.compaction_due(&mut index, address);
+        if due {
+            // The tail's floor already moved past what goes (its readers get 410); the
+            // cache readers need not wait for the store.
+            drop(index);
+            let done = self.compact(&mut store, address);
+            let mut index = lock(&self.index);
+            match done {
+                Ok(_) => {
+                    index.bases_since.insert(address.clone(), 0);
+                    index.compaction_failure = None;
+                }
+                Err(e) => index.compaction_failure = Some(format!("compacting {address}: {e}")),
+            }
         }
         Ok(seq)
+    }
+
+    /// Counts a base record appended to `address`: whether the address is due for compaction.
+    fn compaction_due(&self, index: &mut Index, address: &Address) -> bool {
+        let Some(every) = self.compaction.every() else {
+            return false;
+        };
+        let since = index
+            .bases_since
+            .entry(address.clone())
+            .or_insert(every - 1);
+        *since += 1;
+        *since >= every
+    }
+
+    /// Compacts `address` to the retention.
+    fn compact(&self, store: &mut S, address: &Address) -> Result<Compacted> {
+        store.compact(address, self.bounds.bases)
     }
 }
 
@@ -554,6 +628,10 @@ impl<S: Store> Store for Log<S> {
         lock(&self.shared.store).durable_seq()
     }
 
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        lock(&self.shared.store).compact(address, keep_bases)
+    }
+
     fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
         self.shared.live.clone()
     }
@@ -564,7 +642,7 @@ pub(crate) trait Source: Send + Sync {
     /// See [`Shared::tail`].
     fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>>;
     /// See [`Shared::read`].
-    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Vec<Record>>;
+    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>>;
     /// Checks and appends one batch from outside the process (the protocol's write side).
     fn append(&self, address: &Address, batch: &str) -> Result<u64>;
 }
@@ -573,7 +651,7 @@ impl<S: Store + Send + 'static> Source for Shared<S> {
     fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>> {
         Shared::tail(self, address, want)
     }
-    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Vec<Record>> {
+    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>> {
         Shared::read(self, address, after, max_bytes)
     }
     fn append(&self, address: &Address, batch: &str) -> Result<u64> {
@@ -654,6 +732,9 @@ mod tests {
         }
         fn durable_seq(&self) -> Option<u64> {
             lock(&self.0.store).durable_seq()
+        }
+        fn compact(&mut self, address: &Address, keep: usize) -> Result<Compacted> {
+            lock(&self.0.store).compact(address, keep)
         }
         fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
             Some(Arc::new(self.clone()))
