@@ -415,9 +415,11 @@ impl<S: Store + Send + 'static> Shared<S> {
     }
 
     /// `after`'s records from the store, oldest first, at most `max_bytes` of them (at least
-    /// one); blocking. `None` when `after` lies in a compacted range (no record of the address
-    /// at or before it is left): the records past it would not follow it, so the reader is
-    /// gone (`410`), never handed a gap.
+    /// one); blocking. `None` when `after` is gone: before the tail's floor (which may have
+    /// moved, and the store been compacted, since the caller looked at the cache), or in a
+    /// range compacted by other means (no record of the address at or before it is left,
+    /// and it is not the floor itself, the seq just before the oldest kept base): the records
+    /// past it would not follow it, so the reader gets `410`, never a gap.
     pub(crate) fn read(
         &self,
         address: &Address,
@@ -425,7 +427,14 @@ impl<S: Store + Send + 'static> Shared<S> {
         max_bytes: usize,
     ) -> Result<Option<Vec<Record>>> {
         let store = lock(&self.store);
-        if after > 0 {
+        let floor = lock(&self.index)
+            .tails
+            .get(address)
+            .map(|tail| tail.position().floor);
+        if floor.is_some_and(|floor| after < floor) {
+            return Ok(None);
+        }
+        if after > 0 && floor != Some(after) {
             let at_or_before = ReadOptions::desc().cursor(after.checked_add(1)).limit(1);
             if store.read_list(address, &at_or_before)?.records.is_empty() {
                 return Ok(None);
