@@ -657,3 +657,57 @@ proptest! {
         run_steps(&SQLITE, &steps, Durability::EveryAppend);
     }
 }
+
+/// The figures in the report: a JSONL log of about 100 MB compacted. Run with
+/// `cargo test --release -p chord-delta --test store_compact -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement (about 100 MB of disk), not a check"]
+fn measure_jsonl_compaction_of_a_100_mb_log() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let filler = "x".repeat(1000);
+    for addresses in [1usize, 8] {
+        let path = dir.path().join(format!("log-{addresses}.jsonl"));
+        let mut store = JsonlStore::open(&path, LAZY).unwrap();
+        let lanes: Vec<Address> = (0..addresses)
+            .map(|i| Address::new("lanes", format!("k{i}")))
+            .collect();
+        // 100,000 records of about 1 KB, a base every 100 per address.
+        let started = Instant::now();
+        for i in 0..100_000usize {
+            let lane = &lanes[i % addresses];
+            let n = i / addresses;
+            if n % 100 == 0 {
+                let batch = format!(r#"[["r",{{"n":{n},"f":"{filler}"}}]]"#);
+                store.append(lane, &batch, Some(BASE)).unwrap();
+            } else {
+                let batch = format!(r#"[["s",["f"],"{filler}{n}"]]"#);
+                store.append(lane, &batch, None).unwrap();
+            }
+        }
+        store.sync().unwrap();
+        let appended = started.elapsed();
+        let before = std::fs::metadata(&path).unwrap().len();
+        let state = recover(&store, &lanes[0]).unwrap();
+        let started = Instant::now();
+        let done = store.compact(&lanes[0], 4).unwrap();
+        let took = started.elapsed();
+        let after = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(recover(&store, &lanes[0]).unwrap(), state);
+        let started = Instant::now();
+        let again = store.compact(&lanes[0], 4).unwrap();
+        let noop = started.elapsed();
+        assert_eq!(again.removed, 0);
+        drop(store);
+        let started = Instant::now();
+        let reopened = JsonlStore::open_read_only(&path).unwrap();
+        let reopen = started.elapsed();
+        println!(
+            "{addresses} address(es): appended 100000 records in {appended:.2?}; file {before} B; \
+             compact(k0, 4) removed {} records in {took:.2?}; file {after} B; nothing to \
+             remove: {noop:.2?}; reopen (verify) {reopen:.2?}, {} records",
+            done.removed,
+            reopened.len()
+        );
+    }
+}

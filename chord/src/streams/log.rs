@@ -907,4 +907,103 @@ mod tests {
             super::super::tail::Found::Gone
         ));
     }
+
+    /// The seqs `store` holds for `a`.
+    fn stored<S: Store>(store: &S, a: &Address) -> Vec<u64> {
+        let page = store.read_list(a, &ReadOptions::asc().limit(1000)).unwrap();
+        page.records.iter().map(|r| r.seq).collect()
+    }
+
+    #[test]
+    fn the_log_compacts_at_the_first_base_then_every_nth() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+        let log = Builder::new()
+            .retention(Retention::Bases(1))
+            .compaction(Compaction::EveryBases(2))
+            .build(store);
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        let b = Address::new("lanes", "other");
+        let base = |n: u64| format!(r#"[["r",{{"n":{n}}}]]"#);
+        writer.append(&a, &base(0), Some(BASE)).unwrap(); // 1: the first: compacts (nothing)
+        writer.append(&a, &set(1), None).unwrap(); // 2
+        writer.append(&b, &base(0), Some(BASE)).unwrap(); // 3: b's first
+        writer.append(&a, &base(2), Some(BASE)).unwrap(); // 4: 1 since: not yet
+        writer.append(&a, &set(3), None).unwrap(); // 5
+        assert_eq!(stored(&log, &a), [1, 2, 4, 5]);
+        writer.append(&a, &base(4), Some(BASE)).unwrap(); // 6: 2 since: keeps 1 base
+        assert_eq!(stored(&log, &a), [6]);
+        assert_eq!(stored(&log, &b), [3], "another address is not compacted");
+        writer.append(&a, &set(5), None).unwrap(); // 7
+        writer.append(&a, &base(6), Some(BASE)).unwrap(); // 8
+        assert_eq!(stored(&log, &a), [6, 7, 8]);
+        assert_eq!(log.compaction_failure(), None);
+        // By hand, whatever the policy.
+        let done = log.compact(&a).unwrap();
+        assert_eq!((done.removed, done.oldest_kept), (2, Some(8)));
+        assert_eq!(stored(&log, &a), [8]);
+    }
+
+    #[test]
+    fn compaction_off_keeps_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+        let log = Builder::new()
+            .retention(Retention::Bases(1))
+            .compaction(Compaction::Off)
+            .build(store);
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        for n in 0..5 {
+            writer
+                .append(&a, &format!(r#"[["r",{{"n":{n}}}]]"#), Some(BASE))
+                .unwrap();
+        }
+        assert_eq!(stored(&log, &a), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_failed_compaction_fails_no_append_and_is_told() {
+        let db = Db::new();
+        let log = Builder::new()
+            .retention(Retention::Bases(1))
+            .compaction(Compaction::EveryBases(1))
+            .build(Failing(db));
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        writer.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        writer.append(&a, r#"[["r",{"n":1}]]"#, Some(BASE)).unwrap();
+        let failure = log.compaction_failure().expect("told");
+        assert!(failure.contains("lanes/main"), "{failure}");
+        assert_eq!(stored(&log, &a).len(), 2);
+    }
+
+    /// A store whose compaction always fails.
+    struct Failing(Db);
+
+    impl Store for Failing {
+        fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+            self.0.append_checked(address, batch)
+        }
+        fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+            self.0.read_list(address, options)
+        }
+        fn addresses(&self) -> Result<Vec<Address>> {
+            self.0.addresses()
+        }
+        fn sync(&mut self) -> Result<Option<u64>> {
+            self.0.sync()
+        }
+        fn durable_seq(&self) -> Option<u64> {
+            self.0.durable_seq()
+        }
+        fn compact(&mut self, address: &Address, _: usize) -> Result<Compacted> {
+            Err(Error::KeepsNoBase {
+                address: address.clone(),
+            })
+        }
+    }
 }
