@@ -349,10 +349,10 @@ pub trait Store {
     ///
     /// Compaction first makes every appended record durable (as [`sync`](Store::sync) does),
     /// and the removal is durable when it returns: a crash at any point leaves the records as
-    /// they were before or as they are after, never anything else. Recovery
-    /// ([`recover`](crate::store::recover)) reads back to the last base, which is always kept,
-    /// so it gives the same state after as before. A read of the removed range finds nothing:
-    /// the list starts at the oldest kept base.
+    /// they were before or as they are after, never anything else. Recovery ([`recover`])
+    /// reads back to the last base, which is always kept, so it gives the same state after as
+    /// before. A read of the removed range finds nothing: the list starts at the oldest kept
+    /// base.
     ///
     /// Cost: [`JsonlStore`] rewrites its file (every address's lines, `O(file size)`) unless
     /// there is nothing to remove; the databases delete the removed rows in one transaction.
