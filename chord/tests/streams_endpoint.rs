@@ -356,6 +356,101 @@ async fn a_reader_in_a_range_compacted_behind_the_cache_gets_gone_not_a_gap() {
     assert_eq!(ok.batches().len(), 2);
 }
 
+/// Over any backend: the log compacts on its retention, the route answers 410 in the
+/// compacted range and serves the rest, the state as written.
+fn compacted_route_serves_the_rest<S: Store + Send + 'static>(store: S) {
+    let log = Builder::new()
+        .retention(Retention::Bases(2))
+        .tail_records(2)
+        .compaction(Compaction::EveryBases(1))
+        .build(store);
+    let mut writer = log.clone();
+    let lane = Address::new("lanes", "main");
+    let mut seqs = Vec::new();
+    for (i, base) in [true, false, false, true, false, true, false]
+        .into_iter()
+        .enumerate()
+    {
+        let seq = if base {
+            writer.append(
+                &lane,
+                &format!(r#"[["r",{{"n":{i}}}]]"#),
+                Some(chord::store::BASE),
+            )
+        } else {
+            writer.append(&lane, &format!(r#"[["s",["n"],{i}]]"#), None)
+        };
+        seqs.push(seq.unwrap());
+    }
+    let page = log
+        .read_list(&lane, &chord::store::ReadOptions::asc())
+        .unwrap();
+    let stored: Vec<u64> = page.records.iter().map(|r| r.seq).collect();
+    assert_eq!(stored, seqs[3..], "from the second newest base on");
+    assert_eq!(log.compaction_failure(), None);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let app = Streams::new(&log).router();
+        let offset = |seq: u64| chord::streams::Offset::from_seq(seq).to_string();
+        for gone in [seqs[0], seqs[1]] {
+            let reply = get(
+                &app,
+                &format!("/streams/lanes/main?offset={}", offset(gone)),
+            )
+            .await;
+            assert_eq!(reply.status, StatusCode::GONE, "offset {gone}");
+        }
+        let all = get(&app, "/streams/lanes/main?offset=-1").await;
+        assert_eq!(all.status, StatusCode::OK);
+        let batches = all.batches();
+        assert_eq!(batches.len(), 4);
+        let (mut decoder, mut value) = (Decoder::new(), None);
+        apply_all(&mut decoder, &mut value, &batches);
+        assert_eq!(value, Some(json!({"n": 6})));
+        let resumed = get(
+            &app,
+            &format!("/streams/lanes/main?offset={}", offset(seqs[3])),
+        )
+        .await;
+        assert_eq!(resumed.status, StatusCode::OK);
+        assert_eq!(resumed.batches(), batches[1..]);
+    });
+}
+
+#[test]
+fn compacted_route_over_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.jsonl");
+    compacted_route_serves_the_rest(JsonlStore::open(path, Durability::EveryAppend).unwrap());
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn compacted_route_over_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let store = chord::store::SqliteStore::open(path, Durability::EveryAppend).unwrap();
+    compacted_route_serves_the_rest(store);
+}
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
+#[test]
+fn compacted_route_over_postgres() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::fresh_url("compactroute");
+    let store = chord::store::PostgresStore::open(&url, Durability::EveryAppend).unwrap();
+    compacted_route_serves_the_rest(store);
+}
+
 #[tokio::test]
 async fn long_poll_waits_for_the_next_record_or_answers_204() {
     let mut f = Fixture::new(Retention::default(), 100);
