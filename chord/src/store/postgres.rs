@@ -401,7 +401,12 @@ impl Store for PostgresStore {
     /// Writes what waits, then, holding the address (as an append would, [`claim`]
     /// without waiting), deletes the removed rows and unlinks the oldest kept record from
     /// them (its `prev` becomes 0, its checksum recomputed) in one transaction: a reader on
-    /// any node sees the records as before or as after. `O(removed rows)`.
+    /// any node sees the records as before or as after. `O(removed rows)`; the space is
+    /// reclaimed by the server's (auto)vacuum.
+    ///
+    /// A live [`Tail`] on another node whose cursor lies in the removed range (a follower
+    /// further behind than the retention) reads on from the oldest kept record: the gap ends
+    /// at a base batch, so what it hands out still recovers the same state.
     ///
     /// [`claim`]: PostgresStore::claim
     fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {

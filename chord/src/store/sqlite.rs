@@ -882,7 +882,8 @@ impl Store for SqliteStore {
     /// Deletes the removed rows and unlinks the oldest kept record from them (its `prev`
     /// becomes 0, its checksum recomputed, as for an address's first record), in one
     /// synchronous transaction, after committing what waits. `O(removed rows)`, plus a scan
-    /// of the address's newest records down to the oldest kept base.
+    /// of the address's newest records down to the oldest kept base. The file does not
+    /// shrink: SQLite reuses the freed pages for later appends (`VACUUM` gives them back).
     fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
         if keep_bases == 0 {
             return Err(Error::KeepsNoBase {
