@@ -711,3 +711,45 @@ fn measure_jsonl_compaction_of_a_100_mb_log() {
         );
     }
 }
+
+/// The SQLite figures in the report: 100,000 records of about 1 KB, one address, a base every
+/// 100, compacted to the last 4 bases. Run with `cargo test --release -p chord-delta
+/// --features sqlite --test store_compact -- --ignored --nocapture`.
+#[cfg(feature = "sqlite")]
+#[test]
+#[ignore = "a measurement (about 100 MB of disk), not a check"]
+fn measure_sqlite_compaction_of_100000_records() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let mut store = chord::store::SqliteStore::open(&path, LAZY).unwrap();
+    let lane = Address::new("lanes", "k0");
+    let filler = "x".repeat(1000);
+    for n in 0..100_000usize {
+        if n % 100 == 0 {
+            let batch = format!(r#"[["r",{{"n":{n},"f":"{filler}"}}]]"#);
+            store.append(&lane, &batch, Some(BASE)).unwrap();
+        } else {
+            let batch = format!(r#"[["s",["f"],"{filler}{n}"]]"#);
+            store.append(&lane, &batch, None).unwrap();
+        }
+    }
+    store.sync().unwrap();
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let wal = dir.path().join("log.db-wal");
+    let before = (size(&path), size(&wal));
+    let state = recover(&store, &lane).unwrap();
+    let started = Instant::now();
+    let done = store.compact(&lane, 4).unwrap();
+    let took = started.elapsed();
+    assert_eq!(recover(&store, &lane).unwrap(), state);
+    let started = Instant::now();
+    store.compact(&lane, 4).unwrap();
+    let noop = started.elapsed();
+    println!(
+        "sqlite: compact(k0, 4) removed {} records in {took:.2?} (db, wal before: {before:?} B; \
+         after: {:?} B); nothing to remove: {noop:.2?}",
+        done.removed,
+        (size(&path), size(&wal))
+    );
+}

@@ -37,7 +37,9 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// Cost: an append takes the store's lock (as the store's own append would need `&mut`),
 /// then pushes one shared entry to the address's cache and wakes its readers. Memory per
 /// address read: at most [`tail_records`](Builder::tail_records) records and
-/// [`tail_bytes`](Builder::tail_bytes) bytes.
+/// [`tail_bytes`](Builder::tail_bytes) bytes. An append of a base record may also compact its
+/// address to the retention, as the [`Compaction`] policy says ([`Builder::compaction`]): for
+/// a `JsonlStore`, a rewrite of the file while the store's lock is held.
 ///
 /// # A store shared by several nodes
 ///
