@@ -8,6 +8,11 @@
 //! Every state is a pure function of its index `i`, so the parent can check a recovered value
 //! byte for byte. SIGKILL cannot undo a write already handed to the operating system, so the
 //! recovered state may be newer than the last acknowledgment, never older.
+//!
+//! With `CHORD_CRASH_COMPACT` set, the writer also compacts the log to its last two bases
+//! after each base it appends (`Store::compact`: a rewrite of the file and a rename), so the
+//! kills land in compactions too: the log reopens as the old file or the new one, whole, and
+//! the stale temp file is gone.
 #![cfg(unix)]
 
 use std::collections::VecDeque;
@@ -77,10 +82,12 @@ fn crash_writer() {
     let a = address();
     let mut text = String::new();
     let mut pending = VecDeque::new();
+    let compact = std::env::var_os("CHORD_CRASH_COMPACT").is_some();
     println!("ready");
     for i in 0.. {
         let (cut, chunk) = step(&mut text, i);
-        let batch = if writer.wants_base(&a) {
+        let base = writer.wants_base(&a);
+        let batch = if base {
             vec![Op::Replace(value(&text, i))]
         } else {
             vec![
@@ -90,6 +97,9 @@ fn crash_writer() {
             ]
         };
         let seq = writer.append(&a, &batch).unwrap().unwrap();
+        if compact && base {
+            writer.store_mut().compact(&a, 2).unwrap();
+        }
         println!("wrote {i}");
         pending.push_back((seq, i));
         let durable = writer.store().durable_seq().unwrap_or(0);
@@ -126,9 +136,13 @@ impl Drop for Writer {
     }
 }
 
-fn run_once(dir: &Path, run: usize, policy: &str, delay: Duration) {
+fn run_once(dir: &Path, run: usize, policy: &str, delay: Duration, compact: bool) {
     let log = dir.join(format!("crash-{run}.jsonl"));
-    let child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    if compact {
+        command.env("CHORD_CRASH_COMPACT", "1");
+    }
+    let child = command
         .args(["crash_writer", "--exact", "--nocapture", "--test-threads=1"])
         .env("CHORD_CRASH_LOG", &log)
         .env("CHORD_CRASH_POLICY", policy)
@@ -184,13 +198,27 @@ fn run_once(dir: &Path, run: usize, policy: &str, delay: Duration) {
     let acknowledged = last("durable ");
     let wrote = last("wrote ");
 
+    let mut temp = log.file_name().unwrap().to_os_string();
+    temp.push(".compact");
+    let temp = log.with_file_name(temp);
+    let stale = temp.exists();
     let mut store = JsonlStore::open(&log, Durability::EveryAppend).unwrap();
     let recovered = replay(&store, &address(), None).unwrap();
     let context = format!(
-        "run {run} ({policy}, killed after {delay:?}): acknowledged {acknowledged:?}, wrote \
-         {wrote:?}, torn tail {:?}",
-        store.torn_tail()
+        "run {run} ({policy}, compact {compact}, killed after {delay:?}): acknowledged \
+         {acknowledged:?}, wrote {wrote:?}, torn tail {:?}, {} records, temp file left \
+         {stale}",
+        store.torn_tail(),
+        store.count(&address())
     );
+    if compact {
+        assert!(!temp.exists(), "{context}: a stale temp file");
+        // Two bases and what follows the newer (a third during a compaction the kill cut).
+        assert!(
+            store.count(&address()) <= 3 * 21 + 1,
+            "{context}: not compacted"
+        );
+    }
     eprintln!(
         "{context}: recovered {:?}",
         recovered.value.as_ref().map(|v| v["i"].clone())
@@ -239,7 +267,27 @@ fn sigkill_recovers_the_last_durable_flush() {
     for run in 0..10 {
         let policy = if run % 2 == 0 { "every" } else { "grouped" };
         let delay = Duration::from_millis(20 + rng.below(280));
-        let result = std::panic::catch_unwind(|| run_once(dir.path(), run, policy, delay));
+        let result = std::panic::catch_unwind(|| run_once(dir.path(), run, policy, delay, false));
+        if let Err(panic) = result {
+            eprintln!("seed {seed}");
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+#[test]
+fn sigkill_during_compactions_leaves_the_old_or_the_new_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut rng = Rng(seed);
+    for run in 0..10 {
+        let policy = if run % 2 == 0 { "every" } else { "grouped" };
+        let delay = Duration::from_millis(20 + rng.below(280));
+        let result = std::panic::catch_unwind(|| run_once(dir.path(), run, policy, delay, true));
         if let Err(panic) = result {
             eprintln!("seed {seed}");
             std::panic::resume_unwind(panic);

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter, Store};
-use chord::streams::{Log, Retention, Streams, BASE_OFFSET_HEADER};
+use chord::streams::{Builder, Compaction, Log, Retention, Streams, BASE_OFFSET_HEADER};
 use chord::{apply, is_base, path, Decoder, Op};
 use http_body::Frame;
 use http_body_util::BodyExt;
@@ -24,13 +24,18 @@ struct Fixture {
 
 impl Fixture {
     fn new(retention: Retention, tail_records: usize) -> Fixture {
+        Fixture::with(
+            Builder::new()
+                .retention(retention)
+                .tail_records(tail_records),
+        )
+    }
+
+    fn with(builder: Builder) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let store =
             JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
-        let log = chord::streams::Builder::new()
-            .retention(retention)
-            .tail_records(tail_records)
-            .build(store);
+        let log = builder.build(store);
         let writer = LogWriter::new(log.clone(), Checkpoint::Never);
         Fixture {
             _dir: dir,
@@ -221,6 +226,230 @@ async fn a_fresh_reader_starts_at_the_latest_base_and_retention_answers_gone() {
     assert_eq!(gone.header(BASE_OFFSET_HEADER), Some(base.as_str()));
     let beyond = get(&app, "/streams/lanes/main?offset=00000000ffffffff").await;
     assert_eq!(beyond.status, StatusCode::GONE);
+}
+
+/// The seqs of the lane's records in the store.
+fn stored_seqs(f: &Fixture) -> Vec<u64> {
+    let page = f
+        .log
+        .read_list(&f.lane, &chord::store::ReadOptions::asc().limit(1000))
+        .unwrap();
+    page.records.iter().map(|r| r.seq).collect()
+}
+
+#[tokio::test]
+async fn compaction_removes_what_retention_no_longer_serves_and_gone_stays_gone() {
+    // A cache of 2 records: older reads go to the store.
+    let mut f = Fixture::with(
+        Builder::new()
+            .retention(Retention::Bases(2))
+            .tail_records(2)
+            .compaction(Compaction::EveryBases(1)),
+    );
+    f.base(); // 1
+    f.push("a"); // 2
+    f.push("b"); // 3
+    f.base(); // 4
+    f.push("c"); // 5
+    assert_eq!(
+        stored_seqs(&f),
+        [1, 2, 3, 4, 5],
+        "two bases: nothing to remove"
+    );
+    let app = f.app();
+    let first = get(&app, "/streams/lanes/main?offset=-1").await;
+    assert_eq!(first.batches().len(), 5);
+    // A reader that had read up to "a".
+    let early = chord::streams::Offset::from_seq(2).to_string();
+    assert_eq!(
+        get(&app, &format!("/streams/lanes/main?offset={early}"))
+            .await
+            .batches()
+            .len(),
+        3
+    );
+    f.base(); // 6: the oldest base and what follows it, up to the next base, go
+    f.push("d"); // 7
+    assert_eq!(stored_seqs(&f), [4, 5, 6, 7]);
+    assert_eq!(f.log.compaction_failure(), None);
+    let size = f.log.with_store(|s| s.size());
+    let on_disk = std::fs::metadata(f.log.with_store(|s| s.path().to_owned()))
+        .unwrap()
+        .len();
+    assert_eq!(size, on_disk);
+
+    // From the start: the oldest kept base on, the state as written.
+    let app = f.app();
+    let all = get(&app, "/streams/lanes/main?offset=-1").await;
+    assert_eq!(all.status, StatusCode::OK);
+    let batches = all.batches();
+    assert_eq!(batches.len(), 4);
+    let (mut decoder, mut replica) = (Decoder::new(), None);
+    apply_all(&mut decoder, &mut replica, &batches);
+    assert_eq!(replica, Some(f.value()));
+    // A reader resuming inside what was kept is served from the store (the cache holds 2).
+    let after_base = chord::streams::Offset::from_seq(4).to_string();
+    let resumed = get(&app, &format!("/streams/lanes/main?offset={after_base}")).await;
+    assert_eq!(resumed.status, StatusCode::OK);
+    assert_eq!(resumed.batches().len(), 3);
+    assert!(resumed.batches()[0].contains("\"c\""));
+    // Offsets in the compacted range: 410; its last seq (the floor) reads on from the base.
+    let gone = get(&app, &format!("/streams/lanes/main?offset={early}")).await;
+    assert_eq!(gone.status, StatusCode::GONE);
+    let floor = chord::streams::Offset::from_seq(3).to_string();
+    let from_floor = get(&app, &format!("/streams/lanes/main?offset={floor}")).await;
+    assert_eq!(from_floor.batches(), batches);
+
+    // Opened again, the log reads the same, its checksum chain verified.
+    let path = f.log.with_store(|s| s.path().to_owned());
+    let store = JsonlStore::open_read_only(&path).unwrap();
+    let seqs: Vec<u64> = store
+        .read_list(
+            &Address::new("lanes", "main"),
+            &chord::store::ReadOptions::asc(),
+        )
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(seqs, [4, 5, 6, 7]);
+}
+
+/// A store compacted behind the tail cache's back (its floor not moved yet): a reader whose
+/// offset the cache still allows reads the store, finds its place gone, and gets 410, never
+/// the records after the gap as if they followed its offset.
+#[tokio::test]
+async fn a_reader_in_a_range_compacted_behind_the_cache_gets_gone_not_a_gap() {
+    let mut f = Fixture::with(
+        Builder::new()
+            .retention(Retention::Bases(3))
+            .tail_records(1)
+            .compaction(Compaction::Off),
+    );
+    f.base(); // 1
+    f.push("a"); // 2
+    f.push("b"); // 3
+    f.base(); // 4
+    f.push("c"); // 5
+    f.push("d"); // 6
+    let app = f.app();
+    let before = get(&app, "/streams/lanes/main?offset=-1").await;
+    assert_eq!(
+        before.batches().len(),
+        6,
+        "Compaction::Off: everything stays"
+    );
+    // Offset 2 (after "a"): served before the compaction.
+    let offset = chord::streams::Offset::from_seq(2).to_string();
+    let served = get(&app, &format!("/streams/lanes/main?offset={offset}")).await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert_eq!(served.batches().len(), 4);
+
+    let done = f.log.with_store(|s| s.compact(&f.lane, 1)).unwrap();
+    assert_eq!((done.removed, done.oldest_kept), (3, Some(4)));
+    let gone = get(&app, &format!("/streams/lanes/main?offset={offset}")).await;
+    assert_eq!(gone.status, StatusCode::GONE, "{}", gone.text());
+    // Within what is kept, reads go on.
+    let kept = chord::streams::Offset::from_seq(4).to_string();
+    let ok = get(&app, &format!("/streams/lanes/main?offset={kept}")).await;
+    assert_eq!(ok.status, StatusCode::OK);
+    assert_eq!(ok.batches().len(), 2);
+}
+
+/// Over any backend: the log compacts on its retention, the route answers 410 in the
+/// compacted range and serves the rest, the state as written.
+fn compacted_route_serves_the_rest<S: Store + Send + 'static>(store: S) {
+    let log = Builder::new()
+        .retention(Retention::Bases(2))
+        .tail_records(2)
+        .compaction(Compaction::EveryBases(1))
+        .build(store);
+    let mut writer = log.clone();
+    let lane = Address::new("lanes", "main");
+    let mut seqs = Vec::new();
+    for (i, base) in [true, false, false, true, false, true, false]
+        .into_iter()
+        .enumerate()
+    {
+        let seq = if base {
+            writer.append(
+                &lane,
+                &format!(r#"[["r",{{"n":{i}}}]]"#),
+                Some(chord::store::BASE),
+            )
+        } else {
+            writer.append(&lane, &format!(r#"[["s",["n"],{i}]]"#), None)
+        };
+        seqs.push(seq.unwrap());
+    }
+    let page = log
+        .read_list(&lane, &chord::store::ReadOptions::asc())
+        .unwrap();
+    let stored: Vec<u64> = page.records.iter().map(|r| r.seq).collect();
+    assert_eq!(stored, seqs[3..], "from the second newest base on");
+    assert_eq!(log.compaction_failure(), None);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let app = Streams::new(&log).router();
+        let offset = |seq: u64| chord::streams::Offset::from_seq(seq).to_string();
+        for gone in [seqs[0], seqs[1]] {
+            let reply = get(
+                &app,
+                &format!("/streams/lanes/main?offset={}", offset(gone)),
+            )
+            .await;
+            assert_eq!(reply.status, StatusCode::GONE, "offset {gone}");
+        }
+        let all = get(&app, "/streams/lanes/main?offset=-1").await;
+        assert_eq!(all.status, StatusCode::OK);
+        let batches = all.batches();
+        assert_eq!(batches.len(), 4);
+        let (mut decoder, mut value) = (Decoder::new(), None);
+        apply_all(&mut decoder, &mut value, &batches);
+        assert_eq!(value, Some(json!({"n": 6})));
+        let resumed = get(
+            &app,
+            &format!("/streams/lanes/main?offset={}", offset(seqs[3])),
+        )
+        .await;
+        assert_eq!(resumed.status, StatusCode::OK);
+        assert_eq!(resumed.batches(), batches[1..]);
+    });
+}
+
+#[test]
+fn compacted_route_over_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.jsonl");
+    compacted_route_serves_the_rest(JsonlStore::open(path, Durability::EveryAppend).unwrap());
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn compacted_route_over_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let store = chord::store::SqliteStore::open(path, Durability::EveryAppend).unwrap();
+    compacted_route_serves_the_rest(store);
+}
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
+#[test]
+fn compacted_route_over_postgres() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::fresh_url("compactroute");
+    let store = chord::store::PostgresStore::open(&url, Durability::EveryAppend).unwrap();
+    compacted_route_serves_the_rest(store);
 }
 
 #[tokio::test]

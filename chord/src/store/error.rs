@@ -133,6 +133,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A [`Store::compact`](super::Store::compact) asked to keep no base record: recovery
+    /// would have nowhere to start.
+    KeepsNoBase {
+        /// The address to compact.
+        address: Address,
+    },
     /// A stored batch failed to decode or apply during recovery.
     Replay {
         /// The value being recovered.
@@ -282,6 +288,11 @@ impl fmt::Display for Error {
                 "refused a batch for {address} that recovery could not read back"
             ),
             Error::InvalidOptions { reason } => write!(f, "invalid read options: {reason}"),
+            Error::KeepsNoBase { address } => write!(
+                f,
+                "compacting {address}: at least one base record must be kept (recovery starts \
+                 from one)"
+            ),
             Error::Replay { address, seq, .. } => {
                 write!(f, "recovering {address}: record {seq} does not apply")
             }

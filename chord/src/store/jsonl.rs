@@ -1,5 +1,6 @@
 //! The embedded default backend: one JSONL file, one record per line.
 
+mod compact;
 mod line;
 
 use std::collections::HashMap;
@@ -9,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use self::line::{Line, RecordLine};
+use super::group::Flush;
 use super::group::Syncer;
-use super::{regular_file, Address, CheckedBatch, Durability, Error, Order, Page};
+use super::{regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page};
 use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 
 /// A log in one JSONL file: no server, no dependency beyond `serde_json` and a CRC.
@@ -67,6 +69,16 @@ use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 /// line flushed to disk before any of them is handed out, and a reopened log continues after
 /// the last lease. Seqs therefore have gaps after a restart. Once seq `u64::MAX` is handed out
 /// the log takes no more records ([`Error::SeqsExhausted`]).
+///
+/// **Compaction** ([`Store::compact`]) rewrites the file without the removed records: the
+/// kept lines, in order, their checksums recomputed into a fresh chain (every old line is
+/// verified on the way: damage is an error, never rechained), seqs unchanged, one lease line
+/// (the last), written to `<log>.compact` beside the log, flushed, locked, renamed over the
+/// log, the directory flushed, and the index read back from the new file. A crash before the
+/// rename leaves the old log whole and a stale `<log>.compact`, which the next writer removes
+/// and readers ignore; after it, the new log. A reader that opened the log before keeps
+/// reading the file it opened. A writer that locked the old file just as it was replaced
+/// opens the new one instead.
 ///
 /// # Examples
 ///
@@ -261,19 +273,8 @@ impl JsonlStore {
     /// repaired or flushed. A failed open changes nothing.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<JsonlStore> {
         let path = path.as_ref().to_path_buf();
-        let existed = regular_file(&path)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(io_error(&path, "open"))?;
-        check_opened(&path, &file)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(Error::Locked { path }),
-            Err(TryLockError::Error(e)) => return Err(io_error(&path, "lock")(e)),
-        }
+        let (file, existed) = open_locked(&path)?;
+        compact::remove_stale(&path)?;
         let mut store = JsonlStore::load(path, file, &mut |_, _| {})?;
         if let Some(torn) = store.torn {
             store
@@ -308,16 +309,7 @@ impl JsonlStore {
         if !existed {
             sync_parent(&store.path)?;
         }
-        let file = store
-            .file
-            .try_clone()
-            .map_err(io_error(&store.path, "open"))?;
-        let flush_path = store.path.clone();
-        let flush = Arc::new(move |target: u64| {
-            file.sync_data()
-                .map(|()| target)
-                .map_err(io_error(&flush_path, "flush"))
-        });
+        let flush = flush_for(&store.path, &store.file)?;
         store.writer = Some(Writer {
             durability,
             syncer: Syncer::new(durability, store.last_seq, flush),
@@ -807,6 +799,72 @@ fn check_line_len(text: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Opens (or creates) the log at `path` for writing and takes its exclusive lock; whether it
+/// existed. A compaction renames a new file over the log: a handle locked after that names
+/// a file no longer at the path, so the open is tried again on the file now there.
+fn open_locked(path: &Path) -> Result<(File, bool)> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let existed = regular_file(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io_error(path, "open"))?;
+        check_opened(path, &file)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::Locked {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(TryLockError::Error(e)) => return Err(io_error(path, "lock")(e)),
+        }
+        if still_at(path, &file)? {
+            return Ok((file, existed));
+        }
+        if attempts >= 3 {
+            // Replaced again and again: another writer is compacting it.
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+    }
+}
+
+/// Whether the open `file` is still the file at `path`.
+fn still_at(path: &Path, file: &File) -> Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let open = file.metadata().map_err(io_error(path, "read metadata"))?;
+        match std::fs::metadata(path) {
+            Ok(there) => Ok(open.dev() == there.dev() && open.ino() == there.ino()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_error(path, "read metadata")(e)),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, file);
+        Ok(true)
+    }
+}
+
+/// The syncer's flush of a log's file: `fdatasync` on a handle of its own.
+fn flush_for(path: &Path, file: &File) -> Result<Flush> {
+    let file = file.try_clone().map_err(io_error(path, "open"))?;
+    let flush_path = path.to_path_buf();
+    Ok(Arc::new(move |target: u64| {
+        file.sync_data()
+            .map(|()| target)
+            .map_err(io_error(&flush_path, "flush"))
+    }))
+}
+
 /// Re-checks, on the open handle, that the file is a regular file (it may have been replaced
 /// since the path was checked).
 fn check_opened(path: &Path, file: &File) -> Result<()> {
@@ -937,6 +995,14 @@ impl Store for JsonlStore {
 
     fn sync(&mut self) -> Result<Option<u64>> {
         self.writer()?.syncer.sync()
+    }
+
+    /// Rewrites the file without the removed records (see the module `compact`): written
+    /// beside the log as `<log>.compact`, flushed, renamed over the log, the directory
+    /// flushed, the index read back from the new file. `O(file size)` when anything is
+    /// removed; `O(1)` when nothing is.
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        self.compact_address(address, keep_bases)
     }
 
     fn durable_seq(&self) -> Option<u64> {

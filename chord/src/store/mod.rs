@@ -340,6 +340,48 @@ pub trait Store {
     /// when nothing is. On a store opened for reading, the last seq it read.
     fn durable_seq(&self) -> Option<u64>;
 
+    /// Removes `address`'s records before its `keep_bases`-th newest base record: what a
+    /// retention policy no longer serves ([`Retention`](crate::streams::Retention) in feature
+    /// `streams`). The kept base and every record after it stay, byte for byte, with their seqs;
+    /// other addresses are untouched; nothing is removed when the address has fewer than
+    /// `keep_bases` base records. Seqs are never reused: appends go on past the newest seq
+    /// handed out, as before.
+    ///
+    /// Compaction first makes every appended record durable (as [`sync`](Store::sync) does),
+    /// and the removal is durable when it returns: a crash at any point leaves the records as
+    /// they were before or as they are after, never anything else. Recovery ([`recover`])
+    /// reads back to the last base, which is always kept, so it gives the same state after as
+    /// before. A read of the removed range finds nothing: the list starts at the oldest kept
+    /// base.
+    ///
+    /// Cost: [`JsonlStore`] rewrites its file (every address's lines, `O(file size)`) unless
+    /// there is nothing to remove; the databases delete the removed rows in one transaction.
+    ///
+    /// ```
+    /// use chord::store::{Address, Durability, JsonlStore, ReadOptions, Store, BASE};
+    /// let dir = tempfile::tempdir()?;
+    /// let mut log = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend)?;
+    /// let a = Address::new("lanes", "main");
+    /// for n in 0..3 {
+    ///     log.append(&a, &format!(r#"[["r",{{"n":{n}}}]]"#), Some(BASE))?;
+    ///     log.append(&a, r#"[["s",["n"],9]]"#, None)?;
+    /// }
+    /// let done = log.compact(&a, 2)?; // keep the last two bases and what follows
+    /// assert_eq!((done.removed, done.oldest_kept), (2, Some(3)));
+    /// let seqs: Vec<u64> = log.read_list(&a, &ReadOptions::asc())?.records.iter().map(|r| r.seq).collect();
+    /// assert_eq!(seqs, [3, 4, 5, 6]);
+    /// assert_eq!(log.append(&a, r#"[["s",["n"],1]]"#, None)?, 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeepsNoBase`] when `keep_bases` is 0; [`Error::ReadOnly`] on a store opened
+    /// for reading; [`Error::Poisoned`] after a failed flush; a record that does not check
+    /// out ([`Error::Corrupt`], [`Error::CorruptRecord`]: compaction never carries damage
+    /// over); an I/O or database error, which leaves the records as they were.
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted>;
+
     /// How to follow records that *other* writers commit to this store while it is open: the
     /// capability of a store shared by several processes (a database), `None` (the default)
     /// for a store only this process writes. `streams::Log` (feature `streams`) uses it to
@@ -347,6 +389,16 @@ pub trait Store {
     fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
         None
     }
+}
+
+/// What one [`Store::compact`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Compacted {
+    /// How many records it removed.
+    pub removed: u64,
+    /// The seq of the oldest base record kept (the `keep_bases`-th newest), `None` when the
+    /// address has fewer base records than that (then nothing was removed).
+    pub oldest_kept: Option<u64>,
 }
 
 /// Follows addresses of a shared store live: from [`Store::live_source`].
@@ -395,6 +447,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn durable_seq(&self) -> Option<u64> {
         (**self).durable_seq()
+    }
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        (**self).compact(address, keep_bases)
     }
     fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
         (**self).live_source()

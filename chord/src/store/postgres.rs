@@ -21,7 +21,8 @@ pub use self::tail::Tail;
 use self::tail::{Listener, Source};
 use self::target::Target;
 use super::group::Syncer;
-use super::{Address, CheckedBatch, Durability, Error, Order, Page, ReadOptions, Record};
+use super::Record;
+use super::{Address, CheckedBatch, Compacted, Durability, Error, Order, Page, ReadOptions};
 use super::{LiveSource, LiveTail, Result, Store, LEASE};
 
 /// The format version this code reads and writes (`chord_meta.format`).
@@ -397,6 +398,30 @@ impl Store for PostgresStore {
         }
     }
 
+    /// Writes what waits, then, holding the address (as an append would, [`claim`]
+    /// without waiting), deletes the removed rows and unlinks the oldest kept record from
+    /// them (its `prev` becomes 0, its checksum recomputed) in one transaction: a reader on
+    /// any node sees the records as before or as after. `O(removed rows)`; the space is
+    /// reclaimed by the server's (auto)vacuum.
+    ///
+    /// A live [`Tail`] on another node whose cursor lies in the removed range (a follower
+    /// further behind than the retention) reads on from the oldest kept record: the gap ends
+    /// at a base batch, so what it hands out still recovers the same state.
+    ///
+    /// [`claim`]: PostgresStore::claim
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        if keep_bases == 0 {
+            return Err(Error::KeepsNoBase {
+                address: address.clone(),
+            });
+        }
+        let (Some(writer), Some(syncer)) = (&self.writer, &self.syncer) else {
+            return Err(self.read_only());
+        };
+        syncer.sync()?;
+        lock(writer).compact(address, keep_bases)
+    }
+
     fn durable_seq(&self) -> Option<u64> {
         match &self.syncer {
             Some(syncer) => syncer.durable(),
@@ -482,6 +507,11 @@ struct Sql {
     addresses: String,
     write: String,
     channel: String,
+    nth_base: String,
+    before: String,
+    record: String,
+    delete_before: String,
+    unlink: String,
 }
 
 impl Sql {
@@ -556,6 +586,21 @@ impl Sql {
                         (SELECT count(*) FROM n)"
             ),
             channel,
+            nth_base: format!(
+                "SELECT seq FROM {s}.chord_records WHERE address = $1 AND tag = 'base'
+                 ORDER BY seq DESC LIMIT 1 OFFSET $2"
+            ),
+            before: format!(
+                "SELECT max(seq) FROM {s}.chord_records WHERE address = $1 AND seq < $2"
+            ),
+            record: format!(
+                "SELECT prev, tag, batch, crc FROM {s}.chord_records
+                 WHERE address = $1 AND seq = $2 FOR UPDATE"
+            ),
+            delete_before: format!("DELETE FROM {s}.chord_records WHERE address = $1 AND seq < $2"),
+            unlink: format!(
+                "UPDATE {s}.chord_records SET prev = 0, crc = $3 WHERE address = $1 AND seq = $2"
+            ),
         }
     }
 }
@@ -1273,6 +1318,72 @@ impl Writer {
         }
         self.last_seq = seq;
         Ok(seq)
+    }
+
+    /// See [`PostgresStore::compact`]: called with nothing waiting.
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        let id = self.claim(address, Duration::ZERO)?.id;
+        let shared = Arc::clone(&self.shared);
+        let done = self.compact_rows(&shared, address, id, keep_bases);
+        if let Err(Error::Postgres { .. }) = &done {
+            self.lost();
+        }
+        done
+    }
+
+    fn compact_rows(
+        &mut self,
+        shared: &Shared,
+        address: &Address,
+        id: i64,
+        keep_bases: usize,
+    ) -> Result<Compacted> {
+        let err = shared.target.error("compact");
+        let sql = &shared.sql;
+        let offset = i64::try_from(keep_bases - 1).unwrap_or(i64::MAX);
+        let client = self.client()?;
+        let mut tx = client.transaction().map_err(&err)?;
+        let Some(oldest) = tx
+            .query_opt(&sql.nth_base, &[&id, &offset])
+            .map_err(&err)?
+            .map(|r| r.get::<_, i64>(0))
+        else {
+            return Ok(Compacted::default());
+        };
+        let before: Option<i64> = tx
+            .query_one(&sql.before, &[&id, &oldest])
+            .map_err(&err)?
+            .get(0);
+        let mut removed = 0;
+        if let Some(before) = before {
+            let row = tx.query_one(&sql.record, &[&id, &oldest]).map_err(&err)?;
+            let (prev, tag, batch, crc): (i64, Option<String>, String, i64) =
+                (row.get(0), row.get(1), row.get(2), row.get(3));
+            let seq = oldest as u64;
+            let stored = record_crc(seq, id, prev.max(0) as u64, tag.as_deref(), &batch);
+            if crc != i64::from(stored) || prev != before {
+                return Err(Error::CorruptRecord {
+                    path: shared.target.name.clone().into(),
+                    address: address.clone(),
+                    seq,
+                    reason: format!(
+                        "before compacting: its checksum or its link to the record before it \
+                         ({before}, stored {prev}) does not check out"
+                    ),
+                });
+            }
+            removed = tx
+                .execute(&sql.delete_before, &[&id, &oldest])
+                .map_err(&err)?;
+            let crc = i64::from(record_crc(seq, id, 0, tag.as_deref(), &batch));
+            tx.execute(&sql.unlink, &[&id, &oldest, &crc])
+                .map_err(&err)?;
+        }
+        tx.commit().map_err(&err)?;
+        Ok(Compacted {
+            removed,
+            oldest_kept: Some(oldest as u64),
+        })
     }
 
     /// Writes what waits, in one transaction (the group commit).

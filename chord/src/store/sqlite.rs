@@ -10,7 +10,8 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use super::group::Syncer;
 use super::{
-    regular_file, Address, CheckedBatch, Durability, Error, Order, Page, ReadOptions, Record,
+    regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page, ReadOptions,
+    Record,
 };
 use super::{Result, Store, LEASE};
 
@@ -658,6 +659,87 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// The compaction's statements, inside its transaction.
+    fn compact_rows(
+        &self,
+        c: &Conn,
+        address: &Address,
+        id: i64,
+        keep_bases: usize,
+    ) -> Result<Compacted> {
+        let sql = |action| sql_error(&self.path, action);
+        let offset = i64::try_from(keep_bases - 1).unwrap_or(i64::MAX);
+        let oldest: Option<i64> = c
+            .conn
+            .query_row(
+                "SELECT seq FROM chord_records WHERE address = ?1 AND tag = 'base'
+                 ORDER BY seq DESC LIMIT 1 OFFSET ?2",
+                params![id, offset],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql("compact"))?;
+        let Some(oldest) = oldest else {
+            return Ok(Compacted::default());
+        };
+        let before: Option<i64> = c
+            .conn
+            .query_row(
+                "SELECT max(seq) FROM chord_records WHERE address = ?1 AND seq < ?2",
+                params![id, oldest],
+                |r| r.get(0),
+            )
+            .map_err(sql("compact"))?;
+        let removed = match before {
+            None => 0,
+            Some(before) => {
+                let (prev, tag, batch, crc): (i64, Option<String>, String, i64) = c
+                    .conn
+                    .query_row(
+                        "SELECT prev, tag, batch, crc FROM chord_records
+                         WHERE address = ?1 AND seq = ?2",
+                        params![id, oldest],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                    )
+                    .map_err(sql("compact"))?;
+                let seq = oldest as u64;
+                let stored = record_crc(seq, id, prev.max(0) as u64, tag.as_deref(), &batch);
+                if crc != i64::from(stored) || prev != before {
+                    return Err(Error::CorruptRecord {
+                        path: self.path.clone(),
+                        address: address.clone(),
+                        seq,
+                        reason: format!(
+                            "before compacting: its checksum or its link to the record before \
+                             it ({before}, stored {prev}) does not check out"
+                        ),
+                    });
+                }
+                let removed = c
+                    .conn
+                    .execute(
+                        "DELETE FROM chord_records WHERE address = ?1 AND seq < ?2",
+                        params![id, oldest],
+                    )
+                    .map_err(sql("compact"))?;
+                let crc = record_crc(seq, id, 0, tag.as_deref(), &batch);
+                c.conn
+                    .execute(
+                        "UPDATE chord_records SET prev = 0, crc = ?3 WHERE address = ?1 AND seq = ?2",
+                        params![id, oldest, crc],
+                    )
+                    .map_err(sql("compact"))?;
+                removed as u64
+            }
+        };
+        Ok(Compacted {
+            removed,
+            oldest_kept: Some(oldest as u64),
+        })
+    }
+}
+
 impl Store for SqliteStore {
     fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
         let (batch, tag) = (batch.text(), batch.tag());
@@ -795,6 +877,40 @@ impl Store for SqliteStore {
 
     fn sync(&mut self) -> Result<Option<u64>> {
         self.syncer.sync()
+    }
+
+    /// Deletes the removed rows and unlinks the oldest kept record from them (its `prev`
+    /// becomes 0, its checksum recomputed, as for an address's first record), in one
+    /// synchronous transaction, after committing what waits. `O(removed rows)`, plus a scan
+    /// of the address's newest records down to the oldest kept base. The file does not
+    /// shrink: SQLite reuses the freed pages for later appends (`VACUUM` gives them back).
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        if keep_bases == 0 {
+            return Err(Error::KeepsNoBase {
+                address: address.clone(),
+            });
+        }
+        self.syncer.sync()?;
+        let sql = |action| sql_error(&self.path, action);
+        let mut c = lock(&self.conn);
+        let Some(&row) = c.ids.get(address) else {
+            return Ok(Compacted::default());
+        };
+        c.commit().map_err(sql("commit"))?;
+        c.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sql("compact"))?;
+        let done = self.compact_rows(&c, address, row.id, keep_bases);
+        let done = done.and_then(|done| {
+            c.conn
+                .execute_batch("COMMIT")
+                .map(|()| done)
+                .map_err(sql("compact"))
+        });
+        if done.is_err() {
+            let _ = c.conn.execute_batch("ROLLBACK");
+        }
+        done
     }
 
     fn durable_seq(&self) -> Option<u64> {

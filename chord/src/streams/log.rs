@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use super::tail::{Bounds, Tail};
-use super::Retention;
+use super::{Compaction, Retention};
 use crate::store::{
-    Address, CheckedBatch, Error, LiveSource, LiveTail, Page, ReadOptions, Record, Result, Store,
-    BASE,
+    Address, CheckedBatch, Compacted, Error, LiveSource, LiveTail, Page, ReadOptions, Record,
+    Result, Store, BASE,
 };
 
 /// The default [`Builder::tail_records`].
@@ -37,7 +37,9 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// Cost: an append takes the store's lock (as the store's own append would need `&mut`),
 /// then pushes one shared entry to the address's cache and wakes its readers. Memory per
 /// address read: at most [`tail_records`](Builder::tail_records) records and
-/// [`tail_bytes`](Builder::tail_bytes) bytes.
+/// [`tail_bytes`](Builder::tail_bytes) bytes. An append of a base record may also compact its
+/// address to the retention, as the [`Compaction`] policy says ([`Builder::compaction`]): for
+/// a `JsonlStore`, a rewrite of the file while the store's lock is held.
 ///
 /// # A store shared by several nodes
 ///
@@ -108,6 +110,7 @@ pub(crate) struct Shared<S> {
     /// The store's live source: `Some` for a store other processes write to.
     live: Option<Arc<dyn LiveSource>>,
     follow_idle: Duration,
+    compaction: Compaction,
     /// This log, for the followers it starts (which must not keep it alive).
     me: Weak<Shared<S>>,
 }
@@ -120,6 +123,11 @@ struct Index {
     own: HashSet<Address>,
     /// The running followers (shared stores only).
     followers: HashMap<Address, Following>,
+    /// Per address, the base records appended since its last compaction (see
+    /// [`Compaction`]); none yet: due at the first.
+    bases_since: HashMap<Address, usize>,
+    /// Why the last automatic compaction failed, when it did.
+    compaction_failure: Option<String>,
 }
 
 /// A running follower, as the log sees it.
@@ -153,6 +161,7 @@ pub(crate) struct Want {
 pub struct Builder {
     bounds: Bounds,
     follow_idle: Duration,
+    compaction: Compaction,
 }
 
 impl Default for Builder {
@@ -164,6 +173,7 @@ impl Default for Builder {
                 bases: Retention::default().bases(),
             },
             follow_idle: DEFAULT_FOLLOW_IDLE,
+            compaction: Compaction::default(),
         }
     }
 }
@@ -202,6 +212,13 @@ impl Builder {
         self
     }
 
+    /// When the records the retention no longer serves are removed from the store
+    /// ([`Compaction::default`] when not set).
+    pub fn compaction(mut self, compaction: Compaction) -> Builder {
+        self.compaction = compaction;
+        self
+    }
+
     /// The log over `store`.
     pub fn build<S: Store>(self, store: S) -> Log<S> {
         let live = store.live_source();
@@ -212,6 +229,7 @@ impl Builder {
                 bounds: self.bounds,
                 live,
                 follow_idle: self.follow_idle,
+                compaction: self.compaction,
                 me: me.clone(),
             }),
         }
@@ -231,6 +249,22 @@ impl<S: Store> Log<S> {
     /// Runs `f` with the store, locked (appends wait meanwhile).
     pub fn with_store<T>(&self, f: impl FnOnce(&mut S) -> T) -> T {
         f(&mut lock(&self.shared.store))
+    }
+
+    /// Compacts `address` to the log's retention now ([`Store::compact`]), whatever the
+    /// [`Compaction`] policy.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::compact`].
+    pub fn compact(&self, address: &Address) -> Result<Compacted> {
+        self.shared.compact(&mut lock(&self.shared.store), address)
+    }
+
+    /// Why the last automatic compaction failed (see [`Compaction`]), when it did; cleared by
+    /// the next one that succeeds.
+    pub fn compaction_failure(&self) -> Option<String> {
+        lock(&self.shared.index).compaction_failure.clone()
     }
 }
 
@@ -383,14 +417,31 @@ impl<S: Store + Send + 'static> Shared<S> {
     }
 
     /// `after`'s records from the store, oldest first, at most `max_bytes` of them (at least
-    /// one); blocking.
+    /// one); blocking. `None` when `after` is gone: before the tail's floor (which may have
+    /// moved, and the store been compacted, since the caller looked at the cache), or in a
+    /// range compacted by other means (no record of the address at or before it is left,
+    /// and it is not the floor itself, the seq just before the oldest kept base): the records
+    /// past it would not follow it, so the reader gets `410`, never a gap.
     pub(crate) fn read(
         &self,
         address: &Address,
         after: u64,
         max_bytes: usize,
-    ) -> Result<Vec<Record>> {
+    ) -> Result<Option<Vec<Record>>> {
         let store = lock(&self.store);
+        let floor = lock(&self.index)
+            .tails
+            .get(address)
+            .map(|tail| tail.position().floor);
+        if floor.is_some_and(|floor| after < floor) {
+            return Ok(None);
+        }
+        if after > 0 && floor != Some(after) {
+            let at_or_before = ReadOptions::desc().cursor(after.checked_add(1)).limit(1);
+            if store.read_list(address, &at_or_before)?.records.is_empty() {
+                return Ok(None);
+            }
+        }
         let mut out = Vec::new();
         let mut bytes = 0;
         let mut cursor = Some(after);
@@ -398,14 +449,14 @@ impl<S: Store + Send + 'static> Shared<S> {
             let page = store.read_list(address, &ReadOptions::asc().cursor(cursor).limit(64))?;
             for record in page.records {
                 if !out.is_empty() && bytes + record.batch.len() > max_bytes {
-                    return Ok(out);
+                    return Ok(Some(out));
                 }
                 bytes += record.batch.len();
                 out.push(record);
             }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
-                None => return Ok(out),
+                None => return Ok(Some(out)),
             }
         }
     }
@@ -457,10 +508,44 @@ impl<S: Store> Shared<S> {
             }
             index.own.insert(address.clone());
         }
+        let base = batch.tag() == Some(BASE);
         if let Some(tail) = index.tails.get(address) {
-            tail.push(seq, batch.tag() == Some(BASE), batch.text());
+            tail.push(seq, base, batch.text());
+        }
+        let due = base && self.compaction_due(&mut index, address);
+        if due {
+            // The tail's floor already moved past what goes (its readers get 410); the
+            // cache readers need not wait for the store.
+            drop(index);
+            let done = self.compact(&mut store, address);
+            let mut index = lock(&self.index);
+            match done {
+                Ok(_) => {
+                    index.bases_since.insert(address.clone(), 0);
+                    index.compaction_failure = None;
+                }
+                Err(e) => index.compaction_failure = Some(format!("compacting {address}: {e}")),
+            }
         }
         Ok(seq)
+    }
+
+    /// Counts a base record appended to `address`: whether the address is due for compaction.
+    fn compaction_due(&self, index: &mut Index, address: &Address) -> bool {
+        let Some(every) = self.compaction.every() else {
+            return false;
+        };
+        let since = index
+            .bases_since
+            .entry(address.clone())
+            .or_insert(every - 1);
+        *since += 1;
+        *since >= every
+    }
+
+    /// Compacts `address` to the retention.
+    fn compact(&self, store: &mut S, address: &Address) -> Result<Compacted> {
+        store.compact(address, self.bounds.bases)
     }
 }
 
@@ -554,6 +639,10 @@ impl<S: Store> Store for Log<S> {
         lock(&self.shared.store).durable_seq()
     }
 
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        lock(&self.shared.store).compact(address, keep_bases)
+    }
+
     fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
         self.shared.live.clone()
     }
@@ -564,7 +653,7 @@ pub(crate) trait Source: Send + Sync {
     /// See [`Shared::tail`].
     fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>>;
     /// See [`Shared::read`].
-    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Vec<Record>>;
+    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>>;
     /// Checks and appends one batch from outside the process (the protocol's write side).
     fn append(&self, address: &Address, batch: &str) -> Result<u64>;
 }
@@ -573,7 +662,7 @@ impl<S: Store + Send + 'static> Source for Shared<S> {
     fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>> {
         Shared::tail(self, address, want)
     }
-    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Vec<Record>> {
+    fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>> {
         Shared::read(self, address, after, max_bytes)
     }
     fn append(&self, address: &Address, batch: &str) -> Result<u64> {
@@ -654,6 +743,9 @@ mod tests {
         }
         fn durable_seq(&self) -> Option<u64> {
             lock(&self.0.store).durable_seq()
+        }
+        fn compact(&mut self, address: &Address, keep: usize) -> Result<Compacted> {
+            lock(&self.0.store).compact(address, keep)
         }
         fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
             Some(Arc::new(self.clone()))
@@ -816,5 +908,104 @@ mod tests {
             same.read(s3 + 100, 1),
             super::super::tail::Found::Gone
         ));
+    }
+
+    /// The seqs `store` holds for `a`.
+    fn stored<S: Store>(store: &S, a: &Address) -> Vec<u64> {
+        let page = store.read_list(a, &ReadOptions::asc().limit(1000)).unwrap();
+        page.records.iter().map(|r| r.seq).collect()
+    }
+
+    #[test]
+    fn the_log_compacts_at_the_first_base_then_every_nth() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+        let log = Builder::new()
+            .retention(Retention::Bases(1))
+            .compaction(Compaction::EveryBases(2))
+            .build(store);
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        let b = Address::new("lanes", "other");
+        let base = |n: u64| format!(r#"[["r",{{"n":{n}}}]]"#);
+        writer.append(&a, &base(0), Some(BASE)).unwrap(); // 1: the first: compacts (nothing)
+        writer.append(&a, &set(1), None).unwrap(); // 2
+        writer.append(&b, &base(0), Some(BASE)).unwrap(); // 3: b's first
+        writer.append(&a, &base(2), Some(BASE)).unwrap(); // 4: 1 since: not yet
+        writer.append(&a, &set(3), None).unwrap(); // 5
+        assert_eq!(stored(&log, &a), [1, 2, 4, 5]);
+        writer.append(&a, &base(4), Some(BASE)).unwrap(); // 6: 2 since: keeps 1 base
+        assert_eq!(stored(&log, &a), [6]);
+        assert_eq!(stored(&log, &b), [3], "another address is not compacted");
+        writer.append(&a, &set(5), None).unwrap(); // 7
+        writer.append(&a, &base(6), Some(BASE)).unwrap(); // 8
+        assert_eq!(stored(&log, &a), [6, 7, 8]);
+        assert_eq!(log.compaction_failure(), None);
+        // By hand, whatever the policy.
+        let done = log.compact(&a).unwrap();
+        assert_eq!((done.removed, done.oldest_kept), (2, Some(8)));
+        assert_eq!(stored(&log, &a), [8]);
+    }
+
+    #[test]
+    fn compaction_off_keeps_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+        let log = Builder::new()
+            .retention(Retention::Bases(1))
+            .compaction(Compaction::Off)
+            .build(store);
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        for n in 0..5 {
+            writer
+                .append(&a, &format!(r#"[["r",{{"n":{n}}}]]"#), Some(BASE))
+                .unwrap();
+        }
+        assert_eq!(stored(&log, &a), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_failed_compaction_fails_no_append_and_is_told() {
+        let db = Db::new();
+        let log = Builder::new()
+            .retention(Retention::Bases(1))
+            .compaction(Compaction::EveryBases(1))
+            .build(Failing(db));
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        writer.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
+        writer.append(&a, r#"[["r",{"n":1}]]"#, Some(BASE)).unwrap();
+        let failure = log.compaction_failure().expect("told");
+        assert!(failure.contains("lanes/main"), "{failure}");
+        assert_eq!(stored(&log, &a).len(), 2);
+    }
+
+    /// A store whose compaction always fails.
+    struct Failing(Db);
+
+    impl Store for Failing {
+        fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+            self.0.append_checked(address, batch)
+        }
+        fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+            self.0.read_list(address, options)
+        }
+        fn addresses(&self) -> Result<Vec<Address>> {
+            self.0.addresses()
+        }
+        fn sync(&mut self) -> Result<Option<u64>> {
+            self.0.sync()
+        }
+        fn durable_seq(&self) -> Option<u64> {
+            self.0.durable_seq()
+        }
+        fn compact(&mut self, address: &Address, _: usize) -> Result<Compacted> {
+            Err(Error::KeepsNoBase {
+                address: address.clone(),
+            })
+        }
     }
 }

@@ -44,6 +44,7 @@
 //! # }
 //! ```
 
+mod compaction;
 mod frame;
 mod generic;
 mod log;
@@ -55,6 +56,7 @@ mod server;
 mod tail;
 mod write;
 
+pub use self::compaction::Compaction;
 pub use self::log::{Builder, Log, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_RECORDS};
 pub use self::memory::{
     Backend, Full, Memory, Stream, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,

@@ -5,8 +5,12 @@
 /// base.
 ///
 /// Retention is applied to what the server serves (the records before the oldest kept base
-/// are never read again); the records stay in the store file until the store is compacted
-/// by other means.
+/// are never read again), and to the store: the [`Log`](super::Log) removes those records
+/// ([`Store::compact`](crate::store::Store::compact)) as its
+/// [`Compaction`](super::Compaction) policy says (by default at an address's first base
+/// record after the log starts, then at every fourth). A reader at an offset before the
+/// oldest kept base, or in a range compacted meanwhile, gets `410 Gone`, never the records
+/// after the gap as if they followed its offset.
 ///
 /// ```
 /// use chord::streams::Retention;

@@ -688,7 +688,9 @@ impl Reader {
                 let address = self.address.clone();
                 let read = move || source.read(&address, after, CHUNK);
                 match tokio::task::spawn_blocking(read).await {
-                    Ok(Ok(records)) => Ok(Some(Chunk::Records(records))),
+                    Ok(Ok(Some(records))) => Ok(Some(Chunk::Records(records))),
+                    // Compacted away meanwhile: gone, as the cache would say now.
+                    Ok(Ok(None)) => Ok(None),
                     Ok(Err(e)) => Err(plain(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         format!("reading {}: {e}\n", self.address),
@@ -1003,7 +1005,9 @@ impl http_body::Body for Events {
                         source.read(&address, after, SSE_CHUNK)
                     });
                     this.read = Some(Box::pin(
-                        async move { read.await.ok().and_then(Result::ok) },
+                        // `None` also when compacted away meanwhile: the client's next
+                        // request gets its 410.
+                        async move { read.await.ok().and_then(Result::ok).flatten() },
                     ));
                 }
                 Found::Entries(entries) if !entries.is_empty() => {

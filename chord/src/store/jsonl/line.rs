@@ -124,6 +124,22 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Appends to `out` the line `text` (verified, without its `\n`) with its checksum made to
+/// continue `seed` instead, and its `\n`: the same bytes but for the 8 hex digits. What
+/// compaction writes for each line it keeps. Returns the new checksum.
+pub(super) fn rechain(text: &[u8], seed: u32, out: &mut Vec<u8>) -> u32 {
+    let checked = &text[..text.len() - SUFFIX_LEN];
+    let crc = crc32c::crc32c_append(seed, checked);
+    out.extend_from_slice(checked);
+    out.extend_from_slice(SUFFIX_START);
+    for shift in (0..8).rev() {
+        out.push(b"0123456789abcdef"[(crc >> (shift * 4)) as usize & 0xf]);
+    }
+    out.extend_from_slice(SUFFIX_END);
+    out.push(b'\n');
+    crc
+}
+
 /// A finished line: its text (with the checksum and `\n`) and its checksum, the seed of the
 /// next line.
 pub(super) struct Written {
