@@ -359,11 +359,7 @@ pub(crate) fn flush_assigned(
 ) {
     match (before, after) {
         (Before::Absent, None) => {}
-        (_, None) => {
-            if let Some(p) = path.non_empty() {
-                out.push(Op::Delete(p));
-            }
-        }
+        (_, None) => out.delete(path),
         (Before::Value(b), Some(a)) => {
             let path = path.to_path();
             out.with_ops(|out| crate::diff::diff_into(&path, b, &a, out))
@@ -433,10 +429,7 @@ fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
 
 /// `s` of a whole value, or `r` at the root.
 pub(crate) fn set(path: &Trail, value: Value, out: &mut Out<'_>) {
-    match path.non_empty() {
-        Some(p) => out.push(Op::Set(p, value)),
-        None => out.push(Op::Replace(value)),
-    }
+    out.set(path, value);
 }
 
 /// Runs `f` with `seg` pushed onto `path`.

@@ -9,6 +9,7 @@
 use std::cell::Cell;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
@@ -70,6 +71,38 @@ impl<'a> Out<'a> {
                 let mut ops = Vec::new();
                 f(&mut ops);
                 self.extend(ops);
+            }
+        }
+    }
+
+    /// `["s", path, value]`, or `["r", value]` at the root.
+    pub(crate) fn set(&mut self, path: &Trail, value: Value) {
+        match &mut self.sink {
+            Sink::Wire { enc, buf } if !path.is_empty() => {
+                // (No `Op`: its path would be a copy of the trail's segments.)
+                enc.head(buf, 's', path, None);
+                buf.push(b',');
+                let _ = serde_json::to_writer(&mut **buf, &value); // (a `Value` always serializes)
+                buf.push(b']');
+            }
+            _ => self.push(match path.non_empty() {
+                Some(p) => Op::Set(p, value),
+                None => Op::Replace(value),
+            }),
+        }
+    }
+
+    /// `["d", path]`; nothing at the root (which cannot be deleted).
+    pub(crate) fn delete(&mut self, path: &Trail) {
+        match &mut self.sink {
+            Sink::Wire { enc, buf } if !path.is_empty() => {
+                enc.head(buf, 'd', path, None);
+                buf.push(b']');
+            }
+            _ => {
+                if let Some(p) = path.non_empty() {
+                    self.push(Op::Delete(p));
+                }
             }
         }
     }
