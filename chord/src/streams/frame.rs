@@ -23,9 +23,14 @@ pub(crate) fn json_array<'a>(batches: impl IntoIterator<Item = &'a str>) -> Vec<
 /// One SSE `data` event carrying `batches` as one JSON array (wire JSON is one line: serde_json
 /// escapes every control character inside strings).
 pub(crate) fn data_event<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item = &'a str>) {
-    out.extend_from_slice(b"event: data\ndata: ");
-    out.extend_from_slice(&json_array(batches));
-    out.extend_from_slice(b"\n\n");
+    out.extend_from_slice(b"event: data\ndata: [");
+    for (i, batch) in batches.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(batch.as_bytes());
+    }
+    out.extend_from_slice(b"]\n\n");
 }
 
 /// One SSE `control` event.

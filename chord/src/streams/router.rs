@@ -894,8 +894,11 @@ impl Events {
                 return e[0].live.clone(); // the same bytes for every reader at the tail
             }
         }
-        let mut out = Vec::new();
-        frame::data_event(&mut out, chunk.batches());
+        let batches = chunk.batches();
+        // The event's size up front: one allocation, not one per doubling.
+        let size: usize = batches.iter().map(|b| b.len() + 1).sum();
+        let mut out = Vec::with_capacity(size + 160);
+        frame::data_event(&mut out, batches);
         out.extend_from_slice(&self.control(next, next >= last));
         Bytes::from(out)
     }
