@@ -221,17 +221,11 @@ fn a_thousand_subscribers_on_one_stream() {
     // Every replica connects and receives its base batch (here, or in the child).
     let connecting = Instant::now();
     let mut child = elsewhere.then(|| ReplicaProcess::start(&url, subscribers));
-    let replicas: Vec<Replica> = if elsewhere {
+    let replicas = if elsewhere {
         Vec::new()
     } else {
-        let _entered = clients.enter();
-        (0..subscribers)
-            .map(|_| Replica::connect(&url).unwrap())
-            .collect()
+        connect_live(&clients, &url, subscribers)
     };
-    wait("every replica to start", || {
-        replicas.iter().all(|r| r.is_live())
-    });
     let connected_in = connecting.elapsed();
     let rss_connected = status_kb("VmRSS");
 
@@ -304,11 +298,7 @@ fn a_thousand_subscribers_on_one_stream() {
     let expected = serde_json::to_value(producer.get()).unwrap();
     let converging = Instant::now();
     let child_report = child.as_mut().map(|c| c.converge(&expected));
-    wait("every replica to reach the producer's value", || {
-        replicas
-            .iter()
-            .all(|r| r.value().as_ref() == Some(&expected))
-    });
+    converge(&replicas, &expected);
     let converged_in = converging.elapsed();
     let client_cpu = match &child_report {
         Some(report) => report.cpu,
@@ -322,16 +312,13 @@ fn a_thousand_subscribers_on_one_stream() {
         .map(|&(n, at)| at.saturating_duration_since(flushed[n as usize]))
         .collect();
     latencies.sort();
-    let (restarted, resumed, applied_batches) = match &child_report {
-        Some(r) => (r.restarted, r.resumed, r.applied),
-        None => (
-            replicas
-                .iter()
-                .filter(|r| r.stats().subscriptions > 1)
-                .count(),
-            replicas.iter().map(|r| r.stats().resumes).sum(),
-            replicas.iter().map(|r| r.stats().batches).sum(),
-        ),
+    let Counts {
+        restarted,
+        resumed,
+        applied: applied_batches,
+    } = match &child_report {
+        Some(report) => report.counts,
+        None => Counts::of(&replicas),
     };
     if elsewhere {
         println!("  (replicas in a child process: latency not measured)");
@@ -557,9 +544,47 @@ struct ReplicaProcess {
 /// What the child reports: its CPU time from `ready` to the value, and its replicas' stats.
 struct ReplicaReport {
     cpu: Duration,
-    restarted: usize,
+    counts: Counts,
+}
+
+/// Replicas that started again from a base, resumes, and batches applied, over all replicas.
+#[derive(Clone, Copy)]
+struct Counts {
+    restarted: u64,
     resumed: u64,
     applied: u64,
+}
+
+impl Counts {
+    fn of(replicas: &[Replica]) -> Counts {
+        let stats: Vec<_> = replicas.iter().map(Replica::stats).collect();
+        Counts {
+            restarted: stats.iter().filter(|s| s.subscriptions > 1).count() as u64,
+            resumed: stats.iter().map(|s| s.resumes).sum(),
+            applied: stats.iter().map(|s| s.batches).sum(),
+        }
+    }
+}
+
+/// `n` replicas of `url` on `clients`, once every one is live (has its base batch).
+fn connect_live(clients: &tokio::runtime::Runtime, url: &str, n: usize) -> Vec<Replica> {
+    let replicas: Vec<Replica> = {
+        let _entered = clients.enter();
+        (0..n).map(|_| Replica::connect(url).unwrap()).collect()
+    };
+    wait("every replica to start", || {
+        replicas.iter().all(|r| r.is_live())
+    });
+    replicas
+}
+
+/// Waits until every replica holds `expected`.
+fn converge(replicas: &[Replica], expected: &Value) {
+    wait("every replica to reach the producer's value", || {
+        replicas
+            .iter()
+            .all(|r| r.value().as_ref() == Some(expected))
+    });
 }
 
 impl ReplicaProcess {
@@ -616,9 +641,11 @@ impl ReplicaProcess {
         };
         let result = ReplicaReport {
             cpu: Duration::from_micros(field("cpu_us")),
-            restarted: field("restarted") as usize,
-            resumed: field("resumed"),
-            applied: field("applied"),
+            counts: Counts {
+                restarted: field("restarted"),
+                resumed: field("resumed"),
+                applied: field("applied"),
+            },
         };
         assert!(
             self.child.wait().unwrap().success(),
@@ -639,32 +666,19 @@ fn replicas_for_a_load_test() {
     let subscribers = env("CHORD_LOAD_SUBSCRIBERS", 1_000) as usize;
     raise_fd_limit(subscribers as u64 + 256);
     let clients = runtime("load-client");
-    let replicas: Vec<Replica> = {
-        let _entered = clients.enter();
-        (0..subscribers)
-            .map(|_| Replica::connect(&url).unwrap())
-            .collect()
-    };
-    wait("every replica to start", || {
-        replicas.iter().all(|r| r.is_live())
-    });
+    let replicas = connect_live(&clients, &url, subscribers);
     println!("ready");
     let cpu_before = cpu_time("load-client");
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).unwrap();
     let cpu = cpu_time("load-client").saturating_sub(cpu_before);
     let expected: Value = serde_json::from_str(&line).unwrap();
-    wait("every replica to reach the producer's value", || {
-        replicas
-            .iter()
-            .all(|r| r.value().as_ref() == Some(&expected))
-    });
-    let restarted = replicas
-        .iter()
-        .filter(|r| r.stats().subscriptions > 1)
-        .count();
-    let resumed: u64 = replicas.iter().map(|r| r.stats().resumes).sum();
-    let applied: u64 = replicas.iter().map(|r| r.stats().batches).sum();
+    converge(&replicas, &expected);
+    let Counts {
+        restarted,
+        resumed,
+        applied,
+    } = Counts::of(&replicas);
     println!(
         "replicas: cpu_us={} restarted={restarted} resumed={resumed} applied={applied}",
         cpu.as_micros()

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 use chord::store::{
     recover, Address, Compacted, Durability, Error, JsonlStore, ReadOptions, Record, Store, BASE,
@@ -22,82 +21,27 @@ use proptest::prelude::*;
 #[path = "support/postgres.rs"]
 mod pg;
 
-/// How to open one backend's store in a directory (the same store again for the same one).
-struct Backend {
-    open: fn(&Path, Durability) -> chord::store::Result<Box<dyn Store>>,
-    available: fn() -> bool,
-}
+#[path = "support/backends.rs"]
+mod backends;
 
-const JSONL: Backend = Backend {
-    available: || true,
-    open: |dir, durability| {
-        Ok(Box::new(JsonlStore::open(
-            dir.join("log.jsonl"),
-            durability,
-        )?))
-    },
-};
-
-#[cfg(feature = "sqlite")]
-const SQLITE: Backend = Backend {
-    available: || true,
-    open: |dir, durability| {
-        Ok(Box::new(chord::store::SqliteStore::open(
-            dir.join("log.db"),
-            durability,
-        )?))
-    },
-};
-
-/// A directory's store is a schema named after it (its URL kept in the directory).
 #[cfg(feature = "postgres")]
-const POSTGRES: Backend = Backend {
-    available: pg::available,
-    open: |dir, durability| {
-        let marker = dir.join("pg-url");
-        let url = match std::fs::read_to_string(&marker) {
-            Ok(url) => url,
-            Err(_) => {
-                let url = pg::fresh_url("compact");
-                std::fs::write(&marker, &url).expect("write the schema marker");
-                url
-            }
-        };
-        Ok(Box::new(chord::store::PostgresStore::open(
-            &url, durability,
-        )?))
-    },
-};
+use backends::POSTGRES;
+#[cfg(feature = "sqlite")]
+use backends::SQLITE;
+use backends::{Backend, JSONL, LAZY};
 
-/// Grouped with a bound no test waits for: flushes happen on `sync`, compaction or drop.
-const LAZY: Durability = Durability::Grouped {
-    max_batches: 1_000_000,
-    max_delay: Duration::from_secs(3600),
-};
-
-/// Every record of `address`, oldest first, paging through.
+/// Every record of `address`, oldest first, paging through three at a time.
 fn all(store: &dyn Store, address: &Address) -> Vec<Record> {
-    let mut out = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .read_list(address, &ReadOptions::asc().cursor(cursor).limit(3))
-            .expect("read");
-        out.extend(page.records);
-        match page.next_cursor {
-            Some(c) => cursor = Some(c),
-            None => return out,
-        }
-    }
+    paged(store, address, ReadOptions::asc().limit(3))
 }
 
-/// Every record of `address`, newest first, paging through with `stop_at_tag` ignored.
-fn all_desc(store: &dyn Store, address: &Address) -> Vec<Record> {
+/// Every record of `address` in the order and pages `options` say.
+fn paged(store: &dyn Store, address: &Address, options: ReadOptions) -> Vec<Record> {
     let mut out = Vec::new();
     let mut cursor = None;
     loop {
         let page = store
-            .read_list(address, &ReadOptions::desc().cursor(cursor).limit(2))
+            .read_list(address, &options.clone().cursor(cursor))
             .expect("read");
         out.extend(page.records);
         match page.next_cursor {
@@ -186,7 +130,7 @@ fn removes_exactly_before_the_nth_newest_base(backend: &Backend) {
     assert_eq!(all(&*store, &a), model[&a]);
     assert_eq!(all(&*store, &a).len(), 5);
     assert_eq!(all(&*store, &a)[0].tag.as_deref(), Some(BASE));
-    let mut desc = all_desc(&*store, &a);
+    let mut desc = paged(&*store, &a, ReadOptions::desc().limit(2));
     desc.reverse();
     assert_eq!(desc, model[&a]);
     assert_eq!(all(&*store, &b), b_before, "another address is untouched");
@@ -292,16 +236,6 @@ macro_rules! suite {
             }
         )*
     };
-}
-
-impl Backend {
-    fn open(&self, dir: &Path) -> Box<dyn Store> {
-        self.open_with(dir, Durability::EveryAppend)
-    }
-
-    fn open_with(&self, dir: &Path, durability: Durability) -> Box<dyn Store> {
-        (self.open)(dir, durability).expect("open the store")
-    }
 }
 
 mod jsonl {

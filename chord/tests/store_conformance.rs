@@ -7,7 +7,6 @@
 //! (feature `postgres`) runs when `CHORD_TEST_POSTGRES_URL` names a server (see
 //! `support/postgres.rs`): each test directory maps to a schema of its own.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chord::store::{
@@ -21,65 +20,14 @@ use serde_json::json;
 #[path = "support/postgres.rs"]
 mod pg;
 
-/// How to open one backend's store in a directory.
-struct Backend {
-    open: fn(&Path, Durability) -> chord::store::Result<Box<dyn Store>>,
-    /// Whether the backend can run here (a server to reach); a skip says why.
-    available: fn() -> bool,
-}
+#[path = "support/backends.rs"]
+mod backends;
 
-const JSONL: Backend = Backend {
-    available: || true,
-    open: |dir, durability| {
-        Ok(Box::new(JsonlStore::open(
-            dir.join("log.jsonl"),
-            durability,
-        )?))
-    },
-};
-
-#[cfg(feature = "sqlite")]
-const SQLITE: Backend = Backend {
-    available: || true,
-    open: |dir, durability| {
-        Ok(Box::new(chord::store::SqliteStore::open(
-            dir.join("log.db"),
-            durability,
-        )?))
-    },
-};
-
-/// A directory's store is the schema named after it, on the test server.
 #[cfg(feature = "postgres")]
-const POSTGRES: Backend = Backend {
-    available: pg::available,
-    open: |dir, durability| {
-        let name = dir.file_name().unwrap().to_string_lossy();
-        let schema = format!("chord_test_conformance_{}", name.trim_start_matches('.'));
-        pg::create_schema(&schema);
-        Ok(Box::new(
-            chord::store::PostgresStore::builder(&pg::url().unwrap())?
-                .schema(&schema)
-                .open(durability)?,
-        ))
-    },
-};
-
-/// Grouped with a bound no test waits for: flushes happen on `sync`, drop, or a full group.
-const LAZY: Durability = Durability::Grouped {
-    max_batches: 1_000_000,
-    max_delay: Duration::from_secs(3600),
-};
-
-impl Backend {
-    fn open(&self, dir: &Path) -> Box<dyn Store> {
-        self.open_with(dir, Durability::EveryAppend)
-    }
-
-    fn open_with(&self, dir: &Path, durability: Durability) -> Box<dyn Store> {
-        (self.open)(dir, durability).expect("open the store")
-    }
-}
+use backends::POSTGRES;
+#[cfg(feature = "sqlite")]
+use backends::SQLITE;
+use backends::{Backend, JSONL, LAZY};
 
 fn addr(key: &str) -> Address {
     Address::new("conformance", key)

@@ -10,7 +10,6 @@ use axum::Router;
 use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter, Store};
 use chord::streams::{Builder, Compaction, Log, Retention, Streams, BASE_OFFSET_HEADER};
 use chord::{apply, is_base, path, Decoder, Op};
-use http_body::Frame;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
@@ -482,12 +481,9 @@ async fn long_poll_waits_for_the_next_record_or_answers_204() {
     assert!(got.header("stream-cursor").is_some());
 }
 
-#[tokio::test]
-async fn sse_sends_data_and_control_events_then_follows_the_tail() {
-    let mut f = Fixture::new(Retention::default(), 100);
-    f.base();
-    f.push("a");
-    let app = f.app();
+/// Opens `lanes/main` from its start with `live=sse`, checks the response is an event stream,
+/// and returns its body.
+async fn sse_from_the_start(app: &axum::Router) -> Body {
     let request = Request::get("/streams/lanes/main?offset=-1&live=sse")
         .body(Body::empty())
         .unwrap();
@@ -496,11 +492,25 @@ async fn sse_sends_data_and_control_events_then_follows_the_tail() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut body = response.into_body();
+    response.into_body()
+}
+
+/// The next frame of an SSE body, as text.
+async fn next_text(body: &mut Body) -> String {
+    let frame = body.frame().await.unwrap().unwrap();
+    String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn sse_sends_data_and_control_events_then_follows_the_tail() {
+    let mut f = Fixture::new(Retention::default(), 100);
+    f.base();
+    f.push("a");
+    let app = f.app();
+    let mut body = sse_from_the_start(&app).await;
     let mut text = String::new();
     while !text.contains("upToDate") {
-        let frame = body.frame().await.unwrap().unwrap();
-        text.push_str(std::str::from_utf8(&frame.into_data().unwrap()).unwrap());
+        text.push_str(&next_text(&mut body).await);
     }
     let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
     assert_eq!(events.len(), 2, "{text}");
@@ -515,8 +525,7 @@ async fn sse_sends_data_and_control_events_then_follows_the_tail() {
     assert!(events[1].contains("\"streamCursor\":\"") && events[1].ends_with("\"upToDate\":true}"));
 
     f.push("b");
-    let frame = body.frame().await.unwrap().unwrap();
-    let text = String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap();
+    let text = next_text(&mut body).await;
     // The path's second use: the encoder defines an id for it.
     let expected = r##"event: data
 data: [[["#",0,["text"]],["a",0,"b"]]]
@@ -534,18 +543,9 @@ async fn a_coalescing_window_sends_the_batches_appended_within_it_in_one_data_ev
     let app = Streams::new(&f.log)
         .coalesce(Duration::from_secs(2))
         .router();
-    let request = Request::get("/streams/lanes/main?offset=-1&live=sse")
-        .body(Body::empty())
-        .unwrap();
-    let response = tower_service::Service::call(&mut app.clone(), request)
-        .await
-        .unwrap();
-    let mut body = response.into_body();
-    let data = |frame: Frame<axum::body::Bytes>| {
-        String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
-    };
+    let mut body = sse_from_the_start(&app).await;
     // The base goes at once: nothing was sent before it.
-    let first = data(body.frame().await.unwrap().unwrap());
+    let first = next_text(&mut body).await;
     assert!(first.starts_with("event: data\ndata: [[[\"r\""), "{first}");
 
     // A batch within the window is held (without a window it would come at once)...
@@ -555,7 +555,7 @@ async fn a_coalescing_window_sends_the_batches_appended_within_it_in_one_data_ev
     // ... and goes with the ones appended after it, in one data event, when the window ends.
     f.push("b");
     f.push("c");
-    let second = data(body.frame().await.unwrap().unwrap());
+    let second = next_text(&mut body).await;
     let events: Vec<&str> = second.split("\n\n").filter(|e| !e.is_empty()).collect();
     assert_eq!(events.len(), 2, "one data and one control event: {second}");
     assert!(events[1].ends_with("\"upToDate\":true}"), "{second}");
@@ -584,23 +584,15 @@ async fn an_idle_sse_response_sends_keep_alive_comments_between_events() {
     let app = Streams::new(&f.log)
         .keep_alive(Duration::from_millis(50))
         .router();
-    let request = Request::get("/streams/lanes/main?offset=-1&live=sse")
-        .body(Body::empty())
-        .unwrap();
-    let response = tower_service::Service::call(&mut app.clone(), request)
-        .await
-        .unwrap();
-    let mut body = response.into_body();
-    let mut next = async || {
-        let frame = body.frame().await.unwrap().unwrap();
-        String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
-    };
-    assert!(next().await.starts_with("event: data\n"));
-    assert_eq!(next().await, ": keep-alive\n\n");
+    let mut body = sse_from_the_start(&app).await;
+    assert!(next_text(&mut body).await.starts_with("event: data\n"));
+    assert_eq!(next_text(&mut body).await, ": keep-alive\n\n");
     f.push("a");
-    assert!(next().await.starts_with("event: data\ndata: [[[\"a\""));
-    assert_eq!(next().await, ": keep-alive\n\n");
-    assert_eq!(next().await, ": keep-alive\n\n");
+    assert!(next_text(&mut body)
+        .await
+        .starts_with("event: data\ndata: [[[\"a\""));
+    assert_eq!(next_text(&mut body).await, ": keep-alive\n\n");
+    assert_eq!(next_text(&mut body).await, ": keep-alive\n\n");
 }
 
 #[tokio::test]

@@ -9,6 +9,20 @@ use super::Offset;
 /// a wire batch exactly as the log holds it.
 pub(crate) fn json_array<'a>(batches: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
+    write_array(&mut out, batches);
+    out
+}
+
+/// One SSE `data` event carrying `batches` as one JSON array (wire JSON is one line: serde_json
+/// escapes every control character inside strings).
+pub(crate) fn data_event<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item = &'a str>) {
+    out.extend_from_slice(b"event: data\ndata: ");
+    write_array(out, batches);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// `batches` as one JSON array, appended to `out`.
+fn write_array<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item = &'a str>) {
     out.push(b'[');
     for (i, batch) in batches.into_iter().enumerate() {
         if i > 0 {
@@ -17,20 +31,6 @@ pub(crate) fn json_array<'a>(batches: impl IntoIterator<Item = &'a str>) -> Vec<
         out.extend_from_slice(batch.as_bytes());
     }
     out.push(b']');
-    out
-}
-
-/// One SSE `data` event carrying `batches` as one JSON array (wire JSON is one line: serde_json
-/// escapes every control character inside strings).
-pub(crate) fn data_event<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item = &'a str>) {
-    out.extend_from_slice(b"event: data\ndata: [");
-    for (i, batch) in batches.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(batch.as_bytes());
-    }
-    out.extend_from_slice(b"]\n\n");
 }
 
 /// One SSE `control` event.
