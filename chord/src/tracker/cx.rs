@@ -17,6 +17,7 @@ impl<'a> Cx<'a> {
     /// Splits the node of a struct (or of an enum variant) with `count` fields into one
     /// context per field, in declaration order. The field nodes stay allocated across
     /// flushes, so handing out a struct's proxy allocates nothing after the first time.
+    #[inline]
     pub fn fields(self, count: usize) -> Fields<'a> {
         let slots = match self.node {
             Some(node) if !node.subsumes_children() => Some(node.fields(count).iter_mut()),
@@ -38,6 +39,7 @@ impl<'a> Cx<'a> {
     /// An element's context: `accepted` is its index in the accepted array, `None` for an
     /// element inserted since the last flush (it will be sent whole, so nothing is recorded
     /// inside).
+    #[inline]
     pub(crate) fn element(&mut self, accepted: Option<usize>) -> Cx<'_> {
         let node = match accepted {
             Some(i) => self
@@ -50,6 +52,7 @@ impl<'a> Cx<'a> {
     }
 
     /// The same location, reborrowed (an `Option`'s or an enum's contents share its node).
+    #[inline]
     pub fn same(&mut self) -> Cx<'_> {
         Cx {
             node: self.node.as_deref_mut(),
@@ -69,6 +72,7 @@ impl<'a> Fields<'a> {
     /// the JSON now; it is kept from the first proxy handed out after a flush, when the JSON
     /// is still the one the replicas hold.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self, present: Option<bool>) -> Cx<'a> {
         let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
             if node.present.is_none() {

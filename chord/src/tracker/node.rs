@@ -61,6 +61,7 @@ const SCAN: usize = 16;
 const SPARE: usize = 4;
 
 impl Children {
+    #[inline]
     fn position(&mut self, key: &Key) -> Option<usize> {
         if self.list.len() > SCAN && self.index.is_none() {
             let index = self
@@ -97,12 +98,35 @@ impl Children {
         at
     }
 
+    /// Replaces the children with `count` clean field nodes (the first time a struct's
+    /// proxy is handed out, or when an enum changed variant).
+    #[cold]
+    #[inline(never)]
+    fn make_fields(&mut self, count: usize) {
+        self.clear();
+        self.fields = true;
+        self.list.reserve_exact(count);
+        for i in 0..count {
+            self.list.push((
+                Key::Field(u32::try_from(i).unwrap_or(u32::MAX)),
+                Node::default(),
+            ));
+        }
+    }
+
     /// Removes every child, keeping up to [`SPARE`] of their nodes (reset) for reuse.
+    #[inline]
     pub(crate) fn clear(&mut self) {
         self.fields = false;
-        if self.list.is_empty() {
-            return;
+        if !self.list.is_empty() {
+            self.clear_list();
         }
+    }
+
+    /// [`clear`](Children::clear)'s work when there are children (kept out of line: the
+    /// common case, a leaf, has none).
+    #[inline(never)]
+    fn clear_list(&mut self) {
         for (_, mut node) in self.list.drain(..) {
             if self.spare.len() == SPARE {
                 break;
@@ -121,6 +145,7 @@ impl Children {
         self.list.iter()
     }
 
+    #[inline]
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut (Key, Node)> {
         self.list.iter_mut()
     }
@@ -173,11 +198,13 @@ pub(crate) enum State {
 impl Node {
     /// Whether recording below this node is pointless because the node's own state already
     /// covers everything under it.
+    #[inline]
     pub(crate) fn subsumes_children(&self) -> bool {
         matches!(self.state, State::Assigned(_))
     }
 
     /// The child at `key`, created clean if absent; `None` when this node subsumes children.
+    #[inline]
     pub(crate) fn child(&mut self, key: Key) -> Option<&mut Node> {
         if self.subsumes_children() {
             return None;
@@ -197,15 +224,7 @@ impl Node {
         self.touched = true;
         let c = &mut self.children;
         if !(c.fields && c.list.len() == count) {
-            c.clear();
-            c.fields = true;
-            c.list.reserve_exact(count);
-            for i in 0..count {
-                c.list.push((
-                    Key::Field(u32::try_from(i).unwrap_or(u32::MAX)),
-                    Node::default(),
-                ));
-            }
+            c.make_fields(count);
         }
         &mut c.list
     }
@@ -246,6 +265,7 @@ impl Node {
     /// Whether something may be recorded here or below: a cheap over-approximation of
     /// [`is_dirty`](Node::is_dirty) (a touched node may have recorded nothing) that flush
     /// uses to skip what certainly holds nothing.
+    #[inline]
     pub(crate) fn may_be_dirty(&self) -> bool {
         self.touched || !matches!(self.state, State::Clean)
     }

@@ -108,6 +108,7 @@ impl<'a> Out<'a> {
     }
 
     /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
+    #[inline]
     pub(crate) fn append(&mut self, wire: &Cell<Cached>, path: &Trail, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {

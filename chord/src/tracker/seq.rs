@@ -39,6 +39,7 @@ pub(crate) fn record_splice(
 
 /// The accepted index of the element at `current` (for recording inside it), `None` when it
 /// is new since the last flush or when the array's node covers it already.
+#[inline]
 pub(crate) fn accepted_index(node: Option<&Node>, current: usize) -> Option<usize> {
     match node.map(|n| &n.state) {
         Some(State::Seq(edit)) => edit.accepted_index(current),

@@ -9,6 +9,7 @@ use crate::tracker::Trail;
 
 /// The text state of `node`, started if the node is clean. `None` when an ancestor's or this
 /// node's assignment already covers the string.
+#[inline]
 fn edit<'n>(node: &'n mut Node, current: &str) -> Option<&'n mut TextEdit> {
     if matches!(node.state, State::Clean) {
         node.state = State::Text(TextEdit::Window {
@@ -23,6 +24,7 @@ fn edit<'n>(node: &'n mut Node, current: &str) -> Option<&'n mut TextEdit> {
 }
 
 /// Records an append (call before pushing).
+#[inline]
 pub(crate) fn record_append(node: Option<&mut Node>, current: &str) {
     if let Some(node) = node {
         edit(node, current);

@@ -156,6 +156,7 @@ impl Encoder {
 }
 
 /// A comma between items of a batch (`out` ends with the batch's `[` before the first).
+#[inline]
 fn separate(out: &mut Vec<u8>) {
     if out.last() != Some(&b'[') {
         out.push(b',');
@@ -173,13 +174,10 @@ fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
 }
 
 /// An op's opening: `["v"` and its path as `form` says (`key` is the path's JSON).
+#[inline]
 fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
-    out.reserve(8);
     separate(out);
-    out.push(b'[');
-    out.push(b'"');
-    out.push(verb as u8);
-    out.push(b'"');
+    out.extend_from_slice(&[b'[', b'"', verb as u8, b'"']);
     match form {
         Form::Omitted => {}
         Form::Inline => {

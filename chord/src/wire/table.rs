@@ -314,6 +314,7 @@ impl Table {
     /// The form of `path` through an id remembered from an earlier batch: `Some(form)` (the
     /// id or, after an op on the same path, omission) when `cached` is this table's and the id
     /// still names `path` (trusted, or checked); `None` otherwise (ask [`form`](Table::form)).
+    #[inline]
     pub(crate) fn form_cached(&mut self, cached: Cached, path: &[Seg]) -> Option<Form> {
         let id = cached.id as usize;
         let trusted = cached.trusted && cached.epoch == self.epoch;
@@ -336,6 +337,7 @@ impl Table {
     }
 
     /// The id `form` gave a path, to remember on the path's dirty-tree node.
+    #[inline]
     pub(crate) fn cache(&self, form: Form) -> Option<Cached> {
         match form {
             Form::Id(id) | Form::Define(id) => Some(Cached {
@@ -471,22 +473,7 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
 /// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    let plain = |b: u8| b >= 0x20 && b != b'"' && b != b'\\';
-    if bytes.len() <= SHORT_STR {
-        // A token: checked and copied in one pass, byte by byte (cheaper than a `memcpy`
-        // call at this length).
-        let start = out.len();
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        for &b in bytes {
-            if !plain(b) {
-                out.truncate(start);
-                return write_escaped(out, s);
-            }
-            out.push(b);
-        }
-        out.push(b'"');
-    } else if bytes.iter().all(|&b| plain(b)) {
+    if bytes.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.reserve(bytes.len() + 2);
         out.push(b'"');
         out.extend_from_slice(bytes);
@@ -496,9 +483,6 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// Strings up to this many bytes are written by [`write_str`] byte by byte.
-const SHORT_STR: usize = 24;
-
 /// A string that needs escapes, as serde_json escapes it.
 fn write_escaped(out: &mut Vec<u8>, s: &str) {
     // Writing into a `Vec` cannot fail.
@@ -506,6 +490,7 @@ fn write_escaped(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Writes an unsigned integer in decimal.
+#[inline]
 pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
     match n {
         0..10 => out.push(b'0' + n as u8),
