@@ -312,54 +312,70 @@ impl<T: Tracked> Tracker<T> {
     /// # Ok::<(), chord::Error>(())
     /// ```
     pub fn flush_into(&mut self, encoder: &mut Encoder, out: &mut Vec<u8>) -> Result<usize> {
+        if self.base {
+            return self.flush_base_into(encoder, out);
+        }
         let start = out.len();
         // One allocation for a small batch in a fresh buffer, not one per doubling from 8
         // bytes (a no-op on a buffer reused across flushes).
         out.reserve(MIN_BATCH_BYTES);
-        let written = if self.base {
-            out.extend_from_slice(b"[[\"r\",");
-            out::write_checked(out, &self.value, Path::root)
-                .inspect_err(|_| out.truncate(start))?;
-            out.extend_from_slice(b"]]");
-            true
+        encoder.table.begin();
+        out.push(b'[');
+        let flushed =
+            self.value
+                .__flush(&mut self.root, &mut self.path, &mut Out::wire(encoder, out));
+        if let Err(e) = flushed {
+            self.path.clear(); // (an error may leave segments pushed)
+            encoder.table.rollback();
+            out.truncate(start);
+            return Err(e);
+        }
+        let written = if out.len() == start + 1 {
+            out.truncate(start);
+            0
         } else {
-            encoder.table.begin();
-            out.push(b'[');
-            let flushed =
-                self.value
-                    .__flush(&mut self.root, &mut self.path, &mut Out::wire(encoder, out));
-            if let Err(e) = flushed {
-                self.path.clear(); // (an error may leave segments pushed)
-                encoder.table.rollback();
-                out.truncate(start);
-                return Err(e);
-            }
-            if out.len() == start + 1 {
-                out.truncate(start);
-                false
-            } else {
-                out.push(b']');
-                true
-            }
+            out.push(b']');
+            out.len() - start
         };
         let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
         if self.js_safe && seen != self.unsafe_seen {
-            // An integer beyond 2^53 went by (here, or in another tracker meanwhile): find
-            // it, with its path, on the ops; nothing sent yet.
-            if !self.base {
-                encoder.table.rollback();
-            }
+            encoder.table.rollback();
             out.truncate(start);
-            let ops = self.flush()?;
-            return Ok(encoder.encode_into(&ops, out));
+            return self.flush_checked_into(encoder, out);
         }
-        if self.base {
-            encoder.reset();
+        self.unsafe_seen = seen;
+        self.root.reset();
+        Ok(written)
+    }
+
+    /// [`flush_into`](Tracker::flush_into) of a base batch: `[["r",value]]`, after which
+    /// the encoder starts afresh.
+    #[inline(never)]
+    fn flush_base_into(&mut self, encoder: &mut Encoder, out: &mut Vec<u8>) -> Result<usize> {
+        let start = out.len();
+        out.extend_from_slice(b"[[\"r\",");
+        out::write_checked(out, &self.value, Path::root).inspect_err(|_| out.truncate(start))?;
+        out.extend_from_slice(b"]]");
+        let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
+        if self.js_safe && seen != self.unsafe_seen {
+            out.truncate(start);
+            return self.flush_checked_into(encoder, out);
         }
+        encoder.reset();
         self.unsafe_seen = seen;
         self.base = false;
         self.root.reset();
-        Ok(if written { out.len() - start } else { 0 })
+        Ok(out.len() - start)
+    }
+
+    /// [`flush_into`](Tracker::flush_into) after an integer beyond 2^53 went by (here, or
+    /// in another tracker meanwhile): the ops are built, to find it with its path, and
+    /// encoded when there is none. Nothing was sent yet.
+    #[cold]
+    #[inline(never)]
+    fn flush_checked_into(&mut self, encoder: &mut Encoder, out: &mut Vec<u8>) -> Result<usize> {
+        let ops = self.flush()?;
+        Ok(encoder.encode_into(&ops, out))
     }
 
     /// Stops tracking and returns the value.

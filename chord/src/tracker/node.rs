@@ -236,6 +236,7 @@ impl Node {
     /// splice here): an element edited at every flush, as `messages[0].content` is while a
     /// reply streams, keeps its node and the path id cached on it. A later splice here
     /// distrusts those ids (see [`record_splice`](crate::tracker::seq::record_splice)).
+    #[inline]
     pub(crate) fn reset(&mut self) {
         self.present = None;
         self.variant = None;
@@ -250,14 +251,20 @@ impl Node {
             self.children.clear();
         } else if touched {
             // (Untouched, the children were reset already: nothing reached them since.)
-            for (_, child) in &mut self.children.list {
-                if child.touched
-                    || !matches!(child.state, State::Clean)
-                    || child.present.is_some()
-                    || child.variant.is_some()
-                {
-                    child.reset();
-                }
+            self.reset_children();
+        }
+    }
+
+    /// [`reset`](Node::reset) of the children that hold anything.
+    #[inline(never)]
+    fn reset_children(&mut self) {
+        for (_, child) in &mut self.children.list {
+            if child.touched
+                || !matches!(child.state, State::Clean)
+                || child.present.is_some()
+                || child.variant.is_some()
+            {
+                child.reset();
             }
         }
     }

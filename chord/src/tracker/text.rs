@@ -83,9 +83,28 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
 }
 
 /// Emits the ops for a string at `path`.
+#[inline]
 pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>) {
     match &node.state {
         State::Clean => {}
+        // The common case, appends only, written directly.
+        State::Text(TextEdit::Window {
+            dropped,
+            tail_start,
+        }) if dropped.is_empty() && !path.is_empty() => {
+            if *tail_start < current.len() {
+                out.append(&node.wire, path, &current[*tail_start..]);
+            }
+        }
+        state => flush_other(current, state, node, path, out),
+    }
+}
+
+/// [`flush`] of anything but appends.
+#[inline(never)]
+fn flush_other(current: &str, state: &State, node: &Node, path: &Trail, out: &mut Out<'_>) {
+    match state {
+        State::Clean | State::Seq(_) => {}
         State::Assigned(before) => {
             flush_assigned(path, before, Some(current.into()), out);
         }
@@ -125,6 +144,5 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>)
                 }
             }
         }
-        State::Seq(_) => {}
     }
 }

@@ -181,19 +181,27 @@ impl Table {
     }
 
     /// Starts a batch: omission never crosses one, and a failed batch undoes what it defined.
+    #[inline]
     pub(crate) fn begin(&mut self) {
         self.prev = Prev::None;
         self.undo.clear();
         // Grown between batches only: the undo log names slots.
         if self.seen_writes > self.seen.len() / 2 && self.seen.len() < SEEN_SLOTS {
-            let slots = self.seen.len() * 2;
-            let mut seen = vec![0; slots];
-            for &hash in self.seen.iter().filter(|&&h| h != 0) {
-                seen[hash as usize & (slots - 1)] = hash;
-            }
-            self.seen = seen;
-            self.seen_writes = 0;
+            self.grow_seen();
         }
+    }
+
+    /// Doubles the table of hashes of paths seen once.
+    #[cold]
+    #[inline(never)]
+    fn grow_seen(&mut self) {
+        let slots = self.seen.len() * 2;
+        let mut seen = vec![0; slots];
+        for &hash in self.seen.iter().filter(|&&h| h != 0) {
+            seen[hash as usize & (slots - 1)] = hash;
+        }
+        self.seen = seen;
+        self.seen_writes = 0;
     }
 
     /// Undoes the definitions of the batch begun last.
