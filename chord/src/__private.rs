@@ -25,8 +25,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     mut field: impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
-        flush_assigned(path, before, Some(to_json(value, path)?), out);
-        return Ok(());
+        return crate::tracker::flush_reassigned(value, before, path, out);
     }
     for (key, child) in node.children.iter_mut() {
         if let Key::Field(index) = *key {
@@ -65,17 +64,32 @@ pub fn flush_field<T: Tracked + ?Sized>(
         // Present then and now (or never skipped): the field's own changes.
         (Some(true), Some(true)) | (None, _) | (_, None) => value.__flush(node, p, out),
         // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
-        (Some(was), Some(now)) => {
-            let before = if was { Before::Existed } else { Before::Absent };
-            let after = if now { Some(to_json(value, p)?) } else { None };
-            flush_assigned(p, &before, after, out);
-            Ok(())
-        }
+        (Some(was), Some(now)) => flush_presence(value, was, now, p, out),
     };
     match seg {
         Some(seg) => with_seg(path, seg, here),
         None => here(path),
     }
+}
+
+/// Flushes a field that appeared (`!was && now`) or disappeared (`was && !now`) in the
+/// JSON, or stayed absent.
+#[inline(never)]
+fn flush_presence<T: Serialize + ?Sized>(
+    value: &T,
+    was: bool,
+    now: bool,
+    path: &Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let before = if was { Before::Existed } else { Before::Absent };
+    let after = if now {
+        Some(to_json(value, path)?)
+    } else {
+        None
+    };
+    flush_assigned(path, &before, after, out);
+    Ok(())
 }
 
 /// Flushes a field tracked as one opaque JSON value.

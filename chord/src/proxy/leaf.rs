@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked, Trail};
+use crate::tracker::{flush_reassigned, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
 /// marked `#[chord(opaque)]`. Assigning it (`set`, `+=` and the other compound assignments,
@@ -144,10 +144,10 @@ pub fn flush<T: Serialize + ?Sized>(
     path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    if let State::Assigned(before) = &node.state {
-        flush_assigned(path, before, Some(to_json(value, path)?), out);
+    match &node.state {
+        State::Assigned(before) => flush_reassigned(value, before, path, out),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 macro_rules! leaves {

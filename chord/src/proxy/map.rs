@@ -9,7 +9,8 @@ use crate::error::Result;
 use crate::path::{Seg, RESERVED};
 use crate::tracker::Out;
 use crate::tracker::{
-    flush_assigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked, Trail,
+    flush_assigned, flush_reassigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked,
+    Trail,
 };
 
 /// A map with string keys that chord tracks as a JSON object: `BTreeMap<String, V>`,
@@ -309,8 +310,7 @@ pub(crate) fn flush<M: MapLike>(
     out: &mut Out<'_>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
-        flush_assigned(path, before, Some(to_json(map, path)?), out);
-        return Ok(());
+        return flush_reassigned(map, before, path, out);
     }
     for (key, child) in node.children.iter_mut() {
         let Key::Name(k) = key else { continue };

@@ -3,7 +3,7 @@ use std::ops::{Deref, DerefMut};
 
 use crate::error::Result;
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, Cx, Node, State, Tracked, Trail};
+use crate::tracker::{flush_reassigned, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of an `Option<T>`, with `Option`'s methods. [`as_mut`](OptionProxy::as_mut)
 /// hands out the contents' proxy, so edits inside stay fine-grained; replacing the option
@@ -142,10 +142,7 @@ impl<T: Tracked> Tracked for Option<T> {
 
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         match (&node.state, self) {
-            (State::Assigned(before), _) => {
-                flush_assigned(path, before, Some(to_json(self, path)?), out);
-                Ok(())
-            }
+            (State::Assigned(before), _) => flush_reassigned(self, before, path, out),
             (_, Some(v)) => v.__flush(node, path, out),
             (_, None) => Ok(()),
         }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::proxy::{map, MapProxy, TextProxy, VecProxy};
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, seq, text, to_json, Cx, Node, State, Tracked, Trail};
+use crate::tracker::{flush_reassigned, seq, text, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of an untyped `serde_json::Value` ("arbitrary facet state"): the same intent
 /// recording as the typed proxies, chosen by the value's type at run time.
@@ -198,10 +198,7 @@ impl Tracked for Value {
 
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         match (&node.state, self) {
-            (State::Assigned(before), _) => {
-                flush_assigned(path, before, Some(to_json(self, path)?), out);
-                Ok(())
-            }
+            (State::Assigned(before), _) => flush_reassigned(self, before, path, out),
             (State::Text(_), Value::String(s)) => {
                 text::flush(s, node, path, out);
                 Ok(())

@@ -25,7 +25,7 @@ use crate::Encoder;
 pub(crate) use compact::json_len;
 pub use cx::{Cx, Fields};
 pub use node::Node;
-pub(crate) use node::{flush_assigned, with_seg, Before, Key, State};
+pub(crate) use node::{flush_assigned, flush_reassigned, with_seg, Before, Key, State};
 pub use out::Out;
 pub use trail::Trail;
 

@@ -419,6 +419,24 @@ pub(crate) fn flush_assigned(
     }
 }
 
+/// Flushes a reassigned value (out of line: the walk through a struct or an array that
+/// holds edits is the hot path).
+#[inline(never)]
+pub(crate) fn flush_reassigned<T: serde::Serialize + ?Sized>(
+    value: &T,
+    before: &Before,
+    path: &Trail,
+    out: &mut Out<'_>,
+) -> crate::Result<()> {
+    flush_assigned(
+        path,
+        before,
+        Some(crate::tracker::to_json(value, path)?),
+        out,
+    );
+    Ok(())
+}
+
 /// `ops` recorded relative to a node (paths starting with [`HERE`]), moved to `path`.
 /// `None` when one would be an `s`, `d`, `a` or `t` of the root, which no op can express.
 fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {

@@ -5,13 +5,16 @@
 //! splice edits the runs in `O(runs)`; an unshift on a clean array is two runs, whatever the
 //! length. Flush walks the runs once and emits one `p` per contiguous change.
 
+use std::cell::Cell;
+
 use crate::error::Result;
 use crate::path::Seg;
 use crate::tracker::edit::{Run, SeqEdit};
-use crate::tracker::node::{flush_assigned, set, with_seg, Key, Node, State};
+use crate::tracker::node::{flush_reassigned, set, with_seg, Key, Node, State};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::Trail;
+use crate::wire::table::Cached;
 
 /// Records a splice on an array of current length `len` (call before performing it).
 pub(crate) fn record_splice(
@@ -129,58 +132,13 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     out: &mut Out<'_>,
 ) -> Result<()> {
     let edit = match &mut node.state {
-        State::Assigned(before) => {
-            let after = crate::tracker::to_json(items, path)?;
-            flush_assigned(path, before, Some(after), out);
-            return Ok(());
-        }
+        State::Assigned(before) => return flush_reassigned(items, before, path, out),
         State::Text(_) => return Ok(()),
         State::Clean => None,
         State::Seq(edit) => Some(&*edit),
     };
     if let Some(edit) = edit {
-        let whole =
-            edit.accepted_len > 0 && !edit.runs.iter().any(|r| matches!(r, Run::Kept { .. }));
-        if whole {
-            set(path, crate::tracker::to_json(items, path)?, out);
-            return Ok(());
-        }
-        // A pending splice: its index, how many accepted elements it removes, and the
-        // current indices of the elements it inserts (contiguous).
-        let mut cursor = 0;
-        let mut expected = 0;
-        let mut pending: Option<(usize, usize, std::ops::Range<usize>)> = None;
-        let wire = &node.wire;
-        let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>,
-                    out: &mut Out<'_>| {
-            match pending.take() {
-                Some((index, remove, new)) => {
-                    let new = new.filter_map(|at| items.at(at).map(|item| (at, item)));
-                    out.splice(wire, path, index, remove, new)
-                }
-                None => Ok(()),
-            }
-        };
-        for run in &edit.runs {
-            match *run {
-                Run::Kept { start, len } => {
-                    if start > expected {
-                        pending.get_or_insert((cursor, 0, cursor..cursor)).1 += start - expected;
-                    }
-                    emit(&mut pending, out)?;
-                    cursor += len;
-                    expected = start + len;
-                }
-                Run::New { len } => {
-                    pending.get_or_insert((cursor, 0, cursor..cursor)).2.end += len;
-                    cursor += len;
-                }
-            }
-        }
-        if expected < edit.accepted_len {
-            pending.get_or_insert((cursor, 0, cursor..cursor)).1 += edit.accepted_len - expected;
-        }
-        emit(&mut pending, out)?;
+        flush_splices(items, edit, &node.wire, path, out)?;
     }
     // Edits inside kept elements, at their current indices (after the splices above).
     if !node.touched {
@@ -204,6 +162,58 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
         };
         with_seg(path, Seg::Index(item.0), |p| item.1.__flush(child, p, out))?;
     }
+    Ok(())
+}
+
+/// The splices recorded on an array (`edit`), as `p` ops (or one `s` of the whole array when
+/// no accepted element is left). Out of line: most flushes of an array find none.
+#[inline(never)]
+fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
+    items: &S,
+    edit: &SeqEdit,
+    wire: &Cell<Cached>,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let whole = edit.accepted_len > 0 && !edit.runs.iter().any(|r| matches!(r, Run::Kept { .. }));
+    if whole {
+        set(path, crate::tracker::to_json(items, path)?, out);
+        return Ok(());
+    }
+    // A pending splice: its index, how many accepted elements it removes, and the
+    // current indices of the elements it inserts (contiguous).
+    let mut cursor = 0;
+    let mut expected = 0;
+    let mut pending: Option<(usize, usize, std::ops::Range<usize>)> = None;
+    let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>, out: &mut Out<'_>| {
+        match pending.take() {
+            Some((index, remove, new)) => {
+                let new = new.filter_map(|at| items.at(at).map(|item| (at, item)));
+                out.splice(wire, path, index, remove, new)
+            }
+            None => Ok(()),
+        }
+    };
+    for run in &edit.runs {
+        match *run {
+            Run::Kept { start, len } => {
+                if start > expected {
+                    pending.get_or_insert((cursor, 0, cursor..cursor)).1 += start - expected;
+                }
+                emit(&mut pending, out)?;
+                cursor += len;
+                expected = start + len;
+            }
+            Run::New { len } => {
+                pending.get_or_insert((cursor, 0, cursor..cursor)).2.end += len;
+                cursor += len;
+            }
+        }
+    }
+    if expected < edit.accepted_len {
+        pending.get_or_insert((cursor, 0, cursor..cursor)).1 += edit.accepted_len - expected;
+    }
+    emit(&mut pending, out)?;
     Ok(())
 }
 
