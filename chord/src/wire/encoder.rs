@@ -186,6 +186,10 @@ fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
                 out.extend_from_slice(key);
             }
         }
+        // (One copy of a known length for the ids of the ten paths used most.)
+        Form::Id(id) | Form::Define(id) if id < 10 => {
+            out.extend_from_slice(&[b',', b'0' + id as u8])
+        }
         Form::Id(id) | Form::Define(id) => {
             out.push(b',');
             write_uint(out, id as u64);

@@ -481,7 +481,7 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
 /// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    if bytes.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if bytes.iter().all(|&b| PLAIN[b as usize]) {
         out.reserve(bytes.len() + 2);
         out.push(b'"');
         out.extend_from_slice(bytes);
@@ -490,6 +490,19 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
         write_escaped(out, s);
     }
 }
+
+/// The bytes a JSON string holds as they are (all but control characters, `"` and `\\`).
+static PLAIN: [bool; 256] = {
+    let mut plain = [true; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        plain[b] = false;
+        b += 1;
+    }
+    plain[b'"' as usize] = false;
+    plain[b'\\' as usize] = false;
+    plain
+};
 
 /// A string that needs escapes, as serde_json escapes it.
 fn write_escaped(out: &mut Vec<u8>, s: &str) {
