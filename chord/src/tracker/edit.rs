@@ -5,6 +5,7 @@
 
 /// What happened to a string since the last flush.
 #[derive(Debug)]
+#[repr(u8)] // (a plain tag, as `State`'s)
 pub(crate) enum TextEdit {
     /// Only appends and drops from the front: the accepted value is `dropped` followed by
     /// `current[..tail_start]`, and `current[tail_start..]` is new. Flushes to `t` + `a` in

@@ -181,7 +181,10 @@ pub(crate) enum Before {
 /// path at flush, when that path is known (splices elsewhere may have moved it since).
 const HERE: Seg = Seg::Index(usize::MAX);
 
+// (`repr(u8)`: a plain tag, read by one compare, where the niche in `Before`'s values would
+// make every test of the state decode it.)
 #[derive(Debug, Default)]
+#[repr(u8)]
 pub(crate) enum State {
     /// Nothing recorded at this level (children may still be dirty).
     #[default]
