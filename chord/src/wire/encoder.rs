@@ -174,7 +174,7 @@ fn write_define(out: &mut Vec<u8>, id: usize, key: &[u8]) {
 }
 
 /// An op's opening: `["v"` and its path as `form` says (`key` is the path's JSON).
-#[inline]
+#[inline(always)]
 fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
     separate(out);
     out.extend_from_slice(&[b'[', b'"', verb as u8, b'"']);
