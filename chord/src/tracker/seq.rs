@@ -131,11 +131,11 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    let edit = match &mut node.state {
+    let edit = match &node.state {
         State::Assigned(before) => return flush_reassigned(items, before, path, out),
         State::Text(_) => return Ok(()),
         State::Clean => None,
-        State::Seq(edit) => Some(&*edit),
+        State::Seq(edit) => Some(edit),
     };
     if let Some(edit) = edit {
         flush_splices(items, edit, &node.wire, path, out)?;
@@ -144,10 +144,6 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     if !node.touched {
         return Ok(()); // (no element's proxy was handed out)
     }
-    let edit = match &node.state {
-        State::Seq(edit) => Some(edit),
-        _ => None,
-    };
     for (key, child) in node.children.iter_mut() {
         let Key::Index(accepted) = *key else { continue };
         if !child.may_be_dirty() {

@@ -96,13 +96,13 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>)
                 out.append(&node.wire, path, &current[*tail_start..]);
             }
         }
-        state => flush_other(current, state, node, path, out),
+        state => flush_other(current, state, path, out),
     }
 }
 
 /// [`flush`] of anything but appends.
 #[inline(never)]
-fn flush_other(current: &str, state: &State, node: &Node, path: &Trail, out: &mut Out<'_>) {
+fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
     match state {
         State::Clean | State::Seq(_) => {}
         State::Assigned(before) => {
@@ -115,14 +115,7 @@ fn flush_other(current: &str, state: &State, node: &Node, path: &Trail, out: &mu
                 return;
             }
             match edit {
-                TextEdit::Window {
-                    dropped,
-                    tail_start,
-                } if dropped.is_empty() => {
-                    if *tail_start < current.len() {
-                        out.append(&node.wire, path, &current[*tail_start..]);
-                    }
-                }
+                // (Appends alone were written by `flush`.)
                 TextEdit::Window {
                     dropped,
                     tail_start,
@@ -131,7 +124,9 @@ fn flush_other(current: &str, state: &State, node: &Node, path: &Trail, out: &mu
                         return;
                     };
                     let mut window = Vec::with_capacity(2);
-                    window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
+                    if !dropped.is_empty() {
+                        window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
+                    }
                     if *tail_start < current.len() {
                         window.push(Op::Append(p.clone(), current[*tail_start..].to_owned()));
                     }

@@ -491,7 +491,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// The bytes a JSON string holds as they are (all but control characters, `"` and `\\`).
+/// The bytes a JSON string holds as they are: all but control characters, `"` and `\`.
 static PLAIN: [bool; 256] = {
     let mut plain = [true; 256];
     let mut b = 0;
