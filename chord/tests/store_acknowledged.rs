@@ -3,11 +3,7 @@
 //! leaves a log that can no longer be recovered. Every backend (PostgreSQL when
 //! `CHORD_TEST_POSTGRES_URL` names a server, see `support/postgres.rs`).
 
-use std::path::Path;
-
-use chord::store::{
-    recover, Address, Checkpoint, Durability, Durable, Error, JsonlStore, LogWriter, Store, BASE,
-};
+use chord::store::{recover, Address, Checkpoint, Durable, Error, LogWriter, Store, BASE};
 use chord::{path, ErrorKind, Op, Tracked};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -16,49 +12,8 @@ use serde_json::{json, Value};
 #[path = "support/postgres.rs"]
 mod pg;
 
-struct Backend {
-    name: &'static str,
-    open: fn(&Path) -> Box<dyn Store>,
-}
-
-fn backends() -> Vec<Backend> {
-    let mut all = vec![Backend {
-        name: "jsonl",
-        open: |dir| {
-            Box::new(JsonlStore::open(dir.join("log.jsonl"), Durability::EveryAppend).unwrap())
-        },
-    }];
-    #[cfg(feature = "sqlite")]
-    all.push(Backend {
-        name: "sqlite",
-        open: |dir| {
-            Box::new(
-                chord::store::SqliteStore::open(dir.join("log.db"), Durability::EveryAppend)
-                    .unwrap(),
-            )
-        },
-    });
-    // A directory's store is the schema named after it.
-    #[cfg(feature = "postgres")]
-    if pg::available() {
-        all.push(Backend {
-            name: "postgres",
-            open: |dir| {
-                let name = dir.file_name().unwrap().to_string_lossy();
-                let schema = format!("chord_test_ack_{}", name.trim_start_matches('.'));
-                pg::create_schema(&schema);
-                Box::new(
-                    chord::store::PostgresStore::open(
-                        &pg::schema_url(&schema),
-                        Durability::EveryAppend,
-                    )
-                    .unwrap(),
-                )
-            },
-        });
-    }
-    all
-}
+#[path = "support/backends.rs"]
+mod backends;
 
 /// `[[...[1]...]]`, `n` arrays deep.
 fn nested(n: usize) -> Value {
@@ -88,11 +43,11 @@ struct Facet {
 /// log could not be recovered ("exceeds the max_depth limit of 120").
 #[test]
 fn durable_refuses_a_value_too_deep_to_recover_and_the_log_stays_recoverable() {
-    for backend in backends() {
+    for (name, backend) in backends::available() {
         let dir = tempfile::tempdir().unwrap();
         let at = Address::new("facets", "deep");
         let open = || {
-            let writer = LogWriter::new((backend.open)(dir.path()), Checkpoint::EveryBatches(10));
+            let writer = LogWriter::new(backend.open(dir.path()), Checkpoint::EveryBatches(10));
             Durable::open(writer, at.clone(), Facet::default).unwrap()
         };
         let mut facet = open();
@@ -101,7 +56,7 @@ fn durable_refuses_a_value_too_deep_to_recover_and_the_log_stays_recoverable() {
         facet.flush().unwrap();
         facet.state().state.set(nested(121));
         let err = facet.flush().unwrap_err();
-        assert_eq!(limit_of(&err), Some("max_depth"), "{}: {err}", backend.name);
+        assert_eq!(limit_of(&err), Some("max_depth"), "{}: {err}", name);
         let cause = std::error::Error::source(&err).map(ToString::to_string);
         assert!(
             cause
@@ -115,19 +70,19 @@ fn durable_refuses_a_value_too_deep_to_recover_and_the_log_stays_recoverable() {
         // ... and what was acknowledged before is still what the log recovers.
         drop(facet);
         let mut facet = open();
-        assert_eq!(facet.state, nested(119), "{}", backend.name);
+        assert_eq!(facet.state, nested(119), "{}", name);
         facet.state().state.set(json!({"ok": true}));
         facet.flush().unwrap();
         drop(facet);
-        assert_eq!(open().state, json!({"ok": true}), "{}", backend.name);
+        assert_eq!(open().state, json!({"ok": true}), "{}", name);
     }
 }
 
 #[test]
 fn the_writer_checks_path_length_plus_depth_statically() {
-    for backend in backends() {
+    for (name, backend) in backends::available() {
         let dir = tempfile::tempdir().unwrap();
-        let mut writer = LogWriter::new((backend.open)(dir.path()), Checkpoint::Never);
+        let mut writer = LogWriter::new(backend.open(dir.path()), Checkpoint::Never);
         let a = Address::new("w", "a");
         // A chain of objects 100 deep, then values under it.
         let mut doc = json!(null);
@@ -146,7 +101,7 @@ fn the_writer_checks_path_length_plus_depth_statically() {
         let err = writer
             .append(&a, &[Op::Set(long.clone(), nested(21))])
             .unwrap_err();
-        assert_eq!(limit_of(&err), Some("max_depth"), "{}: {err}", backend.name);
+        assert_eq!(limit_of(&err), Some("max_depth"), "{}: {err}", name);
         let Error::Unrecoverable { source, address } = &err else {
             unreachable!()
         };
@@ -179,21 +134,21 @@ fn the_writer_checks_path_length_plus_depth_statically() {
         for _ in 0..100 {
             at = &at["k"];
         }
-        assert_eq!(at, &json!([nested(19)]), "{}", backend.name);
+        assert_eq!(at, &json!([nested(19)]), "{}", name);
     }
 }
 
 #[test]
 fn the_writer_refuses_a_first_batch_that_is_not_a_base() {
-    for backend in backends() {
+    for (name, backend) in backends::available() {
         let dir = tempfile::tempdir().unwrap();
-        let mut writer = LogWriter::new((backend.open)(dir.path()), Checkpoint::Never);
+        let mut writer = LogWriter::new(backend.open(dir.path()), Checkpoint::Never);
         let a = Address::new("w", "a");
         let err = writer
             .append(&a, &[Op::Set(path!["n"], json!(1))])
             .unwrap_err();
         let Error::Unrecoverable { source, .. } = &err else {
-            panic!("{}: {err}", backend.name)
+            panic!("{}: {err}", name)
         };
         assert_eq!(source.kind(), &ErrorKind::NoValue);
         assert!(writer.store().addresses().unwrap().is_empty());
@@ -208,9 +163,9 @@ fn the_writer_refuses_a_first_batch_that_is_not_a_base() {
 /// and ops no state can apply.
 #[test]
 fn the_store_refuses_what_recovery_cannot_read_back_and_writes_nothing() {
-    for backend in backends() {
+    for (name, backend) in backends::available() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = (backend.open)(dir.path());
+        let mut store = backend.open(dir.path());
         let a = Address::new("s", "a");
         store
             .append(&a, r#"[["r",{"t":"x","xs":[]}]]"#, Some(BASE))
@@ -231,7 +186,7 @@ fn the_store_refuses_what_recovery_cannot_read_back_and_writes_nothing() {
             assert!(
                 matches!(err, Error::InvalidBatch { .. }),
                 "{}: {}: {err}",
-                backend.name,
+                name,
                 &batch[..batch.len().min(40)]
             );
         }
@@ -285,7 +240,7 @@ fn the_store_refuses_what_recovery_cannot_read_back_and_writes_nothing() {
         for (batch, kind) in &unrecoverable {
             let err = store.append(&a, batch, None).unwrap_err();
             let Error::Unrecoverable { source, address } = &err else {
-                panic!("{}: {batch}: {err}", backend.name)
+                panic!("{}: {batch}: {err}", name)
             };
             assert_eq!((source.kind(), address), (kind, &a), "{batch}: {err}");
             assert!(
@@ -293,7 +248,7 @@ fn the_store_refuses_what_recovery_cannot_read_back_and_writes_nothing() {
                 "{err}"
             );
         }
-        assert_eq!(recover(&*store, &a).unwrap(), good, "{}", backend.name);
+        assert_eq!(recover(&*store, &a).unwrap(), good, "{}", name);
         // What may be fine, depending on earlier batches, is accepted: an id defined before,
         // the deepest values that fit.
         let ok = [
@@ -309,9 +264,9 @@ fn the_store_refuses_what_recovery_cannot_read_back_and_writes_nothing() {
             .append(&a, &format!("[[\"r\",{}]]", deep(120)), Some(BASE))
             .unwrap();
         drop(store);
-        let store = (backend.open)(dir.path());
+        let store = backend.open(dir.path());
         let r = chord::store::replay(&*store, &a, None).unwrap();
-        assert_eq!(r.batches, 1, "{}", backend.name);
+        assert_eq!(r.batches, 1, "{}", name);
         assert_eq!(r.value.map(|v| v.to_string()), Some(deep(120)));
     }
 }

@@ -2,6 +2,8 @@
 //! store again for the same directory). Include with `#[path = "support/backends.rs"]`
 //! beside `mod pg` (`support/postgres.rs`, feature `postgres`).
 
+#![allow(dead_code)] // each test binary uses part of it
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,6 +63,19 @@ pub const POSTGRES: Backend = Backend {
         ))
     },
 };
+
+/// Every backend that can run here, with its name, for a test that loops over them.
+pub fn available() -> Vec<(&'static str, &'static Backend)> {
+    #[allow(unused_mut)]
+    let mut all = vec![("jsonl", &JSONL)];
+    #[cfg(feature = "sqlite")]
+    all.push(("sqlite", &SQLITE));
+    #[cfg(feature = "postgres")]
+    if (POSTGRES.available)() {
+        all.push(("postgres", &POSTGRES));
+    }
+    all
+}
 
 /// Grouped with a bound no test waits for: flushes happen on `sync`, compaction, drop, or a
 /// full group.
