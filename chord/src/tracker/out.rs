@@ -16,7 +16,7 @@ use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
 use crate::tracker::Trail;
-use crate::wire::table::{write_str, write_uint, Cached};
+use crate::wire::table::{write_last_str, write_uint, Cached};
 use crate::Encoder;
 
 /// The destination of one flush. Not a public API (the derive's generated code passes it on).
@@ -118,9 +118,7 @@ impl<'a> Out<'a> {
             }
             Sink::Wire { enc, buf } => {
                 enc.head(buf, 'a', path, Some(wire));
-                buf.push(b',');
-                write_str(buf, text);
-                buf.push(b']');
+                write_last_str(buf, text);
             }
         }
     }

@@ -7,7 +7,7 @@ use crate::path::{Path, Seg};
 use crate::wire::op::{PathRef, WireOp};
 use std::cell::Cell;
 
-use crate::wire::table::{write_path, write_str, write_uint, Cached, Form, Table};
+use crate::wire::table::{write_last_str, write_path, write_uint, Cached, Form, Table};
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,
 /// per stored value): ids it defines are only meaningful to a decoder that saw them.
@@ -203,10 +203,7 @@ fn write_args(out: &mut Vec<u8>, op: &Op) {
     match op {
         Op::Replace(v) | Op::Set(_, v) => write_value(out, v),
         Op::Delete(_) => {}
-        Op::Append(_, text) => {
-            out.push(b',');
-            write_str(out, text);
-        }
+        Op::Append(_, text) => return write_last_str(out, text),
         Op::Truncate(_, n) => {
             out.push(b',');
             write_uint(out, *n as u64);

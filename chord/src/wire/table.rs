@@ -491,6 +491,49 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// `,"s"]`: a string as an op's last argument (an append's text), with serde_json's escaping.
+///
+/// A short plain string is assembled in a fixed-size buffer and copied with one copy of a
+/// known length, then the vector is cut back to what was meant: no call to `memcpy` for the
+/// few bytes of a streamed token (measured against `write_str` between two pushes: W1 564 ->
+/// 522 and W5 1,009 -> 965 instructions per step).
+#[inline]
+pub(crate) fn write_last_str(out: &mut Vec<u8>, s: &str) {
+    const SMALL: usize = 16;
+    let bytes = s.as_bytes();
+    if bytes.len() <= SMALL {
+        let n = bytes.len();
+        let mut buf = [0u8; SMALL + 4];
+        buf[0] = b',';
+        buf[1] = b'"';
+        // (Copied as two overlapping words of a fixed size: a loop would become a call to
+        // `memcpy` again.)
+        if n >= 8 {
+            buf[2..10].copy_from_slice(&bytes[..8]);
+            buf[n - 6..n + 2].copy_from_slice(&bytes[n - 8..]);
+        } else if n >= 4 {
+            buf[2..6].copy_from_slice(&bytes[..4]);
+            buf[n - 2..n + 2].copy_from_slice(&bytes[n - 4..]);
+        } else if n > 0 {
+            buf[2] = bytes[0];
+            buf[2 + n / 2] = bytes[n / 2];
+            buf[1 + n] = bytes[n - 1];
+        }
+        let plain = bytes.iter().all(|&b| PLAIN[b as usize]);
+        if plain {
+            buf[2 + n] = b'"';
+            buf[3 + n] = b']';
+            let end = out.len() + n + 4;
+            out.extend_from_slice(&buf);
+            out.truncate(end);
+            return;
+        }
+    }
+    out.push(b',');
+    write_str(out, s);
+    out.push(b']');
+}
+
 /// The bytes a JSON string holds as they are: all but control characters, `"` and `\`.
 static PLAIN: [bool; 256] = {
     let mut plain = [true; 256];
@@ -531,6 +574,26 @@ mod tests {
 
     fn p(segs: Path) -> Path {
         segs
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        // Every length around the fixed-size path's bounds, plain, escaped and non-ASCII.
+        let fill = ["a", "\"", "\\", "\n", "\u{1}", "é", "😀", "\u{7f}"];
+        for piece in fill {
+            for n in 0..=20usize {
+                for at in [0, n / 2, n.saturating_sub(1)] {
+                    let s: String = (0..n).map(|i| if i == at { piece } else { "x" }).collect();
+                    let want = format!(",{}]", serde_json::to_string(&s).unwrap());
+                    let mut out = b"[".to_vec();
+                    write_last_str(&mut out, &s);
+                    assert_eq!(std::str::from_utf8(&out[1..]).unwrap(), want, "{s:?}");
+                    let mut out = Vec::new();
+                    write_str(&mut out, &s);
+                    assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
+                }
+            }
+        }
     }
 
     #[test]
