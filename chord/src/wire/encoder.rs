@@ -127,6 +127,7 @@ impl Encoder {
     /// one, then `["v"` and the path as the table says. `cached` is the id the path's
     /// dirty-tree node remembers (a flush straight to bytes): when it still holds, the path
     /// is neither written nor hashed, and it is updated with what the table decided.
+    #[inline]
     pub(crate) fn head(
         &mut self,
         out: &mut Vec<u8>,
@@ -143,6 +144,19 @@ impl Encoder {
                 return write_head(out, verb, form, &[]);
             }
         }
+        self.head_by_path(out, verb, path, cached)
+    }
+
+    /// [`head`](Encoder::head) when no cached id holds: the path is looked up (and defined
+    /// when this op makes it). Out of line: a streaming step's path is cached.
+    #[inline(never)]
+    fn head_by_path(
+        &mut self,
+        out: &mut Vec<u8>,
+        verb: char,
+        path: &[Seg],
+        cached: Option<&Cell<Cached>>,
+    ) {
         let form = self.table.form(path);
         if let (Some(cell), Some(c)) = (cached, self.table.cache(form)) {
             cell.set(c);
