@@ -31,6 +31,9 @@ pub fn flush_struct<T: Serialize + ?Sized>(
         if let Key::Field(index) = *key {
             if child.may_be_dirty() {
                 field(index, child, path, out)?;
+                if out.reset {
+                    child.reset_flushed();
+                }
             }
         }
     }

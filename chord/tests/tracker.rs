@@ -485,6 +485,153 @@ fn a_failed_flush_into_writes_nothing_and_leaves_the_encoder_as_it_was() {
     assert_eq!(t.flush_into(&mut enc, &mut wire).unwrap(), 0);
 }
 
+/// A flush that cannot fail forgets each record as it writes it; one that may fail must not
+/// (a failed flush accepts nothing). Every kind of record whose flush serializes a value is
+/// tried here after an append that the walk writes first: the flush fails, and once the value
+/// is fixed the next flush still starts with that append. A kind that did not count as one
+/// that may fail would lose the append (the tracker would fall back to a base batch).
+#[test]
+fn a_failed_flush_keeps_what_it_wrote_before_the_failure() {
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    enum Mode {
+        #[default]
+        Idle,
+        Busy {
+            load: f64,
+        },
+    }
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Gauge {
+        label: String,
+        value: f64,
+        maybe: Option<f64>,
+        samples: Vec<f64>,
+        by_name: BTreeMap<String, f64>,
+        mode: Mode,
+    }
+    type Change<T> = fn(&mut Tracker<T>);
+    let cases: [(&str, Change<Gauge>, Change<Gauge>); 6] = [
+        (
+            "a field set",
+            |t| t.state().value.set(f64::NAN),
+            |t| t.state().value.set(0.5),
+        ),
+        (
+            "an option set",
+            |t| t.state().maybe.set(Some(f64::NAN)),
+            |t| t.state().maybe.set(Some(0.5)),
+        ),
+        (
+            "a push",
+            |t| t.state().samples.push(f64::NAN),
+            |t| t.state().samples[0] = 0.5,
+        ),
+        (
+            "a map insert",
+            |t| {
+                t.state().by_name.insert("a".into(), f64::NAN);
+            },
+            |t| {
+                t.state().by_name.insert("a".into(), 0.5);
+            },
+        ),
+        (
+            "an enum's variant",
+            |t| t.state().mode.set(Mode::Busy { load: f64::NAN }),
+            |t| t.state().mode.set(Mode::Busy { load: 0.5 }),
+        ),
+        (
+            "an edit",
+            |t| t.edit(|g| g.value = f64::NAN),
+            |t| t.edit(|g| g.value = 0.5),
+        ),
+    ];
+    for (what, break_it, fix_it) in cases {
+        keeps_the_append(
+            what,
+            Gauge::default(),
+            |t| t.state().label.push_str("cpu"),
+            break_it,
+            fix_it,
+        );
+    }
+
+    #[derive(Tracked, Serialize, Clone, Debug, Default)]
+    struct Inner {
+        note: String,
+        x: f64,
+    }
+    impl Inner {
+        fn is_quiet(&self) -> bool {
+            self.note.is_empty()
+        }
+    }
+    #[derive(Tracked, Serialize, Clone, Debug)]
+    struct Panel {
+        label: String,
+        // Absent while quiet, so the NaN in it was never sent.
+        #[serde(skip_serializing_if = "Inner::is_quiet")]
+        inner: Inner,
+    }
+    let panel = Panel {
+        label: String::new(),
+        inner: Inner {
+            note: String::new(),
+            x: f64::NAN,
+        },
+    };
+    keeps_the_append(
+        "a skipped field appearing",
+        panel,
+        |t| t.state().label.push_str("cpu"),
+        |t| t.state().inner.note.push_str("n"),
+        |t| t.state().inner.x.set(0.5),
+    );
+}
+
+/// `a_failed_flush_keeps_what_it_wrote_before_the_failure` for one kind of record, through
+/// `flush` and through `flush_into`.
+fn keeps_the_append<T: Tracked + Clone>(
+    what: &str,
+    initial: T,
+    append: fn(&mut Tracker<T>),
+    break_it: fn(&mut Tracker<T>),
+    fix_it: fn(&mut Tracker<T>),
+) {
+    for into in [false, true] {
+        let mut t = track(initial.clone());
+        let mut enc = chord::Encoder::new();
+        let mut dec = chord::Decoder::new();
+        let mut wire = Vec::new();
+        let mut flush = |t: &mut Tracker<T>| -> chord::Result<Vec<Op>> {
+            if !into {
+                return t.flush();
+            }
+            wire.clear();
+            t.flush_into(&mut enc, &mut wire)?;
+            Ok(match std::str::from_utf8(&wire).unwrap() {
+                "" => Vec::new(),
+                text => dec.decode_str(text).unwrap(),
+            })
+        };
+        let mut replica = None;
+        apply(&mut replica, &flush(&mut t).unwrap()).unwrap();
+        append(&mut t);
+        break_it(&mut t);
+        assert!(flush(&mut t).is_err(), "{what} (flush_into: {into})");
+        fix_it(&mut t);
+        let ops = flush(&mut t).unwrap();
+        assert_eq!(
+            ops.first(),
+            Some(&Op::Append(path!["label"], "cpu".into())),
+            "{what} (flush_into: {into}): {ops:?}"
+        );
+        apply(&mut replica, &ops).unwrap();
+        let state = serde_json::to_value(t.get()).unwrap();
+        assert_eq!(replica, Some(state), "{what} (flush_into: {into})");
+    }
+}
+
 #[test]
 fn maps_record_members() {
     let mut h = Harness::new(lane());

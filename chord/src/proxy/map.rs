@@ -328,6 +328,9 @@ pub(crate) fn flush<M: MapLike>(
                 None => Ok(()),
             },
         })?;
+        if out.reset {
+            child.reset();
+        }
     }
     Ok(())
 }

@@ -75,8 +75,10 @@ impl<'a> Fields<'a> {
     #[inline]
     pub fn next(&mut self, present: Option<bool>) -> Cx<'a> {
         let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
-            if node.present.is_none() {
+            if node.present.is_none() && present.is_some() {
                 node.present = present;
+                // (A field that appears is serialized at flush.)
+                node.risk.mark();
             }
             node
         });

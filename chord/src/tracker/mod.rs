@@ -25,7 +25,7 @@ use crate::Encoder;
 pub(crate) use compact::json_len;
 pub use cx::{Cx, Fields};
 pub use node::Node;
-pub(crate) use node::{flush_assigned, flush_reassigned, with_seg, Before, Key, State};
+pub(crate) use node::{flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State};
 pub use out::Out;
 pub use trail::Trail;
 
@@ -112,7 +112,7 @@ impl<T: Tracked> Tracker<T> {
     pub fn new(value: T) -> Tracker<T> {
         Tracker {
             value,
-            root: Node::default(),
+            root: Node::under(&Risk::new()),
             base: true,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
@@ -130,7 +130,7 @@ impl<T: Tracked> Tracker<T> {
     pub fn resume(value: T) -> Tracker<T> {
         Tracker {
             value,
-            root: Node::default(),
+            root: Node::under(&Risk::new()),
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
@@ -154,7 +154,7 @@ impl<T: Tracked> Tracker<T> {
     /// assert!(t.flush().unwrap().is_empty());
     /// ```
     pub fn resume_from(value: T, held: serde_json::Value) -> Tracker<T> {
-        let mut root = Node::default();
+        let mut root = Node::under(&Risk::new());
         root.assign_before(Before::Value(held));
         Tracker {
             value,
@@ -233,13 +233,19 @@ impl<T: Tracked> Tracker<T> {
     /// first batch for a new subscriber).
     pub fn rebase(&mut self) {
         self.base = true;
-        self.root.reset();
+        self.forget();
     }
 
     /// Accepts the changes recorded since the last flush without emitting them (for when the
     /// replicas already have them by other means).
     pub fn discard(&mut self) {
+        self.forget();
+    }
+
+    /// Forgets every record (after a flush that wrote them, or to discard them).
+    fn forget(&mut self) {
         self.root.reset();
+        self.root.risk.clear();
     }
 
     /// Whether the next flush has anything to emit.
@@ -261,6 +267,15 @@ impl<T: Tracked> Tracker<T> {
         let mut out = Vec::new();
         if self.base {
             out.push(Op::Replace(to_json(&self.value, &[])?));
+        } else if !self.root.risk.is_set() {
+            // Nothing recorded can fail (text edits only): each record is forgotten as it is
+            // written, and no value, so no unsafe integer, is sent.
+            let walked = self.value.__flush(
+                &mut self.root,
+                &mut self.path,
+                &mut Out::ops(&mut out).resetting(),
+            );
+            return self.walked_resetting(walked).map(|()| out);
         } else {
             self.value
                 .__flush(&mut self.root, &mut self.path, &mut Out::ops(&mut out))
@@ -274,8 +289,32 @@ impl<T: Tracked> Tracker<T> {
         }
         self.unsafe_seen = seen;
         self.base = false;
-        self.root.reset();
+        self.forget();
         Ok(out)
+    }
+
+    /// The end of a flush walk that forgot each record as it wrote it: the root's own
+    /// record is forgotten too. Such a walk writes no value and cannot fail; should it fail
+    /// all the same, the records it forgot are lost, so the next flush is a base batch.
+    #[inline]
+    fn walked_resetting(&mut self, walked: Result<()>) -> Result<()> {
+        match walked {
+            Ok(()) => {
+                self.root.reset_flushed();
+                Ok(())
+            }
+            Err(e) => self.lost(e),
+        }
+    }
+
+    /// [`walked_resetting`](Tracker::walked_resetting) after a failure.
+    #[cold]
+    #[inline(never)]
+    fn lost(&mut self, e: Error) -> Result<()> {
+        self.path.clear();
+        self.base = true;
+        self.forget();
+        Err(e)
     }
 
     /// Flushes straight to the wire: what [`flush`](Tracker::flush) would return, encoded by
@@ -321,22 +360,29 @@ impl<T: Tracked> Tracker<T> {
         out.reserve(MIN_BATCH_BYTES);
         encoder.table.begin();
         out.push(b'[');
-        let flushed =
-            self.value
-                .__flush(&mut self.root, &mut self.path, &mut Out::wire(encoder, out));
+        let resetting = !self.root.risk.is_set();
+        let mut to = Out::wire(encoder, out);
+        if resetting {
+            // Nothing recorded can fail (text edits only): each record is forgotten as it is
+            // written, and no value, so no unsafe integer, is sent.
+            to = to.resetting();
+        }
+        let flushed = self.value.__flush(&mut self.root, &mut self.path, &mut to);
+        if resetting {
+            if let Err(e) = self.walked_resetting(flushed) {
+                encoder.table.rollback();
+                out.truncate(start);
+                return Err(e);
+            }
+            return Ok(close_batch(out, start));
+        }
         if let Err(e) = flushed {
             self.path.clear(); // (an error may leave segments pushed)
             encoder.table.rollback();
             out.truncate(start);
             return Err(e);
         }
-        let written = if out.len() == start + 1 {
-            out.truncate(start);
-            0
-        } else {
-            out.push(b']');
-            out.len() - start
-        };
+        let written = close_batch(out, start);
         let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
         if self.js_safe && seen != self.unsafe_seen {
             encoder.table.rollback();
@@ -344,7 +390,7 @@ impl<T: Tracked> Tracker<T> {
             return self.flush_checked_into(encoder, out);
         }
         self.unsafe_seen = seen;
-        self.root.reset();
+        self.forget();
         Ok(written)
     }
 
@@ -364,7 +410,7 @@ impl<T: Tracked> Tracker<T> {
         encoder.reset();
         self.unsafe_seen = seen;
         self.base = false;
-        self.root.reset();
+        self.forget();
         Ok(out.len() - start)
     }
 
@@ -381,6 +427,19 @@ impl<T: Tracked> Tracker<T> {
     /// Stops tracking and returns the value.
     pub fn into_inner(self) -> T {
         self.value
+    }
+}
+
+/// Closes the batch that `out` holds from `start` (its `[` written): `]` after its ops, or
+/// nothing at all when it has none. Returns the bytes written.
+#[inline]
+fn close_batch(out: &mut Vec<u8>, start: usize) -> usize {
+    if out.len() == start + 1 {
+        out.truncate(start);
+        0
+    } else {
+        out.push(b']');
+        out.len() - start
     }
 }
 

@@ -6,6 +6,8 @@
 //! tracker's memory is proportional to what changed, never to the state's size.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -37,6 +39,52 @@ pub struct Node {
     /// The id the last stream encoder that wrote this location's path gave it (see
     /// `wire::table::Cached`); kept across flushes, and, untrusted, when the node is recycled.
     pub(crate) wire: std::cell::Cell<Cached>,
+    /// The tracker's [`Risk`], shared by all its nodes.
+    pub(crate) risk: Risk,
+}
+
+/// Whether a record made since the last flush may make the next flush fail: one flag per
+/// tracker, shared by all its nodes, set by the records whose flush serializes a value (an
+/// assignment, a splice, a field serde may skip, an enum's variant), which a non-finite float
+/// or a failing `Serialize` can refuse. Text edits never fail.
+///
+/// A flush that cannot fail forgets each node's record as soon as the node is written, in
+/// the walk that writes it (see [`Node::reset_flushed`]); one that may fail walks once to
+/// write and, when everything was written, once more to forget ([`Node::reset`]), so that a
+/// failed flush keeps every record for the next one.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Risk(Option<Arc<AtomicBool>>);
+
+impl Risk {
+    /// A tracker's flag, clear.
+    pub(crate) fn new() -> Risk {
+        Risk(Some(Arc::new(AtomicBool::new(false))))
+    }
+
+    /// Notes a record whose flush may fail.
+    #[inline]
+    pub(crate) fn mark(&self) {
+        debug_assert!(self.0.is_some(), "a node outside a tracker");
+        if let Some(flag) = &self.0 {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the next flush may fail (also when this is no tracker's flag).
+    #[inline]
+    pub(crate) fn is_set(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    /// After a flush (or a reset) that left no record behind.
+    #[inline]
+    pub(crate) fn clear(&self) {
+        if let Some(flag) = &self.0 {
+            flag.store(false, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The touched children of a node, in the order they were first touched (which is the order
@@ -87,9 +135,9 @@ impl Children {
         }
     }
 
-    /// Adds a clean child at `key` (a spare node when there is one).
-    fn push(&mut self, key: Key) -> usize {
-        let node = self.spare.pop().unwrap_or_default();
+    /// Adds a clean child at `key` (a spare node when there is one), sharing `risk`.
+    fn push(&mut self, key: Key, risk: &Risk) -> usize {
+        let node = self.spare.pop().unwrap_or_else(|| Node::under(risk));
         let at = self.list.len();
         if let Some(index) = &mut self.index {
             index.insert(key.clone(), at);
@@ -102,14 +150,14 @@ impl Children {
     /// proxy is handed out, or when an enum changed variant).
     #[cold]
     #[inline(never)]
-    fn make_fields(&mut self, count: usize) {
+    fn make_fields(&mut self, count: usize, risk: &Risk) {
         self.clear();
         self.fields = true;
         self.list.reserve_exact(count);
         for i in 0..count {
             self.list.push((
                 Key::Field(u32::try_from(i).unwrap_or(u32::MAX)),
-                Node::default(),
+                Node::under(risk),
             ));
         }
     }
@@ -199,6 +247,14 @@ pub(crate) enum State {
 }
 
 impl Node {
+    /// A clean node of the tracker whose flag is `risk`.
+    pub(crate) fn under(risk: &Risk) -> Node {
+        Node {
+            risk: risk.clone(),
+            ..Node::default()
+        }
+    }
+
     /// Whether recording below this node is pointless because the node's own state already
     /// covers everything under it.
     #[inline]
@@ -215,7 +271,7 @@ impl Node {
         self.touched = true;
         let at = match self.children.position(&key) {
             Some(at) => at,
-            None => self.children.push(key),
+            None => self.children.push(key, &self.risk),
         };
         Some(&mut self.children.list[at].1)
     }
@@ -227,7 +283,7 @@ impl Node {
         self.touched = true;
         let c = &mut self.children;
         if !(c.fields && c.list.len() == count) {
-            c.make_fields(count);
+            c.make_fields(count, &self.risk);
         }
         &mut c.list
     }
@@ -255,6 +311,26 @@ impl Node {
         } else if touched {
             // (Untouched, the children were reset already: nothing reached them since.)
             self.reset_children();
+        }
+    }
+
+    /// [`reset`](Node::reset) of a node that a flush which cannot fail has just written,
+    /// everything below it included: the walk reset the children it wrote, and the others
+    /// hold nothing (no record is below an untouched node, and no `present` or `variant`
+    /// is kept when the flush cannot fail). So only this node's own record is forgotten,
+    /// and the children are not visited again.
+    #[inline]
+    pub(crate) fn reset_flushed(&mut self) {
+        debug_assert!(self.present.is_none() && self.variant.is_none());
+        self.touched = false;
+        let keep = if matches!(self.state, State::Clean) {
+            self.children.fields || self.children.list.len() <= SPARE
+        } else {
+            self.state = State::Clean;
+            self.children.fields
+        };
+        if !keep {
+            self.children.clear();
         }
     }
 
@@ -295,7 +371,7 @@ impl Node {
             let Some(key) = key else { continue };
             let at = match self.children.position(&key) {
                 Some(at) => at,
-                None => self.children.push(key),
+                None => self.children.push(key, &self.risk),
             };
             if wanted_at.len() <= at {
                 wanted_at.resize(at + 1, None);
@@ -330,6 +406,7 @@ impl Node {
     /// (when edits were recorded here since the last flush, the accepted value is no longer
     /// known, and flush sends the new value whole; see [`assign_tracked`](Node::assign_tracked)).
     pub(crate) fn assign(&mut self, accepted: impl FnOnce() -> Option<Value>) {
+        self.risk.mark();
         if matches!(self.state, State::Assigned(_)) {
             return; // the first baseline stays: it is what the replica has
         }
@@ -351,6 +428,7 @@ impl Node {
     /// new value: an append and then a reassignment of the struct holding the text stay an
     /// append and a few sets, not the whole struct.
     pub(crate) fn assign_tracked<T: Tracked + ?Sized>(&mut self, current: &T) {
+        self.risk.mark();
         if matches!(self.state, State::Assigned(_)) {
             return;
         }
@@ -371,6 +449,7 @@ impl Node {
     }
     /// Records a reassignment where the accepted value is known to be absent or unknown.
     pub(crate) fn assign_before(&mut self, before: Before) {
+        self.risk.mark();
         if matches!(self.state, State::Assigned(_)) {
             return;
         }

@@ -23,6 +23,9 @@ use crate::Encoder;
 #[doc(hidden)]
 pub struct Out<'a> {
     sink: Sink<'a>,
+    /// The walk forgets each node's record once written (a flush that cannot fail; see
+    /// `Risk`).
+    pub(crate) reset: bool,
 }
 
 enum Sink<'a> {
@@ -38,6 +41,7 @@ impl<'a> Out<'a> {
     pub(crate) fn ops(ops: &'a mut Vec<Op>) -> Out<'a> {
         Out {
             sink: Sink::Ops(ops),
+            reset: false,
         }
     }
 
@@ -45,6 +49,15 @@ impl<'a> Out<'a> {
     pub(crate) fn wire(enc: &'a mut Encoder, buf: &'a mut Vec<u8>) -> Out<'a> {
         Out {
             sink: Sink::Wire { enc, buf },
+            reset: false,
+        }
+    }
+
+    /// The same destination, for a walk that forgets each node's record once written.
+    pub(crate) fn resetting(self) -> Out<'a> {
+        Out {
+            reset: true,
+            ..self
         }
     }
 

@@ -28,6 +28,7 @@ pub(crate) fn record_splice(
     if remove == 0 && insert == 0 {
         return;
     }
+    node.risk.mark(); // (inserted items are serialized at flush)
     if matches!(node.state, State::Clean) {
         node.state = State::Seq(SeqEdit::fresh(len));
         // Elements may now sit at other indices than their nodes' cached path ids name.
@@ -154,9 +155,15 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
             None => Some(accepted),
         };
         let Some(item) = current.and_then(|i| items.at(i).map(|item| (i, item))) else {
+            if out.reset {
+                child.reset(); // (removed since: nothing of it is written)
+            }
             continue;
         };
         with_seg(path, Seg::Index(item.0), |p| item.1.__flush(child, p, out))?;
+        if out.reset {
+            child.reset_flushed();
+        }
     }
     Ok(())
 }
