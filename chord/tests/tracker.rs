@@ -615,7 +615,7 @@ fn keeps_the_append<T: Tracked + Clone>(
             })
         };
         let mut replica = None;
-        apply(&mut replica, &flush(&mut t).unwrap()).unwrap();
+        apply(&mut replica, flush(&mut t).unwrap()).unwrap();
         append(&mut t);
         break_it(&mut t);
         assert!(flush(&mut t).is_err(), "{what} (flush_into: {into})");
