@@ -28,7 +28,9 @@ pub(crate) fn record_splice(
     if remove == 0 && insert == 0 {
         return;
     }
-    node.risk.mark(); // (inserted items are serialized at flush)
+    if insert > 0 {
+        node.risk.mark(); // (inserted items are serialized at flush; removals cannot fail)
+    }
     if matches!(node.state, State::Clean) {
         node.state = State::Seq(SeqEdit::fresh(len));
         // Elements may now sit at other indices than their nodes' cached path ids name.
