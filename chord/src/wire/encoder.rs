@@ -136,11 +136,7 @@ impl Encoder {
         cached: Option<&Cell<Cached>>,
     ) {
         if let Some(cell) = cached {
-            if let Some(form) = self.table.form_cached(cell.get(), path) {
-                match self.table.cache(form) {
-                    Some(c) if c != cell.get() => cell.set(c), // trusted again
-                    _ => {}
-                }
+            if let Some(form) = self.table.form_cached(cell, path) {
                 return write_head(out, verb, form, &[]);
             }
         }

@@ -27,6 +27,7 @@
 //! what the batch changed (definitions, paths seen) is undone, so the table is exactly as
 //! before and a retry writes the same bytes.
 
+use std::cell::Cell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -90,6 +91,15 @@ impl Cached {
     }
 }
 
+/// [`Table::grow_after`] for a seen-once array of `slots` slots.
+fn grow_after(slots: usize) -> usize {
+    if slots < SEEN_SLOTS {
+        slots / 2
+    } else {
+        usize::MAX
+    }
+}
+
 /// Table identities (0 is no table).
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
@@ -125,6 +135,9 @@ pub(crate) struct Table {
     seen: Vec<u64>,
     /// Hashes written into `seen` since it last grew.
     seen_writes: usize,
+    /// `seen` grows at the next batch once `seen_writes` is above this (half its slots;
+    /// never once it has `SEEN_SLOTS`).
+    grow_after: usize,
     /// The ids this table may use: `MAX_IDS`, smaller in tests.
     limit: usize,
     /// The path of the previous op in the batch.
@@ -157,6 +170,7 @@ impl Table {
             // Allocated with the stream, not by its first op.
             seen: vec![0; SEEN_FIRST],
             seen_writes: 0,
+            grow_after: grow_after(SEEN_FIRST),
             limit: limit.clamp(1, MAX_IDS),
             prev: Prev::None,
             previous: Vec::with_capacity(64),
@@ -186,7 +200,7 @@ impl Table {
         self.prev = Prev::None;
         self.undo.clear();
         // Grown between batches only: the undo log names slots.
-        if self.seen_writes > self.seen.len() / 2 && self.seen.len() < SEEN_SLOTS {
+        if self.seen_writes > self.grow_after {
             self.grow_seen();
         }
     }
@@ -202,6 +216,7 @@ impl Table {
         }
         self.seen = seen;
         self.seen_writes = 0;
+        self.grow_after = grow_after(slots);
     }
 
     /// Undoes the definitions of the batch begun last.
@@ -319,17 +334,26 @@ impl Table {
         Form::Define(id)
     }
 
-    /// The form of `path` through an id remembered from an earlier batch: `Some(form)` (the
-    /// id or, after an op on the same path, omission) when `cached` is this table's and the id
-    /// still names `path` (trusted, or checked); `None` otherwise (ask [`form`](Table::form)).
+    /// The form of `path` through the id remembered in `cached` from an earlier batch:
+    /// `Some(form)` (the id or, after an op on the same path, omission) when the id is this
+    /// table's and still names `path` (trusted, or checked, and then trusted again);
+    /// `None` otherwise (ask [`form`](Table::form)).
     #[inline]
-    pub(crate) fn form_cached(&mut self, cached: Cached, path: &[Seg]) -> Option<Form> {
-        let id = cached.id as usize;
-        let trusted = cached.trusted && cached.epoch == self.epoch;
-        if cached.uid != self.uid
-            || !(trusted || self.paths.get(id).is_some_and(|json| path_is(path, json)))
-        {
+    pub(crate) fn form_cached(&mut self, cached: &Cell<Cached>, path: &[Seg]) -> Option<Form> {
+        let c = cached.get();
+        let id = c.id as usize;
+        if c.uid != self.uid {
             return None;
+        }
+        if !(c.trusted && c.epoch == self.epoch) {
+            if !self.paths.get(id).is_some_and(|json| path_is(path, json)) {
+                return None;
+            }
+            cached.set(Cached {
+                epoch: self.epoch,
+                trusted: true,
+                ..c
+            });
         }
         let same = match self.prev {
             Prev::None => false,
