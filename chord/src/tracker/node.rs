@@ -559,7 +559,9 @@ pub(crate) fn set(path: &Trail, value: Value, out: &mut Out<'_>) {
     out.set(path, value);
 }
 
-/// Runs `f` with `seg` pushed onto `path`.
+/// Runs `f` with `seg` pushed onto `path`. (Always inline: a call per level of the walk
+/// measured 25 instructions more per W5 step.)
+#[inline(always)]
 pub(crate) fn with_seg<R>(path: &mut Trail, seg: Seg, f: impl FnOnce(&mut Trail) -> R) -> R {
     path.push(seg);
     let r = f(path);
