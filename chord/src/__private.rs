@@ -34,6 +34,8 @@ pub fn flush_struct<T: Serialize + ?Sized>(
                 if out.reset {
                     child.reset_flushed();
                 }
+            } else if out.reset {
+                child.present = None; // (the only thing a clean field may hold)
             }
         }
     }

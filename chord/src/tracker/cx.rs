@@ -77,8 +77,12 @@ impl<'a> Fields<'a> {
         let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
             if node.present.is_none() && present.is_some() {
                 node.present = present;
-                // (A field that appears is serialized at flush.)
-                node.risk.mark();
+                // A field absent from the JSON that appears is serialized whole at flush,
+                // which may fail; a present one stays (its own records decide) or
+                // disappears (a `d`, which cannot fail).
+                if present == Some(false) {
+                    node.risk.mark();
+                }
             }
             node
         });

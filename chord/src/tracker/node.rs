@@ -45,8 +45,9 @@ pub struct Node {
 
 /// Whether a record made since the last flush may make the next flush fail: one flag per
 /// tracker, shared by all its nodes, set by the records whose flush serializes a value (an
-/// assignment, a splice, a field serde may skip, an enum's variant), which a non-finite float
-/// or a failing `Serialize` can refuse. Text edits never fail.
+/// assignment, a splice that inserts, a field serde skips that may appear, an enum's
+/// variant), which a non-finite float or a failing `Serialize` can refuse. Text edits and
+/// removals never fail.
 ///
 /// A flush that cannot fail forgets each node's record as soon as the node is written, in
 /// the walk that writes it (see [`Node::reset_flushed`]); one that may fail walks once to
@@ -316,12 +317,14 @@ impl Node {
 
     /// [`reset`](Node::reset) of a node that a flush which cannot fail has just written,
     /// everything below it included: the walk reset the children it wrote, and the others
-    /// hold nothing (no record is below an untouched node, and no `present` or `variant`
-    /// is kept when the flush cannot fail). So only this node's own record is forgotten,
-    /// and the children are not visited again.
+    /// hold nothing (no record is below an untouched node; a struct's walk clears the
+    /// `present` of the fields it skips; a `variant` is kept only with a reassignment, which
+    /// may fail). So only this node's own record is forgotten, and the children are not
+    /// visited again.
     #[inline]
     pub(crate) fn reset_flushed(&mut self) {
-        debug_assert!(self.present.is_none() && self.variant.is_none());
+        debug_assert!(self.variant.is_none());
+        self.present = None;
         self.touched = false;
         let keep = if matches!(self.state, State::Clean) {
             self.children.fields || self.children.list.len() <= SPARE
