@@ -128,6 +128,40 @@ fn present(f: &Field, value: TokenStream) -> TokenStream {
     }
 }
 
+/// Whether a `skip_serializing_if` predicate is `Option::is_none` (spelled with or without
+/// `std::option::` or `core::option::`): the field is then an `Option`, absent only when
+/// `None`, which nothing but an assignment changes.
+fn is_option_is_none(pred: &syn::ExprPath) -> bool {
+    let segments: Vec<String> = pred
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let plain = pred.path.segments.iter().all(|s| s.arguments.is_none());
+    let names: Vec<&str> = segments.iter().map(String::as_str).collect();
+    plain
+        && pred.qself.is_none()
+        && matches!(
+            names.as_slice(),
+            ["Option", "is_none"]
+                | ["option", "Option", "is_none"]
+                | ["std" | "core", "option", "Option", "is_none"]
+        )
+}
+
+/// Whether a field's type is spelled `Option<..>` (or `std::option::Option<..>`).
+fn is_option(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Option" && !s.arguments.is_none()),
+        _ => false,
+    }
+}
+
 fn present_binding(f: &Field) -> Ident {
     format_ident!("{}_present", f.binding)
 }
@@ -164,7 +198,11 @@ fn construct(f: &Field) -> TokenStream {
     } else {
         quote!(::chord::__private::core::option::Option::None)
     };
-    let cx = quote!(__fields.next(#present));
+    let cx = if f.attrs.skip_if.as_ref().is_some_and(is_option_is_none) && is_option(ty) {
+        quote!(__fields.next_option(#present))
+    } else {
+        quote!(__fields.next(#present))
+    };
     match kind(f) {
         Kind::Skipped => quote!(#binding),
         Kind::Opaque => quote!(::chord::__private::LeafProxy::new(#binding, #cx)),

@@ -508,9 +508,12 @@ fn a_failed_flush_keeps_what_it_wrote_before_the_failure() {
         samples: Vec<f64>,
         by_name: BTreeMap<String, f64>,
         mode: Mode,
+        // Absent while `None`: only an assignment makes it appear, and that counts.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        extra: Option<f64>,
     }
     type Change<T> = fn(&mut Tracker<T>);
-    let cases: [(&str, Change<Gauge>, Change<Gauge>); 6] = [
+    let cases: [(&str, Change<Gauge>, Change<Gauge>); 7] = [
         (
             "a field set",
             |t| t.state().value.set(f64::NAN),
@@ -544,6 +547,11 @@ fn a_failed_flush_keeps_what_it_wrote_before_the_failure() {
             "an edit",
             |t| t.edit(|g| g.value = f64::NAN),
             |t| t.edit(|g| g.value = 0.5),
+        ),
+        (
+            "a skipped option appearing",
+            |t| t.state().extra.set(Some(f64::NAN)),
+            |t| t.state().extra.set(Some(0.5)),
         ),
     ];
     for (what, break_it, fix_it) in cases {

@@ -74,13 +74,26 @@ impl<'a> Fields<'a> {
     #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self, present: Option<bool>) -> Cx<'a> {
+        self.slot(present, true)
+    }
+
+    /// [`next`](Fields::next) for an `Option` field serde skips when it is `None`: absent,
+    /// it can only appear by an assignment, which counts as a record that may fail by
+    /// itself, so handing it out does not (see `Risk`).
+    #[inline]
+    pub fn next_option(&mut self, present: Option<bool>) -> Cx<'a> {
+        self.slot(present, false)
+    }
+
+    #[inline]
+    fn slot(&mut self, present: Option<bool>, absent_may_fail: bool) -> Cx<'a> {
         let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
             if node.present.is_none() && present.is_some() {
                 node.present = present;
                 // A field absent from the JSON that appears is serialized whole at flush,
                 // which may fail; a present one stays (its own records decide) or
                 // disappears (a `d`, which cannot fail).
-                if present == Some(false) {
+                if absent_may_fail && present == Some(false) {
                     node.risk.mark();
                 }
             }
