@@ -132,22 +132,13 @@ fn present(f: &Field, value: TokenStream) -> TokenStream {
 /// `std::option::` or `core::option::`): the field is then an `Option`, absent only when
 /// `None`, which nothing but an assignment changes.
 fn is_option_is_none(pred: &syn::ExprPath) -> bool {
-    let segments: Vec<String> = pred
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
-    let plain = pred.path.segments.iter().all(|s| s.arguments.is_none());
-    let names: Vec<&str> = segments.iter().map(String::as_str).collect();
-    plain
-        && pred.qself.is_none()
-        && matches!(
-            names.as_slice(),
-            ["Option", "is_none"]
-                | ["option", "Option", "is_none"]
-                | ["std" | "core", "option", "Option", "is_none"]
-        )
+    let spelled = pred.to_token_stream().to_string().replace(' ', "");
+    let spelled = spelled.trim_start_matches("::");
+    ["std::", "core::", ""].iter().any(|krate| {
+        spelled
+            .strip_prefix(krate)
+            .is_some_and(|rest| rest == "option::Option::is_none" || rest == "Option::is_none")
+    })
 }
 
 /// Whether a field's type is spelled `Option<..>` (or `std::option::Option<..>`).
@@ -647,6 +638,33 @@ fn opaque(input: &DeriveInput) -> TokenStream {
             fn __assign<'__a>(proxy: &mut Self::Proxy<'__a>, value: Self) where Self: '__a {
                 proxy.set(value);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_option_is_none;
+
+    #[test]
+    fn option_is_none_is_recognised_however_spelled() {
+        let is = |s: &str| is_option_is_none(&syn::parse_str(s).unwrap());
+        for yes in [
+            "Option::is_none",
+            "option::Option::is_none",
+            "std::option::Option::is_none",
+            "::core::option::Option::is_none",
+        ] {
+            assert!(is(yes), "{yes}");
+        }
+        for no in [
+            "Vec::is_empty",
+            "is_none",
+            "my::Option::is_none",
+            "Option::is_some",
+            "crate::Option::is_none",
+        ] {
+            assert!(!is(no), "{no}");
         }
     }
 }

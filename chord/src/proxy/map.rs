@@ -329,6 +329,7 @@ pub(crate) fn flush<M: MapLike>(
             },
         })?;
         if out.reset {
+            // (All of it: a member gone since was not walked.)
             child.reset();
         }
     }

@@ -267,19 +267,17 @@ impl<T: Tracked> Tracker<T> {
         let mut out = Vec::new();
         if self.base {
             out.push(Op::Replace(to_json(&self.value, &[])?));
-        } else if !self.root.risk.is_set() {
-            // Nothing recorded can fail (text edits only): each record is forgotten as it is
-            // written, and no value, so no unsafe integer, is sent.
+        } else {
+            let resetting = self.resetting();
             let walked = self.value.__flush(
                 &mut self.root,
                 &mut self.path,
-                &mut Out::ops(&mut out).resetting(),
+                &mut Out::ops(&mut out).resetting(resetting),
             );
-            return self.walked_resetting(walked).map(|()| out);
-        } else {
-            self.value
-                .__flush(&mut self.root, &mut self.path, &mut Out::ops(&mut out))
-                .inspect_err(|_| self.path.clear())?;
+            if resetting {
+                return self.walked_resetting(walked).map(|()| out);
+            }
+            walked.inspect_err(|_| self.path.clear())?;
         }
         // Every value sent went through `check` (at flush, or for edits kept across a
         // reassignment, when they were recorded), which counts unsafe integers.
@@ -291,6 +289,14 @@ impl<T: Tracked> Tracker<T> {
         self.base = false;
         self.forget();
         Ok(out)
+    }
+
+    /// Whether this flush forgets each record as it writes it: when nothing recorded can
+    /// fail (text edits and removals; see `Risk`). Such a flush sends no value, so no
+    /// unsafe integer either, and needs no JS-safe check.
+    #[inline]
+    fn resetting(&self) -> bool {
+        !self.root.risk.is_set()
     }
 
     /// The end of a flush walk that forgot each record as it wrote it: the root's own
@@ -360,13 +366,8 @@ impl<T: Tracked> Tracker<T> {
         out.reserve(MIN_BATCH_BYTES);
         encoder.table.begin();
         out.push(b'[');
-        let resetting = !self.root.risk.is_set();
-        let mut to = Out::wire(encoder, out);
-        if resetting {
-            // Nothing recorded can fail (text edits only): each record is forgotten as it is
-            // written, and no value, so no unsafe integer, is sent.
-            to = to.resetting();
-        }
+        let resetting = self.resetting();
+        let mut to = Out::wire(encoder, out).resetting(resetting);
         let flushed = self.value.__flush(&mut self.root, &mut self.path, &mut to);
         if resetting {
             if let Err(e) = self.walked_resetting(flushed) {

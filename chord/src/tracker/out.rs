@@ -53,12 +53,10 @@ impl<'a> Out<'a> {
         }
     }
 
-    /// The same destination, for a walk that forgets each node's record once written.
-    pub(crate) fn resetting(self) -> Out<'a> {
-        Out {
-            reset: true,
-            ..self
-        }
+    /// The same destination; `reset`: for a walk that forgets each node's record once
+    /// written.
+    pub(crate) fn resetting(self, reset: bool) -> Out<'a> {
+        Out { reset, ..self }
     }
 
     /// One op.

@@ -115,7 +115,6 @@ fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
                 return;
             }
             match edit {
-                // (Appends alone were written by `flush`.)
                 TextEdit::Window {
                     dropped,
                     tail_start,
@@ -123,10 +122,9 @@ fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
                     let Some(p) = path.non_empty() else {
                         return;
                     };
+                    // (`dropped` is not empty: appends alone were written by `flush`.)
                     let mut window = Vec::with_capacity(2);
-                    if !dropped.is_empty() {
-                        window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
-                    }
+                    window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
                     if *tail_start < current.len() {
                         window.push(Op::Append(p.clone(), current[*tail_start..].to_owned()));
                     }
