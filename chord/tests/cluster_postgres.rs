@@ -41,8 +41,10 @@ const STEPS: u64 = 240;
 /// Readers.
 const READERS: usize = 300;
 
-/// The node process of the tests below (does nothing unless `CHORD_CLUSTER_NODE` is set).
+/// The node process of the tests below, which start it (not a test: it does nothing unless
+/// `CHORD_CLUSTER_NODE` is set).
 #[test]
+#[ignore = "the node process of the cluster tests, started by them"]
 fn child_node() {
     cluster::child_node();
 }

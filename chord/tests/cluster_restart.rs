@@ -4,13 +4,18 @@
 //! acknowledged append survives, no replica ever holds a state the producer did not have,
 //! and every replica ends equal to the producer's final value.
 //!
-//! This restarts the server every PostgreSQL test uses, so it is its own test binary with a
-//! single test (cargo runs test binaries one after another; `child_node` is the node process
-//! and touches nothing unless `CHORD_CLUSTER_NODE` is set), and it runs only when asked:
-//! with `CHORD_TEST_POSTGRES_RESTART=1`, or under `CI=true`. It restarts the cluster that
-//! `pg_lsclusters` lists on the URL's port (`pg_ctlcluster <version> <name> restart`), so the
-//! server must be this machine's and the test must be allowed to run that (root or the
-//! cluster's owner); when it cannot, it is skipped with a notice, and under `CI=true` it fails.
+//! The test restarts the server every PostgreSQL test uses, so it is ignored and runs only
+//! when asked for by name, alone: `cargo test -p chord-delta --all-features --test
+//! cluster_restart -- --ignored --exact
+//! a_database_restart_mid_stream_loses_no_acknowledged_append` (`.ci/run` runs it so, after
+//! every other test).
+//!
+//! It restarts the cluster that `pg_lsclusters` lists on the URL's port (`pg_ctlcluster
+//! <version> <name> restart`, whose fast shutdown cuts every connected client), so the server
+//! must be this machine's, the test must be allowed to run that (root or the cluster's owner),
+//! and no other client may be connected when it starts. When any of these does not hold, it
+//! fails and says which. `child_node` is the node process it starts: ignored too, and it does
+//! nothing unless `CHORD_CLUSTER_NODE` is set.
 
 #[allow(dead_code)]
 #[path = "../examples/cluster_node.rs"]
@@ -33,64 +38,78 @@ use cluster::{
 
 const STEPS: u64 = 200;
 
-/// The node process of the test below (does nothing unless `CHORD_CLUSTER_NODE` is set).
+/// The node process of the test below, which starts it (not a test: it does nothing unless
+/// `CHORD_CLUSTER_NODE` is set).
 #[test]
+#[ignore = "the node process of the cluster test, started by it"]
 fn child_node() {
     cluster::child_node();
 }
 
-/// Why the test cannot restart the server: skipped with this notice, or under `CI=true` a
-/// failure.
-fn cannot(why: &str) -> Option<Vec<String>> {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true, so the PostgreSQL restart test must run, but {why}");
-    }
-    eprintln!("skipping the PostgreSQL restart test: {why}");
-    None
-}
-
-/// The command that restarts the test server, when this test may and can run it.
-fn restart_command(url: &str) -> Option<Vec<String>> {
-    let asked = std::env::var("CHORD_TEST_POSTGRES_RESTART").as_deref() == Ok("1")
-        || std::env::var("CI").as_deref() == Ok("true");
-    if !asked {
-        eprintln!(
-            "skipping the PostgreSQL restart test: it restarts the server every test shares; \
-             set CHORD_TEST_POSTGRES_RESTART=1 to run it"
-        );
-        return None;
-    }
-    let config: postgres::Config = url.parse().ok()?;
+/// The command that restarts the test server; panics saying why when the test cannot run it.
+fn restart_command(url: &str) -> Vec<String> {
+    let config: postgres::Config = url
+        .parse()
+        .unwrap_or_else(|e| panic!("{} is not a PostgreSQL URL: {e}", pg::URL_VAR));
     let local = config.get_hosts().iter().all(|h| match h {
         postgres::config::Host::Tcp(h) => ["127.0.0.1", "localhost", "::1"].contains(&h.as_str()),
         postgres::config::Host::Unix(_) => true,
     });
-    if !local {
-        return cannot(&format!("{url} is not on this machine"));
-    }
+    assert!(
+        local,
+        "{url} is not on this machine, so the test cannot restart it"
+    );
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let listed = match Command::new("pg_lsclusters").arg("--no-header").output() {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
-        Ok(out) => return cannot(&format!("pg_lsclusters failed: {}", out.status)),
-        Err(e) => return cannot(&format!("pg_lsclusters: {e}")),
+        Ok(out) => panic!("pg_lsclusters failed: {}", out.status),
+        Err(e) => panic!("pg_lsclusters (Debian's postgresql-common) cannot run: {e}"),
     };
     // `15 main 5432 online postgres /var/lib/... /var/log/...`
-    let Some((version, name)) = listed.lines().find_map(|line| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        (words.len() >= 4 && words[2] == port.to_string() && words[3].starts_with("online"))
-            .then(|| (words[0].to_owned(), words[1].to_owned()))
-    }) else {
-        return cannot(&format!(
-            "pg_lsclusters lists no cluster online on port {port}"
-        ));
-    };
-    Some(vec![
+    let (version, name) = listed
+        .lines()
+        .find_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            (words.len() >= 4 && words[2] == port.to_string() && words[3].starts_with("online"))
+                .then(|| (words[0].to_owned(), words[1].to_owned()))
+        })
+        .unwrap_or_else(|| panic!("pg_lsclusters lists no cluster online on port {port}"));
+    // The restart cuts every connection: refuse while anyone else is connected. A connection
+    // this process just closed may stay listed for a moment, so look again for a while.
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    let mut others = Vec::new();
+    for _ in 0..20 {
+        others = client
+            .query(
+                "SELECT format('pid %s (%s, %s)', pid, usename, \
+                 coalesce(nullif(application_name, ''), 'no application name')) \
+                 FROM pg_stat_activity \
+                 WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .expect("list the server's clients")
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect();
+        if others.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        others.is_empty(),
+        "restarting cluster {version}/{name} would cut the connections of {} other client(s) \
+         ({}); run this test when nothing else uses the server",
+        others.len(),
+        others.join(", ")
+    );
+    vec![
         "pg_ctlcluster".into(),
         "--skip-systemctl-redirect".into(),
         version,
         name,
         "restart".into(),
-    ])
+    ]
 }
 
 /// When the server started, as it says; `None` while it does not answer.
@@ -103,14 +122,16 @@ fn started_at(url: &str) -> Option<String> {
 }
 
 #[test]
+#[ignore = "restarts this machine's PostgreSQL cluster, which every PostgreSQL test shares: \
+            run it alone, by name, with --ignored (.ci/run does)"]
 fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
-    if !pg::available() {
-        return;
-    }
-    let url = pg::url().unwrap();
-    let Some(restart) = restart_command(&url) else {
-        return;
-    };
+    let url = pg::url().unwrap_or_else(|| {
+        panic!(
+            "the restart test, asked for by name, needs a PostgreSQL server in {}",
+            pg::URL_VAR
+        )
+    });
+    let restart = restart_command(&url);
     let db = pg::fresh_url("restart");
     let states = Arc::new(expected_states(STEPS));
     let runtime = runtime();

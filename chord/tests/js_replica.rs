@@ -8,7 +8,7 @@
 //! js/test/replay.mjs <dir>` replays them with the module; every batch's outcome must equal
 //! chord's own `Decoder` + `apply`: the same value, or an error of the same kind.
 //!
-//! Skipped, with a message, when `node` is not on PATH.
+//! Fails, saying so, when `node` is not on PATH (`scripts/test` installs Node.js).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -379,21 +379,15 @@ fn numbers_as_f64(v: &Value) -> Value {
     }
 }
 
-fn node_available() -> bool {
-    Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn javascript_replica_agrees_with_chord() {
-    if !node_available() {
-        eprintln!(
-            "SKIPPED js_replica: `node` is not on PATH; install Node.js 20 to run this cross-check"
-        );
-        return;
-    }
+    // Without Node.js the cross-check cannot run: a failure, as in the other JavaScript
+    // tests (`scripts/test` installs Node.js first).
+    let version = Command::new("node").arg("--version").output();
+    assert!(
+        version.as_ref().is_ok_and(|o| o.status.success()),
+        "`node` (Node.js 20 or later) is needed for this cross-check: {version:?}"
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = tempfile::Builder::new()
         .prefix("chord-js-replica-")

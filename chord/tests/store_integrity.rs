@@ -486,6 +486,7 @@ fn paths_that_are_not_regular_files_are_refused_before_reading() {
 }
 
 /// Reads every record of every address, so that each is checked.
+#[cfg(feature = "sqlite")]
 fn read_all(store: &dyn Store) -> Result<usize, Error> {
     let mut n = 0;
     for a in store.addresses()? {

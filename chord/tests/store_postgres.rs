@@ -4,7 +4,7 @@
 //!
 //! Runs against the server named by `CHORD_TEST_POSTGRES_URL` (see `support/postgres.rs`);
 //! each test in a schema of its own. The child processes are this test binary, re-run with
-//! `CHORD_PG_CHILD` set (see `child_writer`).
+//! `CHORD_PG_CHILD` set to run its ignored `child_writer`.
 
 #[path = "support/postgres.rs"]
 mod pg;
@@ -335,9 +335,10 @@ fn cut_connections_lose_no_acknowledged_append_and_readers_resume() {
     assert_eq!(replicate(&got), Some(json!({"n": 299})));
 }
 
-/// The writer process of `kill_9_the_writer_and_another_process_takes_over`. Does nothing
-/// unless `CHORD_PG_CHILD` names a schema.
+/// The writer process of `kill_9_the_writer_and_another_process_takes_over`, which starts
+/// it (not a test: it does nothing unless `CHORD_PG_CHILD` names a schema).
 #[test]
+#[ignore = "the writer process of kill_9_the_writer_and_another_process_takes_over, started by it"]
 fn child_writer() {
     let Ok(schema) = std::env::var("CHORD_PG_CHILD") else {
         return;
@@ -384,7 +385,13 @@ fn kill_9_the_writer_and_another_process_takes_over() {
     );
     let mut child = Killed(
         Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "child_writer",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("CHORD_PG_CHILD", &schema)
             .env(pg::URL_VAR, pg::url().unwrap())
             .stdout(Stdio::piped())

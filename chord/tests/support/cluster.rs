@@ -1,5 +1,5 @@
 //! A chord cluster on this machine for the tests: node processes (`examples/cluster_node.rs`,
-//! run as this test binary's `child_node` with `CHORD_CLUSTER_NODE` set), a load balancer in
+//! run as this test binary's ignored `child_node` with `CHORD_CLUSTER_NODE` set), a load balancer in
 //! front of them, and replicas that check every state they hold.
 
 #![allow(dead_code)] // each test binary uses part of it
@@ -80,7 +80,13 @@ impl Node {
     /// Starts a node with `args` (as `cluster_node` takes them).
     pub fn start(name: &str, args: &[String]) -> Node {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_node", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "child_node",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_VAR, serde_json::to_string(args).unwrap())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -2,8 +2,10 @@
 //!
 //! The server's URL comes from `CHORD_TEST_POSTGRES_URL` (`scripts/test` sets it for the
 //! development machine: `postgres://postgres@127.0.0.1:5432/test`). Without it, or with a
-//! server that does not answer, a test is skipped with a notice that says how to run it,
-//! except under `CI=true`, where either is a failure.
+//! server that does not answer, a test is skipped with a `SKIPPED <test>: <why>` line that
+//! says how to run it, written past the test harness's output capture so that it shows in a
+//! plain `cargo test` run, except under `CI=true` (`.ci/run` sets it), where either is a
+//! failure.
 //!
 //! Every test works in its own schema (`chord_test_<label>_<pid>_<n>_<time>`), so tests run
 //! in parallel, in several processes, and again without any cleanup. Schemas older than an
@@ -11,6 +13,7 @@
 
 #![allow(dead_code)] // each test binary uses part of it
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -35,8 +38,15 @@ pub fn url() -> Option<String> {
             panic!("CI=true, so the PostgreSQL tests must run, but {why}")
         }
         Err(why) => {
-            eprintln!(
-                "skipping a PostgreSQL test: {why}. To run it, start PostgreSQL and set \
+            // The harness captures `print!` and `eprint!` of a passing test, not writes to
+            // the stderr handle, so this line shows without `--nocapture`.
+            let test = std::thread::current()
+                .name()
+                .unwrap_or("a PostgreSQL test")
+                .to_owned();
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: {why}. To run it, start PostgreSQL and set \
                  {URL_VAR}=postgres://postgres@127.0.0.1:5432/test (scripts/test does)"
             );
             None
