@@ -64,6 +64,7 @@ mod group;
 mod jsonl;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod record;
 mod recover;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -1,7 +1,6 @@
 //! The SQLite backend (cargo feature `sqlite`; SQLite is bundled, nothing to install).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -9,9 +8,9 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use super::group::Syncer;
+use super::record::{self, address_crc, newest_mismatch, record_crc, to_sql, Fetched, Row};
 use super::{
     regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page, ReadOptions,
-    Record,
 };
 use super::{Result, Store, LEASE};
 
@@ -146,31 +145,6 @@ CREATE TABLE chord_records (
 ) WITHOUT ROWID;
 INSERT INTO chord_meta (name, value) VALUES ('format', 2), ('lease_end', 0), ('addresses', 0);
 ";
-
-/// The checksum of an address row.
-fn address_crc(id: i64, namespace: &str, key: &str) -> u32 {
-    let text = format!(
-        "{{\"def\":{id},\"ns\":{},\"key\":{}",
-        json_string(namespace),
-        json_string(key)
-    );
-    crc32c::crc32c(text.as_bytes())
-}
-
-/// The checksum of a record row.
-fn record_crc(seq: u64, address: i64, prev: u64, tag: Option<&str>, batch: &str) -> u32 {
-    let mut head = format!("{{\"s\":{seq},\"a\":{address},\"p\":{prev},");
-    if let Some(tag) = tag {
-        let _ = write!(head, "\"t\":{},", json_string(tag));
-    }
-    head.push_str("\"b\":");
-    crc32c::crc32c_append(crc32c::crc32c(head.as_bytes()), batch.as_bytes())
-}
-
-fn json_string(s: &str) -> String {
-    // Serializing a string cannot fail.
-    serde_json::to_string(s).unwrap_or_default()
-}
 
 impl SqliteStore {
     /// Opens (or creates) a database for writing, with the given durability, and takes its
@@ -356,13 +330,7 @@ fn load(path: &Path, conn: &Connection) -> Result<Loaded> {
                      missing or out of place"
                 )));
             }
-            let computed = address_crc(id, &address.namespace, &address.key);
-            if crc != i64::from(computed) {
-                return Err(corrupt(format!(
-                    "address id {id} ({address}): checksum mismatch (stored {crc:08x}, \
-                     computed {computed:08x})"
-                )));
-            }
+            record::check_address(path, id, &address, crc)?;
             let last = u64::try_from(last)
                 .map_err(|_| corrupt(format!("address {address}: newest record is {last}")))?;
             last_seq = last_seq.max(last);
@@ -419,20 +387,6 @@ fn sql_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(rusqlite::Erro
         action,
         source,
     }
-}
-
-/// A seq as SQLite stores it (every seq handed out is at most [`MAX_SEQ`]).
-fn to_sql(seq: u64) -> i64 {
-    i64::try_from(seq).unwrap_or(i64::MAX)
-}
-
-/// One record row as read, before it is checked.
-struct Row {
-    seq: i64,
-    prev: i64,
-    tag: Option<String>,
-    batch: String,
-    crc: i64,
 }
 
 impl Conn {
@@ -544,65 +498,21 @@ impl Conn {
 }
 
 impl SqliteStore {
-    /// Checks one page's rows (fetched in `options.order`, one more than the page when more
-    /// follow): every checksum, and the links among them and to their neighbours.
-    fn verify(
+    /// The neighbours of one page's rows (fetched in `options.order`) that the chain check
+    /// needs: ascending, the record just before the first row; descending, (seq, prev) of
+    /// the one just after the last.
+    fn neighbours(
         &self,
         c: &Conn,
-        address: &Address,
-        row: AddressRow,
+        id: i64,
         options: &ReadOptions,
-        rows: &[Row],
-        reached_end: bool,
-    ) -> Result<()> {
+    ) -> Result<(Option<i64>, Option<(i64, i64)>)> {
         let sql = |action| sql_error(&self.path, action);
-        let corrupt = |seq: i64, reason: String| Error::CorruptRecord {
-            path: self.path.clone(),
-            address: address.clone(),
-            seq: seq as u64,
-            reason,
-        };
-        for r in rows {
-            if r.seq < 1 || r.prev < 0 || r.prev >= r.seq {
-                return Err(corrupt(
-                    r.seq,
-                    format!("impossible seq {} with previous record {}", r.seq, r.prev),
-                ));
-            }
-            let computed = record_crc(
-                r.seq as u64,
-                row.id,
-                r.prev as u64,
-                r.tag.as_deref(),
-                &r.batch,
-            );
-            if r.crc != i64::from(computed) {
-                return Err(corrupt(
-                    r.seq,
-                    format!(
-                        "checksum mismatch (stored {:08x}, computed {computed:08x})",
-                        r.crc
-                    ),
-                ));
-            }
-        }
-        let missing = |seq: i64, expected: i64, found: i64| {
-            corrupt(
-                seq,
-                format!(
-                    "its previous record should be {expected}, but the record before it is \
-                     {found}: a record of {address} is missing or out of place"
-                ),
-            )
-        };
-        // Oldest first, with the neighbours: `older` the record just before the first row,
-        // `newer` (seq, prev) just after the last.
-        let mut asc: Vec<&Row> = rows.iter().collect();
-        let (older, newer) = match options.order {
+        Ok(match options.order {
             Order::Asc => {
                 let older = match options.cursor {
                     Some(cursor) => c
-                        .neighbour(row.id, to_sql(cursor), Order::Desc)
+                        .neighbour(id, to_sql(cursor), Order::Desc)
                         .map_err(sql("read"))?
                         .map(|(seq, _)| seq),
                     None => None,
@@ -610,52 +520,16 @@ impl SqliteStore {
                 (older, None)
             }
             Order::Desc => {
-                asc.reverse();
                 // The oldest record at or past the cursor: the one after this page's newest.
                 let newer = match options.cursor {
                     Some(cursor) if cursor <= MAX_SEQ => c
-                        .neighbour(row.id, cursor as i64, Order::Asc)
+                        .neighbour(id, cursor as i64, Order::Asc)
                         .map_err(sql("read"))?,
                     _ => None,
                 };
                 (None, newer)
             }
-        };
-        let (first_known, last_known) = match options.order {
-            // The page starts at the list's beginning when there is no cursor (or nothing
-            // before it), and ends at its end when fewer rows came than asked for.
-            Order::Asc => (true, reached_end),
-            Order::Desc => (reached_end, newer.is_none()),
-        };
-        let mut before = older.unwrap_or(0);
-        for (i, r) in asc.iter().enumerate() {
-            let checked = i > 0 || first_known || older.is_some();
-            if checked && r.prev != before {
-                return Err(missing(r.seq, r.prev, before));
-            }
-            before = r.seq;
-        }
-        if let Some((seq, prev)) = newer {
-            if prev != before {
-                return Err(missing(seq, prev, before));
-            }
-        }
-        if last_known && before != to_sql(row.last) {
-            let seq = if row.last > 0 {
-                to_sql(row.last)
-            } else {
-                before
-            };
-            return Err(corrupt(
-                seq,
-                format!(
-                    "the newest record of {address} should be {}, but it is {before}: a record \
-                     is missing",
-                    row.last
-                ),
-            ));
-        }
-        Ok(())
+        })
     }
 }
 
@@ -694,28 +568,24 @@ impl SqliteStore {
         let removed = match before {
             None => 0,
             Some(before) => {
-                let (prev, tag, batch, crc): (i64, Option<String>, String, i64) = c
+                let row = c
                     .conn
                     .query_row(
                         "SELECT prev, tag, batch, crc FROM chord_records
                          WHERE address = ?1 AND seq = ?2",
                         params![id, oldest],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                        |r| {
+                            Ok(Row {
+                                seq: oldest,
+                                prev: r.get(0)?,
+                                tag: r.get(1)?,
+                                batch: r.get(2)?,
+                                crc: r.get(3)?,
+                            })
+                        },
                     )
                     .map_err(sql("compact"))?;
-                let seq = oldest as u64;
-                let stored = record_crc(seq, id, prev.max(0) as u64, tag.as_deref(), &batch);
-                if crc != i64::from(stored) || prev != before {
-                    return Err(Error::CorruptRecord {
-                        path: self.path.clone(),
-                        address: address.clone(),
-                        seq,
-                        reason: format!(
-                            "before compacting: its checksum or its link to the record before \
-                             it ({before}, stored {prev}) does not check out"
-                        ),
-                    });
-                }
+                let crc = row.unlink(&self.path, address, id, before)?;
                 let removed = c
                     .conn
                     .execute(
@@ -723,7 +593,6 @@ impl SqliteStore {
                         params![id, oldest],
                     )
                     .map_err(sql("compact"))?;
-                let crc = record_crc(seq, id, 0, tag.as_deref(), &batch);
                 c.conn
                     .execute(
                         "UPDATE chord_records SET prev = 0, crc = ?3 WHERE address = ?1 AND seq = ?2",
@@ -808,31 +677,15 @@ impl Store for SqliteStore {
             return Ok(Page::default());
         };
         let rows = c.rows(row.id, options).map_err(sql("read"))?;
-        let reached_end = rows.len() <= options.limit;
-        self.verify(&c, address, row, options, &rows, reached_end)?;
-        let fetched = rows.len();
-        let mut records = Vec::new();
-        for r in rows.into_iter().take(options.limit) {
-            let record = Record {
-                seq: r.seq as u64,
-                tag: r.tag,
-                batch: r.batch,
-            };
-            let stop = record.tag.is_some() && record.tag == options.stop_at_tag;
-            records.push(record);
-            if stop {
-                break;
-            }
-        }
-        let next_cursor = if fetched > records.len() {
-            records.last().map(|r| r.seq)
-        } else {
-            None
+        let (older, newer) = self.neighbours(&c, row.id, options)?;
+        let fetched = Fetched {
+            id: row.id,
+            last: to_sql(row.last),
+            rows,
+            older,
+            newer,
         };
-        Ok(Page {
-            records,
-            next_cursor,
-        })
+        fetched.into_page(&self.path, address, options)
     }
 
     fn addresses(&self) -> Result<Vec<Address>> {
@@ -851,21 +704,7 @@ impl Store for SqliteStore {
                 .query_row([row.id], |r| r.get(0))
                 .map_err(sql("list addresses"))?;
             if has_records != (row.last > 0) {
-                return Err(Error::CorruptRecord {
-                    path: self.path.clone(),
-                    address: address.clone(),
-                    seq: row.last,
-                    reason: format!(
-                        "the newest record of {address} should be {}, but {}: a record is \
-                         missing",
-                        row.last,
-                        if has_records {
-                            "it has records"
-                        } else {
-                            "it has none"
-                        }
-                    ),
-                });
+                return Err(newest_mismatch(&self.path, address, row.last, has_records));
             }
             if has_records {
                 out.push(address.clone());

@@ -24,6 +24,8 @@ use std::fmt::{self, Write};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::store::record;
+
 /// The format version this code reads and writes.
 pub(super) const VERSION: u64 = 2;
 
@@ -160,11 +162,8 @@ pub(super) fn header() -> Written {
 }
 
 pub(super) fn define(seed: u32, id: u64, namespace: &str, key: &str) -> Written {
-    let checked = format!(
-        "{{\"def\":{id},\"ns\":{},\"key\":{}",
-        json_string(namespace),
-        json_string(key)
-    );
+    let mut checked = String::with_capacity(namespace.len() + key.len() + 32);
+    record::address_text(&mut checked, id, namespace, key);
     finish(checked, seed)
 }
 
@@ -174,13 +173,7 @@ pub(super) fn lease(seed: u32, end: u64) -> Written {
 
 pub(super) fn record(seed: u32, seq: u64, address: u64, tag: Option<&str>, batch: &str) -> Written {
     let mut line = String::with_capacity(batch.len() + 64);
-    let _ = write!(line, "{{\"s\":{seq},\"a\":{address},");
-    if let Some(tag) = tag {
-        line.push_str("\"t\":");
-        line.push_str(&json_string(tag));
-        line.push(',');
-    }
-    line.push_str("\"b\":");
+    record::record_head(&mut line, seq, address, None, tag);
     line.push_str(batch);
     finish(line, seed)
 }
@@ -190,11 +183,6 @@ pub(super) fn record(seed: u32, seq: u64, address: u64, tag: Option<&str>, batch
 pub(super) fn declared_version(text: &[u8]) -> Option<u64> {
     let value: serde_json::Value = serde_json::from_slice(text).ok()?;
     value.get("chord")?.as_u64()
-}
-
-fn json_string(s: &str) -> String {
-    // Serializing a string cannot fail.
-    serde_json::to_string(s).unwrap_or_default()
 }
 
 enum Field {

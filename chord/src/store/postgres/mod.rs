@@ -6,7 +6,7 @@ mod tail;
 mod target;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -21,6 +21,9 @@ pub use self::tail::Tail;
 use self::tail::{Listener, Source};
 use self::target::Target;
 use super::group::Syncer;
+use super::record::{
+    self, address_crc, json_string, newest_mismatch, record_crc, to_sql, Fetched, Row,
+};
 use super::Record;
 use super::{Address, CheckedBatch, Compacted, Durability, Error, Order, Page, ReadOptions};
 use super::{LiveSource, LiveTail, Result, Store, LEASE};
@@ -465,36 +468,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A seq as PostgreSQL stores it (every seq handed out is at most [`MAX_SEQ`]).
-fn to_sql(seq: u64) -> i64 {
-    i64::try_from(seq).unwrap_or(i64::MAX)
-}
-
-/// The checksum of an address row (the SQLite backend's text).
-fn address_crc(id: i64, namespace: &str, key: &str) -> u32 {
-    let text = format!(
-        "{{\"def\":{id},\"ns\":{},\"key\":{}",
-        json_string(namespace),
-        json_string(key)
-    );
-    crc32c::crc32c(text.as_bytes())
-}
-
-/// The checksum of a record row (the SQLite backend's text).
-fn record_crc(seq: u64, address: i64, prev: u64, tag: Option<&str>, batch: &str) -> u32 {
-    let mut head = format!("{{\"s\":{seq},\"a\":{address},\"p\":{prev},");
-    if let Some(tag) = tag {
-        let _ = write!(head, "\"t\":{},", json_string(tag));
-    }
-    head.push_str("\"b\":");
-    crc32c::crc32c_append(crc32c::crc32c(head.as_bytes()), batch.as_bytes())
-}
-
-fn json_string(s: &str) -> String {
-    // Serializing a string cannot fail.
-    serde_json::to_string(s).unwrap_or_default()
-}
-
 /// The SQL of one schema, its names quoted in.
 struct Sql {
     address: String,
@@ -644,33 +617,6 @@ pub(crate) struct Shared {
     listener: Mutex<Option<Arc<Listener>>>,
 }
 
-/// One address row as read, unchecked.
-#[derive(Clone, Copy, Debug)]
-struct AddressRow {
-    id: i64,
-    /// The seq of its newest record; 0 for none.
-    last: i64,
-}
-
-/// One record row as read, before it is checked.
-struct Row {
-    seq: i64,
-    prev: i64,
-    tag: Option<String>,
-    batch: String,
-    crc: i64,
-}
-
-/// What one page read fetches in its snapshot.
-struct Fetched {
-    row: AddressRow,
-    rows: Vec<Row>,
-    /// Ascending with a cursor: the newest record at or before it.
-    older: Option<i64>,
-    /// Descending with a cursor: (seq, prev) of the oldest record at or after it.
-    newer: Option<(i64, i64)>,
-}
-
 impl Shared {
     fn new(target: Target, pool_size: usize) -> Result<Shared> {
         let schema = target.quoted_schema();
@@ -813,7 +759,8 @@ impl Shared {
         let (id, last, crc): (i64, i64, i64) = (first.get(0), first.get(1), first.get(2));
         let neighbour: (Option<i64>, Option<i64>) = (first.get(8), first.get(9));
         let fetched = Fetched {
-            row: AddressRow { id, last },
+            id,
+            last,
             rows: rows
                 .iter()
                 .filter_map(|r| {
@@ -836,129 +783,16 @@ impl Shared {
             },
         };
         self.check_address(id, address, crc)?;
-        let reached_end = fetched.rows.len() <= options.limit;
-        self.verify(address, options, &fetched, reached_end)?;
-        let total = fetched.rows.len();
-        let mut records = Vec::new();
-        for r in fetched.rows.into_iter().take(options.limit) {
-            let record = Record {
-                seq: r.seq as u64,
-                tag: r.tag,
-                batch: r.batch,
-            };
-            let stop = record.tag.is_some() && record.tag == options.stop_at_tag;
-            records.push(record);
-            if stop {
-                break;
-            }
-        }
-        let next_cursor = if total > records.len() {
-            records.last().map(|r| r.seq)
-        } else {
-            None
-        };
-        Ok(Page {
-            records,
-            next_cursor,
-        })
+        fetched.into_page(self.path(), address, options)
+    }
+
+    /// The database's name as errors carry it, in the place of a file's path.
+    fn path(&self) -> &Path {
+        Path::new(&self.target.name)
     }
 
     fn check_address(&self, id: i64, address: &Address, crc: i64) -> Result<()> {
-        let computed = address_crc(id, &address.namespace, &address.key);
-        if crc != i64::from(computed) {
-            return Err(Error::CorruptDatabase {
-                path: self.target.name.clone().into(),
-                reason: format!(
-                    "address id {id} ({address}): checksum mismatch (stored {crc:08x}, \
-                     computed {computed:08x})"
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// Checks one page's rows (fetched in `options.order`, one more than the page when more
-    /// follow): every checksum, and the links among them and to their neighbours.
-    fn verify(
-        &self,
-        address: &Address,
-        options: &ReadOptions,
-        fetched: &Fetched,
-        reached_end: bool,
-    ) -> Result<()> {
-        let row = fetched.row;
-        let corrupt = |seq: i64, reason: String| Error::CorruptRecord {
-            path: self.target.name.clone().into(),
-            address: address.clone(),
-            seq: seq.max(0) as u64,
-            reason,
-        };
-        for r in &fetched.rows {
-            if r.seq < 1 || r.prev < 0 || r.prev >= r.seq {
-                return Err(corrupt(
-                    r.seq,
-                    format!("impossible seq {} with previous record {}", r.seq, r.prev),
-                ));
-            }
-            let computed = record_crc(
-                r.seq as u64,
-                row.id,
-                r.prev as u64,
-                r.tag.as_deref(),
-                &r.batch,
-            );
-            if r.crc != i64::from(computed) {
-                return Err(corrupt(
-                    r.seq,
-                    format!(
-                        "checksum mismatch (stored {:08x}, computed {computed:08x})",
-                        r.crc
-                    ),
-                ));
-            }
-        }
-        let missing = |seq: i64, expected: i64, found: i64| {
-            corrupt(
-                seq,
-                format!(
-                    "its previous record should be {expected}, but the record before it is \
-                     {found}: a record of {address} is missing or out of place"
-                ),
-            )
-        };
-        let mut asc: Vec<&Row> = fetched.rows.iter().collect();
-        if options.order == Order::Desc {
-            asc.reverse();
-        }
-        let (first_known, last_known) = match options.order {
-            Order::Asc => (true, reached_end),
-            Order::Desc => (reached_end, fetched.newer.is_none()),
-        };
-        let mut before = fetched.older.unwrap_or(0);
-        for (i, r) in asc.iter().enumerate() {
-            let checked = i > 0 || first_known || fetched.older.is_some();
-            if checked && r.prev != before {
-                return Err(missing(r.seq, r.prev, before));
-            }
-            before = r.seq;
-        }
-        if let Some((seq, prev)) = fetched.newer {
-            if prev != before {
-                return Err(missing(seq, prev, before));
-            }
-        }
-        if last_known && before != row.last {
-            let seq = if row.last > 0 { row.last } else { before };
-            return Err(corrupt(
-                seq,
-                format!(
-                    "the newest record of {address} should be {}, but it is {before}: a record \
-                     is missing",
-                    row.last
-                ),
-            ));
-        }
-        Ok(())
+        record::check_address(self.path(), id, address, crc)
     }
 
     fn addresses(&self) -> Result<Vec<Address>> {
@@ -978,20 +812,8 @@ impl Shared {
             let address = Address { namespace, key };
             self.check_address(id, &address, crc)?;
             if has_records != (last > 0) {
-                return Err(Error::CorruptRecord {
-                    path: self.target.name.clone().into(),
-                    seq: last.max(0) as u64,
-                    reason: format!(
-                        "the newest record of {address} should be {last}, but {}: a record is \
-                         missing",
-                        if has_records {
-                            "it has records"
-                        } else {
-                            "it has none"
-                        }
-                    ),
-                    address,
-                });
+                let last = last.max(0) as u64;
+                return Err(newest_mismatch(self.path(), &address, last, has_records));
             }
             if has_records {
                 out.push(address);
@@ -1357,25 +1179,17 @@ impl Writer {
         let mut removed = 0;
         if let Some(before) = before {
             let row = tx.query_one(&sql.record, &[&id, &oldest]).map_err(&err)?;
-            let (prev, tag, batch, crc): (i64, Option<String>, String, i64) =
-                (row.get(0), row.get(1), row.get(2), row.get(3));
-            let seq = oldest as u64;
-            let stored = record_crc(seq, id, prev.max(0) as u64, tag.as_deref(), &batch);
-            if crc != i64::from(stored) || prev != before {
-                return Err(Error::CorruptRecord {
-                    path: shared.target.name.clone().into(),
-                    address: address.clone(),
-                    seq,
-                    reason: format!(
-                        "before compacting: its checksum or its link to the record before it \
-                         ({before}, stored {prev}) does not check out"
-                    ),
-                });
-            }
+            let row = Row {
+                seq: oldest,
+                prev: row.get(0),
+                tag: row.get(1),
+                batch: row.get(2),
+                crc: row.get(3),
+            };
+            let crc = i64::from(row.unlink(shared.path(), address, id, before)?);
             removed = tx
                 .execute(&sql.delete_before, &[&id, &oldest])
                 .map_err(&err)?;
-            let crc = i64::from(record_crc(seq, id, 0, tag.as_deref(), &batch));
             tx.execute(&sql.unlink, &[&id, &oldest, &crc])
                 .map_err(&err)?;
         }
