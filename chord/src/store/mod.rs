@@ -80,7 +80,7 @@ pub use self::error::{Error, Result};
 pub use self::jsonl::{JsonlStore, TornTail};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use self::postgres::{PostgresBuilder, PostgresStore, Tail};
+pub use self::postgres::{PostgresBuilder, PostgresStore, PostgresTail};
 pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
@@ -404,7 +404,7 @@ pub struct Compacted {
 
 /// Follows addresses of a shared store live: from [`Store::live_source`].
 ///
-/// Implemented by `PostgresStore` (feature `postgres`): its `Tail`s, `LISTEN`/`NOTIFY`.
+/// Implemented by `PostgresStore` (feature `postgres`): its `PostgresTail`s, `LISTEN`/`NOTIFY`.
 pub trait LiveSource: Send + Sync {
     /// A live reader of `address`'s committed records past `after` (a seq; `None`: from the
     /// first record), whoever writes them.

@@ -17,7 +17,7 @@ use postgres::types::Type;
 use postgres::{Client, Socket};
 
 use self::pool::Pool;
-pub use self::tail::Tail;
+pub use self::tail::PostgresTail;
 use self::tail::{Listener, Source};
 use self::target::Target;
 use super::group::Syncer;
@@ -336,16 +336,16 @@ impl PostgresStore {
     }
 
     /// Follows `address` live from past `after` (a seq, e.g. a reader's offset; `None`: from
-    /// its first record): see [`Tail`]. The first tail of a store starts its listener (one
+    /// its first record): see [`PostgresTail`]. The first tail of a store starts its listener (one
     /// more connection, and a thread that sleeps until a notification comes).
     ///
     /// # Errors
     ///
     /// [`Error::Postgres`] when the listener cannot connect.
-    pub fn tail(&self, address: &Address, after: Option<u64>) -> Result<Tail> {
+    pub fn tail(&self, address: &Address, after: Option<u64>) -> Result<PostgresTail> {
         let listener = self.shared.listener()?;
         let source: Arc<dyn Source> = Arc::clone(&self.shared) as Arc<dyn Source>;
-        Ok(Tail::new(source, listener, address.clone(), after))
+        Ok(PostgresTail::new(source, listener, address.clone(), after))
     }
 
     fn read_only(&self) -> Error {
@@ -407,7 +407,7 @@ impl Store for PostgresStore {
     /// any node sees the records as before or as after. `O(removed rows)`; the space is
     /// reclaimed by the server's (auto)vacuum.
     ///
-    /// A live [`Tail`] on another node whose cursor lies in the removed range (a follower
+    /// A live [`PostgresTail`] on another node whose cursor lies in the removed range (a follower
     /// further behind than the retention) reads on from the oldest kept record: the gap ends
     /// at a base batch, so what it hands out still recovers the same state.
     ///
@@ -432,20 +432,20 @@ impl Store for PostgresStore {
         }
     }
 
-    /// [`Tail`]s on this store's listener: records committed by any writer, on any node.
+    /// [`PostgresTail`]s on this store's listener: records committed by any writer, on any node.
     fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
         Some(Arc::new(Live(Arc::clone(&self.shared))))
     }
 }
 
-/// The store's [`LiveSource`]: [`Tail`]s sharing its listener and its pool.
+/// The store's [`LiveSource`]: [`PostgresTail`]s sharing its listener and its pool.
 struct Live(Arc<Shared>);
 
 impl LiveSource for Live {
     fn follow(&self, address: &Address, after: Option<u64>) -> Result<Box<dyn LiveTail>> {
         let listener = self.0.listener()?;
         let source: Arc<dyn Source> = Arc::clone(&self.0) as Arc<dyn Source>;
-        Ok(Box::new(Tail::new(
+        Ok(Box::new(PostgresTail::new(
             source,
             listener,
             address.clone(),
@@ -454,13 +454,13 @@ impl LiveSource for Live {
     }
 }
 
-impl LiveTail for Tail {
+impl LiveTail for PostgresTail {
     fn next(&mut self, timeout: Option<Duration>) -> Result<Vec<Record>> {
-        Tail::next(self, timeout)
+        PostgresTail::next(self, timeout)
     }
 
     fn cursor(&self) -> Option<u64> {
-        Tail::cursor(self)
+        PostgresTail::cursor(self)
     }
 }
 

@@ -5,7 +5,7 @@
 //! statement, so the notification is delivered when (and only if) the records commit: channel
 //! [`channel`] of the schema, payload `<address key in hex> <newest seq>`. One listener thread
 //! per store holds one connection that `LISTEN`s, and counts notifications per followed
-//! address; a [`Tail`] reads the database, and when it found nothing new, sleeps until the
+//! address; a [`PostgresTail`] reads the database, and when it found nothing new, sleeps until the
 //! count of its address moves (or the listener reconnected, after which every tail reads
 //! again, since notifications sent while it was away are lost).
 
@@ -213,9 +213,10 @@ impl Listener {
     }
 }
 
-/// A live reader of one address's records, on any node: each [`next`](Tail::next) returns the
-/// records committed past the previous ones, in order, with no gap and no duplicate, waking on
-/// `LISTEN`/`NOTIFY` rather than polling.
+/// A live reader of one address's records in a [`PostgresStore`](super::PostgresStore), on any
+/// node: each [`next`](PostgresTail::next) returns the records committed past the previous
+/// ones, in order, with no gap and no duplicate, waking on `LISTEN`/`NOTIFY` rather than
+/// polling.
 ///
 /// From [`PostgresStore::tail`](super::PostgresStore::tail). Only committed records are read:
 /// under [`Durability::Grouped`](crate::store::Durability) a tail sees a batch when its group
@@ -235,7 +236,7 @@ impl Listener {
 /// }
 /// # Ok::<(), chord::store::Error>(())
 /// ```
-pub struct Tail {
+pub struct PostgresTail {
     shared: Arc<dyn Source>,
     listener: Arc<Listener>,
     address: Address,
@@ -244,25 +245,25 @@ pub struct Tail {
     limit: usize,
 }
 
-impl std::fmt::Debug for Tail {
+impl std::fmt::Debug for PostgresTail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tail")
+        f.debug_struct("PostgresTail")
             .field("address", &self.address)
             .field("cursor", &self.cursor)
             .finish_non_exhaustive()
     }
 }
 
-impl Tail {
+impl PostgresTail {
     pub(crate) fn new(
         shared: Arc<dyn Source>,
         listener: Arc<Listener>,
         address: Address,
         cursor: Option<u64>,
-    ) -> Tail {
+    ) -> PostgresTail {
         let key = shared.key(&address);
         listener.follow(key);
-        Tail {
+        PostgresTail {
             shared,
             listener,
             address,
@@ -283,7 +284,7 @@ impl Tail {
         &self.address
     }
 
-    /// At most this many records per [`next`](Tail::next) (default 100, at least 1).
+    /// At most this many records per [`next`](PostgresTail::next) (default 100, at least 1).
     pub fn set_limit(&mut self, limit: usize) {
         self.limit = limit.max(1);
     }
@@ -317,7 +318,7 @@ impl Tail {
     }
 }
 
-impl Drop for Tail {
+impl Drop for PostgresTail {
     fn drop(&mut self) {
         self.listener.unfollow(self.key);
     }
