@@ -99,8 +99,8 @@ fn decode_measured(wire: &str) -> (Vec<Op>, usize) {
 
 #[test]
 fn a_long_key_reused_by_short_forms_is_decoded_once() {
-    // A 1 MB key followed by 2,000 short forms: 1 MB of input used to decode to 2 GB. The
-    // same batch with a one-byte key is the baseline: the long key may cost its own size a
+    // A 1 MB key followed by 2,000 short forms: decoding the key once per op would turn 1 MB
+    // of input into 2 GB. The same batch with a one-byte key is the baseline: the long key may cost its own size a
     // few times over (the text, the parsed value, the path), never once per op.
     let long = short_forms(&json!(["x".repeat(1 << 20)]), 2_000);
     let short = short_forms(&json!(["x"]), 2_000);

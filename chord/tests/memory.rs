@@ -1,7 +1,7 @@
 //! Heap cost of tracking, measured with a counting global allocator (its own test binary, as a
 //! global allocator applies to the whole binary).
 //!
-//! The target (issue 3): the W5big state after its 1,000 flushes costs at most 25% more heap
+//! The target: the W5big state after its 1,000 flushes costs at most 25% more heap
 //! than the same state untracked. The tracker keeps no baseline copy; between flushes it only
 //! remembers what changed.
 

@@ -176,8 +176,8 @@ impl Streams {
     /// batch is sent as soon as it is appended). The batches appended meanwhile go together,
     /// in one `data` event and one write, when the window ends: a batch waits at most
     /// `window` longer, and each connection makes one write (one system call, one wake)
-    /// per window instead of one per batch. What that saves is measured in the README
-    /// (`sse_load`, `CHORD_LOAD_COALESCE_MS`).
+    /// per window instead of one per batch. The load test measures what that saves
+    /// (`chord/tests/sse_load.rs` with `CHORD_LOAD_COALESCE_MS`).
     ///
     /// ```
     /// # use chord::streams::{Log, Streams};

@@ -318,8 +318,8 @@ impl Node {
 
     /// What both resets forget of this node: its state, presence and touch, and its
     /// children unless they are kept (struct fields; up to [`SPARE`] keyed children when
-    /// nothing moved them). Returns whether the children were kept. (Always inline: called
-    /// out of line, a W5 step measured 70 instructions more.)
+    /// nothing moved them). Returns whether the children were kept. (Always inline: it runs
+    /// for every flushed node, and out of line it costs a call per node on the flush path.)
     #[inline(always)]
     fn forget_own(&mut self) -> bool {
         self.present = None;
@@ -561,8 +561,8 @@ pub(crate) fn set(path: &Trail, value: Value, out: &mut Out<'_>) {
     out.set(path, value);
 }
 
-/// Runs `f` with `seg` pushed onto `path`. (Always inline: a call per level of the walk
-/// measured 25 instructions more per W5 step.)
+/// Runs `f` with `seg` pushed onto `path`. (Always inline: out of line it costs a call
+/// per level of every flush walk.)
 #[inline(always)]
 pub(crate) fn with_seg<R>(path: &mut Trail, seg: Seg, f: impl FnOnce(&mut Trail) -> R) -> R {
     path.push(seg);
