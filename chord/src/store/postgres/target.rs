@@ -124,28 +124,22 @@ fn take_schema(url: &str) -> Result<(String, Option<String>)> {
     Ok((url, schema))
 }
 
+/// `s` percent-decoded as the rest of a PostgreSQL URL is (by libpq and by the `postgres`
+/// crate): each `%XX` is the byte `XX`, every other character stands for itself, `+` included
+/// (a `+` is a space only in HTML form data, which a connection URL is not). `None` for a `%`
+/// not followed by two hex digits (libpq refuses those too) or bytes that are not UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
+    let well_formed = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return None;
     }
-    String::from_utf8(out).ok()
+    let decoded = percent_encoding::percent_decode_str(s).decode_utf8().ok()?;
+    Some(decoded.into_owned())
 }
 
 /// The URL with any password replaced, for an error about a URL that does not parse.
@@ -217,5 +211,22 @@ mod tests {
             Err(Error::InvalidUrl { .. })
         ));
         assert_eq!(quote("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn the_schema_is_percent_decoded_as_a_url_not_as_form_data() {
+        let schema = |url: &str| Target::parse(url).map(|t| t.schema);
+        assert_eq!(schema("postgres://h/db?schema=a+b").unwrap(), "a+b");
+        assert_eq!(schema("postgres://h/db?schema=%2Bx%20y").unwrap(), "+x y");
+        assert_eq!(schema("postgres://h/db?schema=caf%C3%A9").unwrap(), "café");
+        assert_eq!(schema("postgres://h/db?schema=caf%c3%a9").unwrap(), "café");
+        assert_eq!(schema("postgres://h/db?schema=%25").unwrap(), "%");
+        for bad in ["%zz", "a%2", "%", "%FF"] {
+            let err = schema(&format!("postgres://h/db?schema={bad}")).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidUrl { reason, .. } if reason.contains("percent")),
+                "{bad}: {err}"
+            );
+        }
     }
 }
