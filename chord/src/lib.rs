@@ -38,34 +38,603 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # Map
+//! # A tour of chord
 //!
-//! - [`Tracked`] (derive and trait), [`track`], [`Tracker`], the proxies in [`proxy`]: intent
-//!   recorded where it happens, flushed from a dirty tree.
-//! - [`Op`], [`Path`], [`is_base`], [`display_batch`]: six verbs, always JSON tuples:
-//!   `["r", v]`, `["s", path, v]`, `["d", path]`, `["a", path, text]`, `["t", path, n]`,
-//!   `["p", path, index, remove, items]`.
-//! - [`parse_batch`] and `Deserialize`: untrusted JSON is validated where it enters, with
-//!   errors that name the op and what was wrong.
-//! - [`apply`]: a strict, safe, atomic applier over [`serde_json::Value`], bounded by
-//!   [`Limits`]. [`diff`]: the ops between two snapshots.
-//! - [`Encoder`] / [`Decoder`] ([`wire`]): the per-stream codec that shortens paths.
-//! - [`store`]: durable logs (JSONL, SQLite with the `sqlite` feature), recovery, and the
-//!   checkpointed [`store::Durable`] tracker.
-//! - `streams` (feature `streams`): every log served as a Durable Stream over HTTP, resumable
-//!   from any offset it handed out; `replica` (feature `replica`): a Rust replica following one.
+//! A change travels from the code that makes it to every replica that follows it. The tour
+//! takes the same road:
 //!
-//! # Features
+//! 1. [Tracking typed state](#tracking-typed-state): the producer mutates its own types; the
+//!    tracker records what it meant.
+//! 2. [The format](#the-format): six verbs, paths, counts.
+//! 3. [The wire and the applier](#the-wire-and-the-applier): the per-stream codec and the
+//!    strict, atomic applier.
+//! 4. [Storage and recovery](#storage-and-recovery): durable logs in a JSONL file, SQLite or
+//!    PostgreSQL.
+//! 5. [Streams](#streams): every log served over HTTP as a Durable Stream.
+//! 6. [Replicas](#replicas): following a stream from Rust or JavaScript.
+//! 7. [The cluster](#the-cluster): several nodes over one PostgreSQL.
+//! 8. [Limits and reliability](#limits-and-reliability): every bound and its default.
+//! 9. [The cost of each verb](#the-cost-of-each-verb).
+//! 10. [Where chord differs from the TypeScript reference](#where-chord-differs-from-the-typescript-reference).
+//!
+//! The [feature flags](#feature-flags) and a [map of the crate](#map-of-the-crate) close it.
+//!
+//! ## Tracking typed state
+//!
+//! Derive [`Tracked`] (beside `serde::Serialize`) on plain structs and enums, wrap a value with
+//! [`track`], mutate it through the proxy that [`Tracker::state`] hands out, and
+//! [`Tracker::flush`] returns the smallest batch of ops since the last flush. The first flush of
+//! a tracker is a *base batch*, `["r", value]`: a stream starts with the whole value.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use chord::{display_batch, track, Tracked};
+//! use serde::Serialize;
+//!
+//! #[derive(Tracked, Serialize, Default)]
+//! #[serde(rename_all = "camelCase")]
+//! struct Lane {
+//!     status: Status,
+//!     answer: String,
+//!     #[serde(skip_serializing_if = "Option::is_none")]
+//!     draft: Option<String>,
+//!     tools: Vec<Tool>,
+//!     meta: BTreeMap<String, Meta>,
+//!     output_tokens: u64,
+//! }
+//!
+//! #[derive(Tracked, Serialize, Default)]
+//! #[serde(tag = "state", rename_all = "camelCase")]
+//! enum Status {
+//!     #[default]
+//!     Idle,
+//!     Running { tool: String },
+//! }
+//!
+//! #[derive(Tracked, Serialize)]
+//! struct Tool {
+//!     id: String,
+//!     output: String,
+//!     done: bool,
+//! }
+//!
+//! #[derive(Tracked, Serialize, Default)]
+//! struct Meta {
+//!     calls: u32,
+//! }
+//!
+//! let mut t = track(Lane::default());
+//! assert!(chord::is_base(&t.flush()?)); // [["r", {...}]]
+//!
+//! let mut lane = t.state();
+//! lane.output_tokens += 1;                                  // s: a field assignment
+//! lane.answer += "Hel";                                     // a: an append
+//! lane.status.set(Status::Running { tool: "bash".into() }); // s: a new variant
+//! lane.tools.push(Tool { id: "t1".into(), output: String::new(), done: false }); // p
+//! lane.meta.entry("bash".into()).or_default().calls += 1;  // s: a new member
+//! lane.draft.set(Some("x".into()));                         // s: the field appears
+//! let ops = t.flush()?;
+//! assert_eq!(
+//!     display_batch(&ops).to_string(),
+//!     "batch, 6 ops\n  \
+//!      set status = {\"state\":\"running\",\"tool\":\"bash\"}\n  \
+//!      append answer += \"Hel\"\n  \
+//!      set draft = \"x\"\n  \
+//!      splice tools at 0: remove 0, insert 1 [{\"id\":\"t1\",\"output\":\"\",\"done\":false}]\n  \
+//!      set meta.bash = {\"calls\":1}\n  \
+//!      set outputTokens = 1"
+//! );
+//!
+//! let mut lane = t.state();
+//! if let Some(mut tool) = lane.tools.iter_mut().find(|tool| tool.id == "t1") {
+//!     tool.output.push_str("[ 12%] Building\n"); // a
+//!     tool.done.set(true);                        // s
+//! }
+//! lane.draft.set(None);                           // d: a skipped field disappears
+//! let ops = t.flush()?;
+//! assert_eq!(
+//!     display_batch(&ops).to_string(),
+//!     "batch, 3 ops\n  \
+//!      delete draft\n  \
+//!      append tools[0].output += \"[ 12%] Building\\n\"\n  \
+//!      set tools[0].done = true"
+//! );
+//! assert!(t.draft.is_none()); // reads go through `Deref` and record nothing
+//!
+//! // A change chord does not model goes through `DerefMut`: the location is compared with
+//! // the accepted value at flush, and the difference is sent.
+//! t.state().tools.push(Tool { id: "t0".into(), output: String::new(), done: true });
+//! t.flush()?;
+//! t.state().tools.sort_by(|a, b| a.id.cmp(&b.id));
+//! let ops = t.flush()?;
+//! assert_eq!(
+//!     display_batch(&ops).to_string(),
+//!     "batch, 4 ops\n  \
+//!      set tools[0].id = \"t0\"\n  \
+//!      set tools[0].output = \"\"\n  \
+//!      set tools[1].id = \"t1\"\n  \
+//!      append tools[1].output += \"[ 12%] Building\\n\""
+//! );
+//! # Ok::<(), chord::Error>(())
+//! ```
+//!
+//! - **Proxies mirror the types.** A derived struct's proxy is a struct of its fields' proxies,
+//!   so `lane.answer += token`, `lane.output_tokens += 1` and two fields borrowed at once work
+//!   as they do on the struct. `Vec` and `VecDeque`, `String`, `Option`, `BTreeMap` and
+//!   `HashMap` with string keys, and the numbers have the std methods (`push`, `insert`,
+//!   `remove`, `drain`, `retain`, `get_mut`, `iter_mut`, indexing, `entry`, `take`, `write!`,
+//!   `+=`, ...), returning what std returns. See [`proxy`].
+//! - **Intent is recorded where it happens.** Pushes, inserts, removals, truncations, drains
+//!   and retains of a `Vec` are splices (`p`); `String` appends are `a`, drops from the front
+//!   (`drain(..n)`, `keep_last(n)`) are `t`; an assignment is `s` (nothing when the new value is
+//!   equal); `None` on a `skip_serializing_if` field is `d`; an enum's change of variant is one
+//!   `s`, and edits inside the current variant are field-level ops.
+//! - **Anything else still works.** Every proxy but a struct's derefs mutably to its value. A
+//!   change chord does not model (`sort`, `rotate_left`, a method of your own) marks the location
+//!   reassigned: its JSON is taken once, and the flush sends the difference from the accepted
+//!   value, by [`diff`]'s rules. [`Tracker::edit`] does the same for the whole value.
+//! - **The flush works from a dirty tree**, not a log of mutations: repeated writes collapse, an
+//!   op a later reassignment overwrites is never sent, a deeply equal reassignment sends
+//!   nothing. There is no baseline copy of the state. Ops come out field by field, in
+//!   declaration order.
+//! - **What JSON cannot carry is refused at flush**, with its path: a non-finite float, a map
+//!   key that is not a string, an integer beyond 64 bits. A failed flush accepts nothing: the
+//!   changes stay pending. In *JS-safe mode* (on by default) integers beyond ±(2^53 − 1)
+//!   ([`MAX_SAFE_INTEGER`]) are refused too, since a JavaScript replica would round them;
+//!   [`Tracker::set_js_safe`]`(false)` when every replica is a Rust one.
+//! - **The derive** takes structs (named, tuple, newtype, unit) and enums in every serde
+//!   representation (external, `tag`, `tag` + `content`, `untagged`), with `rename`,
+//!   `rename_all`, `rename_all_fields`, `skip`, `skip_serializing_if` and `with` on a field.
+//!   `Box<T>`, `BTreeSet`/`HashSet`, `u128`/`i128` and [`serde_json::Value`] (a dynamic proxy)
+//!   are built in; `#[chord(opaque)]` tracks any other `Serialize` field as one value. What
+//!   would make paths lie about the JSON (`flatten`, `transparent`, ...) is a compile error at
+//!   the attribute.
+//! - [`Tracker::replace`] sends `["r", next]`, [`Tracker::rebase`] makes the next flush a base
+//!   batch, [`Tracker::discard`] accepts pending changes unsent. [`diff`] applies the same rules
+//!   to two JSON snapshots.
+//! - **Straight to bytes.** [`Tracker::flush_into`] writes exactly the bytes of
+//!   `encoder.encode(&tracker.flush()?).to_json()` into a reused buffer, without building ops.
+//!
+//! **Costs.** A struct's proxy is built field by field at each `state()` call. Flush and reset
+//! visit only the nodes touched since the last flush. The dirty tree keeps a struct's field
+//! nodes across flushes, and a few element nodes per array that no splice moved (a streaming
+//! element keeps its node). `iter_mut` prepares a slot for every element it hands out
+//! (`O(len)`). The fallback serializes the location once per flush interval.
+//!
+//! ## The format
+//!
+//! A change is a batch of [`Op`]s. Six verbs, always JSON tuples, the same in memory, on the
+//! wire and on disk:
+//!
+//! | op | meaning |
+//! | --- | --- |
+//! | `["r", v]` | replace the whole value (a batch starting with `r` is a *base batch*, [`is_base`]) |
+//! | `["s", path, v]` | set a member, an existing element, or the element one past the end |
+//! | `["d", path]` | delete a member, or remove an element |
+//! | `["a", path, text]` | append text to a string |
+//! | `["t", path, n]` | drop `n` UTF-16 code units from the front of a string |
+//! | `["p", path, index, remove, items]` | splice an array (the root included: an empty path) |
+//!
+//! A [`Path`] is an array of strings (members) and non-negative integers (elements); [`path!`]
+//! builds one. Only `p` takes the empty path (the root); the other verbs take a
+//! [`NonEmptyPath`], so `["s", [], v]` cannot be built. The segments `__proto__`,
+//! `constructor` and `prototype` ([`RESERVED`]) are refused everywhere, so a JavaScript replica
+//! cannot be walked into its prototype chain (they are fine as keys inside values). A path has
+//! at most [`MAX_PATH_SEGMENTS`] (128) segments.
+//!
+//! Counts and indices are those JavaScript sees: `t` counts UTF-16 code units ([`utf16_len`]),
+//! and refuses to cut a surrogate pair in half. Counts, indices and ids stop at
+//! [`MAX_SAFE_INTEGER`], so a Rust and a JavaScript replica accept exactly the same ops.
+//!
+//! Parsing is validation. [`parse_batch`] (and `Deserialize` for [`Op`]) refuses unknown
+//! verbs, wrong arity, bad paths and counts, and reserved segments, naming the op:
+//!
+//! ```
+//! use chord::{display_batch, parse_batch, Category};
+//!
+//! let ops = parse_batch(r#"[["a",["answer"],"lo"],["t",["log"],3]]"#)?;
+//! assert_eq!(
+//!     display_batch(&ops).to_string(),
+//!     "batch, 2 ops\n  append answer += \"lo\"\n  truncate log by 3"
+//! );
+//!
+//! let err = parse_batch(r#"[["a",["answer"],"lo"],["s",["__proto__"],1]]"#).unwrap_err();
+//! assert_eq!(err.kind().category(), Category::Parse);
+//! assert!(err.to_string().contains("op 1"), "{err}");
+//! # Ok::<(), chord::Error>(())
+//! ```
+//!
+//! ## The wire and the applier
+//!
+//! Between a producer and a replica, batches travel encoded: one [`Encoder`] per stream on the
+//! producer's side, one [`Decoder`] on each reader's. The encoder interns a path on its
+//! *second* use (`["#", id, path]`, then the bare id), omits a path equal to the previous op's
+//! within a batch, and resets at every `r`, so a reader that starts at a base batch decodes
+//! with a fresh decoder. The tables are bounded at both ends whatever the stream: ids are
+//! below [`MAX_IDS`] (1,024; when all are taken the encoder redefines one not used lately), only
+//! paths with at most [`MAX_ID_PATH_UNITS`] (256) UTF-16 units of key text get one, and a
+//! decoder (Rust or JavaScript) refuses a definition that breaks either rule. The detail is in
+//! [`wire`].
+//!
+//! [`apply`] applies a batch to an `Option<serde_json::Value>` (`None` before the first base
+//! batch). It is strict (a missing parent, a wrong type or an index past the end is an error,
+//! never a guess) and atomic: if any op fails, the target is left exactly as it was.
+//! [`apply_with`] takes explicit [`Limits`].
+//!
+//! ```
+//! use chord::{apply, path, Category, Decoder, Encoder, Op};
+//! use serde_json::json;
+//!
+//! let mut encoder = Encoder::new();
+//! let mut decoder = Decoder::new();
+//! let mut replica = None;
+//! let batches = [
+//!     vec![Op::Replace(json!({"out": ""}))],
+//!     vec![Op::Append(path!["out"], "a".into())],
+//!     vec![Op::Append(path!["out"], "b".into()), Op::Append(path!["out"], "c".into())],
+//! ];
+//! let wire: Vec<String> = batches.iter().map(|b| encoder.encode(b).to_json()).collect();
+//! // Second use: the path gets id 0; the next op omits it.
+//! assert_eq!(wire[2], r##"[["#",0,["out"]],["a",0,"b"],["a","c"]]"##);
+//! for text in &wire {
+//!     apply(&mut replica, decoder.decode_str(text)?)?;
+//! }
+//! assert_eq!(replica, Some(json!({"out": "abc"})));
+//!
+//! // A batch whose second op fails changes nothing.
+//! let bad = [Op::Append(path!["out"], "d".into()), Op::Append(path!["missing"], "e".into())];
+//! let err = apply(&mut replica, bad).unwrap_err();
+//! assert_eq!(err.kind().category(), Category::Apply);
+//! assert_eq!(replica, Some(json!({"out": "abc"})));
+//! # Ok::<(), chord::Error>(())
+//! ```
+//!
+//! A decoder that failed on a batch is poisoned: later batches may use ids the failed one
+//! defined, so the reader must start again from a base batch with a fresh decoder. Every error
+//! names the op (its index in the batch), the path and what was wrong, and
+//! [`ErrorKind::category`] says what a caller can do about it: [`Category::Parse`] (bad input),
+//! [`Category::Decode`] (restart from a base), [`Category::Apply`] (the replica and the
+//! producer disagree: resynchronise), [`Category::Limit`], [`Category::Track`] (the value
+//! cannot be carried as JSON).
+//!
+//! ## Storage and recovery
+//!
+//! A tracked value lives at an [`Address`](store::Address) (a namespace and a key) in an
+//! append-only log of encoded batches ([`store`]). A batch that starts with `r` is stored with
+//! the tag `base`; recovery reads back to the last base and applies forward with a fresh
+//! decoder, so its cost is bounded by the distance to the last base, not by the length of the
+//! history. [`Durable`](store::Durable) ties a tracker, an encoder and a store together and
+//! answers a [`Checkpoint`](store::Checkpoint) policy with base batches:
+//!
+//! ```
+//! use chord::store::{Address, Checkpoint, Durability, Durable, JsonlStore, LogWriter};
+//!
+//! #[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default)]
+//! struct Lane {
+//!     text: String,
+//! }
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("agent.jsonl");
+//! let lane = Address::new("lanes", "main");
+//!
+//! let store = JsonlStore::open(&path, Durability::EveryAppend)?; // one writer per log (a lock)
+//! let writer = LogWriter::new(store, Checkpoint::EveryBatches(50)); // at most 50 to replay
+//! let mut durable = Durable::open(writer, lane.clone(), Lane::default)?; // recovers, or starts
+//! durable.state().text.push_str("Hello");
+//! durable.flush()?; // on disk when it returns
+//! drop(durable);
+//!
+//! // Later, perhaps after a crash: the same call recovers the typed value.
+//! let store = JsonlStore::open(&path, Durability::EveryAppend)?;
+//! let durable = Durable::open(LogWriter::new(store, Checkpoint::EveryBatches(50)), lane, Lane::default)?;
+//! assert_eq!(durable.get().text, "Hello");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! - **Backends.** [`JsonlStore`](store::JsonlStore): the embedded default, one record per
+//!   line, addresses interned per file. `SqliteStore` (feature `sqlite`, SQLite bundled) and
+//!   `PostgresStore` (feature `postgres`, [the cluster](#the-cluster)): a table keyed by
+//!   (address, seq). All three pass one conformance suite and implement
+//!   [`Store`](store::Store).
+//! - **Durability is explicit.** [`Durability::EveryAppend`](store::Durability) syncs each
+//!   append; `Durability::Grouped { max_batches, max_delay }` syncs groups, and
+//!   [`Store::durable_seq`](store::Store::durable_seq) says what has reached the disk.
+//! - **Acknowledged means recoverable.** An append that returns `Ok` stored a batch recovery
+//!   can read back: the store parses it as recovery will and checks it against the wire grammar
+//!   and the bounds that hold whatever the state; records over
+//!   [`MAX_RECORD_BYTES`](store::MAX_RECORD_BYTES) (64 MiB) are refused.
+//! - **Damage is never silent.** Every JSONL line ends with a CRC-32C chained from the previous
+//!   line's; SQLite and PostgreSQL records carry a CRC-32C and a link to their address's
+//!   previous record. A flipped bit, a missing, duplicated or moved record is an error naming
+//!   where it is, never another state. A torn last line (never acknowledged) is cut off on open.
+//! - **Compaction.** [`Store::compact`](store::Store::compact) removes an address's records
+//!   before its n-th newest base batch. JSONL rewrites the file crash-safely (a temporary file,
+//!   fsync, rename, directory fsync; seqs unchanged), so it costs `O(file size)`; SQLite and
+//!   PostgreSQL delete rows in one transaction. [`streams::Log`](#streams) runs it by policy.
+//! - **Typed recovery.** `Durable::open` compares the recovered JSON with what the typed value
+//!   serializes to; when the type changed (a new `#[serde(default)]` field), the next flush
+//!   carries the difference, so the log and every reader come to the typed value.
+//! - **Inspection.** The `chord` command (package `chord-delta-cli`) prints a log's addresses,
+//!   its ops in readable form, a recovered value at any seq, and statistics, for a JSONL file or
+//!   a PostgreSQL URL.
+//!
+//! ## Streams
+//!
+//! With the feature `streams`, `streams::Streams` serves every address's log as a
+//! [Durable Stream](https://github.com/durable-streams/durable-streams) at
+//! `/streams/{namespace}/{key}` (`streams::ROUTE`): an append-only, offset-addressed stream of
+//! `application/json` messages, each one wire batch exactly as the log holds it. The producer
+//! writes through a `streams::Log` (a `Store` shared with the server); the server reads through
+//! the same `Log`.
+//!
+#![cfg_attr(
+    feature = "streams",
+    doc = r####"
+```no_run
+// `no_run`: it serves until the process is stopped.
+use chord::store::{Address, Checkpoint, Durable, JsonlStore, LogWriter};
+use chord::streams::{serve, Log, Streams};
+
+#[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default)]
+struct Lane {
+    text: String,
+}
+
+# async fn run() -> Result<(), Box<dyn std::error::Error>> {
+let log = Log::new(JsonlStore::open("agent.jsonl", Default::default())?);
+let writer = LogWriter::new(log.clone(), Checkpoint::EveryBytes(256 * 1024));
+let mut lane = Durable::open(writer, Address::new("lanes", "main"), Lane::default)?;
+lane.state().text.push_str("Hello");
+lane.flush()?; // now readable at /streams/lanes/main
+
+let app = Streams::new(&log).router(); // an axum Router: merge your own routes into it
+let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+serve(listener, app, std::future::pending()).await?;
+# Ok(())
+# }
+```
+"####
+)]
+//!
+//! - **Offsets** are the log's seqs as 16 lowercase hexadecimal digits: opaque to clients,
+//!   ordered as the log is. Reading from an offset returns the records after it.
+//! - **A fresh reader** starts at the latest base batch: every response, `HEAD` included,
+//!   carries `Chord-Base-Offset`, the offset just before it. A reader that reconnects with the
+//!   `streamNextOffset` it was last given receives only what followed, and keeps its decoder.
+//! - **Read modes**: catch-up (`GET ?offset=`), `live=long-poll` (20 s by default), and
+//!   `live=sse`: `data` events holding a JSON array of batches, each followed by a `control`
+//!   event with `streamNextOffset`, `streamCursor` and `upToDate`. The server ends an SSE
+//!   response after 60 s and the client resumes. `ETag`/`If-None-Match` and `Cache-Control` as
+//!   the protocol says; 400 for a malformed request, 404 for an address with no records.
+//! - **Retention**: `streams::Retention::Bases(4)` by default keeps the last four base batches
+//!   readable; an offset before the oldest answers `410 Gone` and the client starts again from
+//!   the latest base. The `Log` compacts the store to match (`streams::Compaction`, by default
+//!   at the first base after it starts, then at every fourth); a reader in a compacted range
+//!   gets 410, never a gap.
+//! - **Fan-out encodes once.** Each append lands in its address's *tail cache* (1,024 records
+//!   and 8 MiB by default) with its SSE events already framed; every reader at the tail is
+//!   sent the same bytes. Nothing is queued per reader: one that falls behind reads the store
+//!   from its own offset, and a stalled one holds only its socket buffers (64 KiB each by
+//!   default, `streams::Server`).
+//! - **Coalescing**: `Streams::coalesce(window)` sends at most one `data` event per window on
+//!   each connection, with every batch appended meanwhile: one write and one wake per window
+//!   instead of one per batch, for at most `window` of extra latency. The default sends each
+//!   batch at once.
+//! - **The write side** is off by default (405). `Streams::writes(authorize)` enables `PUT` and
+//!   `POST` of wire batches, each request passed to the application's hook first. With
+//!   `Streams::backend(streams::Memory::new())`, addresses that hold no chord log become full
+//!   Durable Streams (any content type, close, `DELETE`, idempotent producers, TTL, forks): the
+//!   example server `chord/examples/streams_server.rs` passes the protocol's conformance suite
+//!   that way.
+//!
+//! ## Replicas
+//!
+//! A replica starts at the latest base batch, applies each `data` event together with the
+//! `control` event after it, and keeps that offset. After any break it reconnects and resumes
+//! from the offset with the same decoder; it starts over from the latest base only on `410`,
+//! `404`, or a batch that does not decode or apply.
+//!
+//! - **Rust**: `replica::Replica` (feature `replica`) follows a stream over plain HTTP/1 on a
+//!   tokio runtime; read the value at any time, or wait for changes on a `watch` channel.
+//! - **JavaScript**: the `chord-replica` package in the repository's `js/` folder (one
+//!   dependency-free ES module for browsers and Node 18+, with TypeScript declarations): the
+//!   same decoder and applier rules, and `follow()`, which does what `Replica` does. Its
+//!   README is the JavaScript quickstart.
+//!
+#![cfg_attr(
+    feature = "replica",
+    doc = r####"
+```no_run
+// `no_run`: it needs a server to follow.
+use chord::replica::Replica;
+
+#[derive(serde::Deserialize, Debug)]
+struct Lane {
+    text: String,
+}
+
+# async fn run() -> Result<(), Box<dyn std::error::Error>> {
+let replica = Replica::connect("http://127.0.0.1:8080/streams/lanes/main")?;
+let mut changes = replica.watch();
+while changes.changed().await.is_ok() {
+    if let Some(lane) = replica.value_as::<Lane>() {
+        println!("{}", lane?.text);
+    }
+}
+# Ok(())
+# }
+```
+"####
+)]
+//!
+//! ## The cluster
+//!
+//! With the feature `postgres`, `store::PostgresStore` keeps the log in PostgreSQL, so that
+//! several stateless chord nodes behind a load balancer share it: an address's producer runs
+//! on one node, its readers on any.
+//!
+//! - **One writer per address.** The first append, or `PostgresStore::claim(address, wait)`,
+//!   takes a session-level advisory lock on the address; a second writer gets an
+//!   `AddressLocked` error naming the holder. When the writer's process or connection dies,
+//!   PostgreSQL frees the lock, a standby's `claim` gets it, and `Durable::open` recovers the
+//!   value and continues with deltas (readers keep their decoders). Every write moves the
+//!   address's last seq by compare-and-set, so a writer cut off while another took over is
+//!   refused for good (`Fenced`).
+//! - **A live tail across nodes.** Each write notifies at commit (`LISTEN`/`NOTIFY`);
+//!   `PostgresStore::tail` follows an address from a cursor without polling.
+//! - **Any node serves any stream.** A `streams::Log` over a `PostgresStore` feeds the tail
+//!   cache of each address with live readers from that tail, so every node serves every
+//!   address, with the same offsets everywhere. A reader whose node dies reconnects to another
+//!   and resumes from its offset. `chord/examples/cluster_node.rs` is such a node.
+//! - **Schema and connections.** The store creates its tables in the URL's `schema` (default
+//!   `public`) and versions their layout; reads use a small pool (4 connections by default),
+//!   the writer a connection of its own; TLS comes from any `postgres` connector.
+//!
+#![cfg_attr(
+    feature = "postgres",
+    doc = r####"
+```no_run
+// `no_run`: it needs a PostgreSQL server.
+use std::time::Duration;
+use chord::store::{Address, Checkpoint, Durability, Durable, LogWriter, PostgresStore};
+
+#[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default)]
+struct Lane {
+    text: String,
+}
+
+let url = "postgres://app@db:5432/app?schema=agents";
+let lane = Address::new("lanes", "main");
+
+// The producer's node: claim the address (waiting while another node holds it), recover, go on.
+let mut store = PostgresStore::open(url, Durability::EveryAppend)?;
+store.claim(&lane, Duration::from_secs(30))?;
+let writer = LogWriter::new(store, Checkpoint::EveryBatches(100));
+let mut producer = Durable::open(writer, lane.clone(), Lane::default)?;
+producer.state().text.push_str("Hello");
+producer.flush()?;
+
+// Any node: follow the address from the start, woken by each commit.
+let reader = PostgresStore::open_read_only(url)?;
+let mut tail = reader.tail(&lane, None)?;
+let records = tail.next(Some(Duration::from_secs(30)))?;
+# let _ = records;
+# Ok::<(), chord::store::Error>(())
+```
+"####
+)]
+//!
+//! ## Limits and reliability
+//!
+//! Bad input never panics and never half-applies. Every bound, with its default:
+//!
+//! | bound | default | where |
+//! | --- | --- | --- |
+//! | depth of an applied document | 120 | [`Limits::max_depth`] |
+//! | elements of an array | 2^24 | [`Limits::max_array_len`] |
+//! | bytes of a string | 256 MiB | [`Limits::max_string_len`] |
+//! | work per batch (see [the cost of each verb](#the-cost-of-each-verb)) | 2^24 units | [`Limits::max_work`] |
+//! | segments of a path | 128 | [`MAX_PATH_SEGMENTS`] |
+//! | counts, indices, ids; integers in JS-safe mode | 2^53 − 1 | [`MAX_SAFE_INTEGER`] |
+//! | ids in the wire's path table | 1,024 | [`MAX_IDS`] |
+//! | key text of a path that gets an id | 256 UTF-16 units | [`MAX_ID_PATH_UNITS`] |
+//! | bytes of a stored record | 64 MiB | [`store::MAX_RECORD_BYTES`] |
+//! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::DEFAULT_TAIL_RECORDS`, `DEFAULT_TAIL_BYTES` |
+//! | base batches readable | 4 | `streams::Retention` |
+//! | long-poll wait | 20 s | `streams::DEFAULT_LONG_POLL` |
+//! | an SSE response's lifetime | 60 s | `streams::DEFAULT_SSE_LIFETIME` |
+//! | SSE keep-alive comment | every 15 s | `streams::DEFAULT_KEEP_ALIVE` |
+//! | kernel send buffer per connection | 64 KiB | `streams::DEFAULT_SEND_BUFFER` |
+//! | namespace or key in a URL | 1,024 bytes | `streams::MAX_NAME` |
+//! | request body, write side on / off | 16 MiB / 4 KiB | `streams::WRITE_BODY_LIMIT` |
+//! | protocol streams in memory / bytes each | 10,000 / 64 MiB | `streams::DEFAULT_MAX_STREAMS`, `DEFAULT_MAX_STREAM_BYTES` |
+//! | a follower thread idle without live readers | 30 s | `streams::DEFAULT_FOLLOW_IDLE` |
+//! | replica reconnect backoff | 50 ms to 2 s | `replica::DEFAULT_BACKOFF_MIN`, `DEFAULT_BACKOFF_MAX` |
+//! | replica silence before reconnecting | 45 s | `replica::DEFAULT_IDLE_TIMEOUT` |
+//! | bytes of one SSE event a replica reads | 64 MiB | `replica::DEFAULT_MAX_EVENT` |
+//! | PostgreSQL read pool | 4 connections | `PostgresBuilder::pool_size` |
+//!
+//! - **Untrusted batches** cost memory in proportion to their size: a path reused by id or by
+//!   omission is shared, not copied. The default depth leaves room under serde_json's parser
+//!   limit for the batch and op around a document, so anything `apply` accepts can cross the
+//!   wire.
+//! - **Acknowledged means recoverable**, and **damage is never silent**
+//!   ([storage](#storage-and-recovery)). A crash test kills a writer with `SIGKILL` at random
+//!   moments and recovers exactly the last acknowledged flush.
+//! - **Fuzzing.** The repository's `fuzz/` folder holds cargo-fuzz targets for the decoder, the
+//!   parser, the applier, the tracker's round trip and opening a log; their seed corpora are
+//!   replayed by `cargo test`.
+//!
+//! ## The cost of each verb
+//!
+//! `apply` counts work in units and refuses a batch over [`Limits::max_work`]
+//! (`LimitExceeded { limit: "max_work" }`), rolling it back at most at the cost the batch
+//! already had. Beyond reading its own payload, each op costs:
+//!
+//! | verb | cost |
+//! | --- | --- |
+//! | every op but `r` | walking its path: one per segment plus the length of each key |
+//! | `s`, `a`, `r` | nothing more |
+//! | `d` of an element | the elements after it (they shift down) |
+//! | `d` of a member | the members after it (key order is kept); a run of 16 or more deletes under one object is one ordered pass costing the object's size once; a missing member costs nothing |
+//! | `t` | the characters left after the cut (they shift to the front) |
+//! | `p` | the items removed and inserted, plus the tail when the length changes |
+//!
+//! The JavaScript replica counts the same way (characters in UTF-16 units). On the producer's
+//! side, recording an op costs `O(change)`: an append copies its text, a splice records its
+//! range (an insert at the front is one op), an assignment is compared with the accepted value
+//! at flush; only the [fallback](#tracking-typed-state) serializes a whole location.
+//!
+//! ## Where chord differs from the TypeScript reference
+//!
+//! The format is that of the TypeScript reference implementation, whose conformance vectors
+//! chord replays. The differences:
+//!
+//! - A batch applies atomically: if any op fails, the target is left as it was.
+//! - `t` refuses to cut a surrogate pair in half (the reference leaves a lone surrogate, which
+//!   no Rust `String` or strict JSON parser can hold).
+//! - `["s", [], v]` cannot be built: `Set` takes a non-empty path by type.
+//! - A decoder that failed is poisoned: the reader restarts from a base batch.
+//! - Counts, indices and ids are refused above 2^53 − 1; paths have at most 128 segments, and a
+//!   batch has a work budget. The reference has neither bound.
+//! - The default depth limit is 120, under serde_json's parser limit.
+//! - The string overlap probe finds rolling windows over repetitive text (a build log) that the
+//!   reference gives up on and sends whole.
+//! - Encoded payloads match the reference byte for byte on every conformance vector, but not
+//!   always: floats are spelled as serde_json spells them (`1.0`, `-0.0`, `1e-6`, `1e+20`
+//!   where JavaScript writes `1`, `0`, `0.000001`, `100000000000000000000`): each parses to the
+//!   same number on both sides, and a Rust replica decodes exactly the `Value` the producer
+//!   serialized. Objects keep insertion order (serde_json's `preserve_order`), while a
+//!   JavaScript object lists integer-like keys first: the members agree, `JSON.stringify` of a
+//!   JavaScript replica may order them differently.
+//!
+//! # Feature flags
+//!
+//! None is on by default.
 //!
 //! | feature | what it adds | dependencies it turns on |
 //! | --- | --- | --- |
 //! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
+//! | `postgres` | `store::PostgresStore`, the PostgreSQL backend: shared by a cluster, one writer per address, a live tail across nodes | postgres (the synchronous client) |
 //! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2 |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //!
-//! None is on by default: the core (tracking, the format, the codec, the applier, JSONL
-//! logs) depends only on serde, serde_json and crc32c.
+//! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
+//! serde, serde_json, crc32c, hashbrown, foldhash and itoa.
+//!
+//! # Map of the crate
+//!
+//! - [`Tracked`] (derive and trait), [`track`], [`Tracker`], the proxies in [`proxy`].
+//! - [`Op`], [`Path`], [`path!`], [`is_base`], [`display_batch`], [`utf16_len`]: the format.
+//! - [`parse_batch`], [`batch_from_value`] and `Deserialize`: validation where JSON enters.
+//! - [`apply`], [`apply_with`], [`Limits`]: the applier. [`diff`]: the ops between two
+//!   snapshots.
+//! - [`Encoder`], [`Decoder`], [`wire`]: the per-stream codec.
+//! - [`store`]: durable logs, recovery, [`store::LogWriter`] and [`store::Durable`].
+//! - `streams` (feature `streams`) and `replica` (feature `replica`): live replication.
+//! - [`Error`], [`ErrorKind`], [`Category`]: one error type, categorised.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
