@@ -83,7 +83,11 @@ export function apply(target: unknown, ops: ReadonlyArray<unknown>, limits?: Par
 export interface ReplicaOptions {
   /** Bounds for `apply`. */
   limits?: Partial<Limits>;
-  /** Called after every batch that applied, with the new value and the decoded ops. */
+  /**
+   * Called after every batch that applied, with the new value and the decoded ops. A throw
+   * leaves the batch applied (`failed` stays `null`) and is rethrown by `applyWire`; `follow`
+   * reports it and keeps following.
+   */
   onChange?: (value: unknown, ops: Op[]) => void;
 }
 
@@ -98,9 +102,12 @@ export class Replica {
   readonly failed: ChordError | null;
   /** Forgets the value, the ids and any failure. */
   reset(): void;
-  /** Decodes and applies one wire batch given as JSON text; returns the new value. */
+  /**
+   * Decodes and applies one wire batch given as JSON text; returns the new value. Throws the
+   * batch's `ChordError` (the value left as it was), or what `onChange` threw (the batch applied).
+   */
   applyWireText(textBatch: string): unknown;
-  /** Decodes and applies one parsed wire batch; returns the new value. */
+  /** Decodes and applies one parsed wire batch; returns the new value. Throws as `applyWireText`. */
   applyWire(wireBatch: unknown): unknown;
 }
 
@@ -112,6 +119,8 @@ export class StreamHttpError extends Error {
   constructor(status: number, url: string);
   readonly name: 'StreamHttpError';
   status: number;
+  /** Whether the server answered, but not with an event stream (not a stream's URL). */
+  notEventStream: boolean;
 }
 
 /** The offset a fresh reader starts from (`chord-base-offset` of a `HEAD`, else `-1`). */
@@ -153,6 +162,20 @@ export type FollowEvent =
   | { type: 'live'; live: boolean }
   | { type: 'break'; error: unknown; restart: boolean };
 
+/** What `onError` is told besides the error. */
+export interface FollowErrorInfo {
+  /** What failed: the stream (a request, the connection, a batch) or the app (`onChange`, `onEvent`). */
+  source: 'stream' | 'onChange';
+  /**
+   * Whether following goes on. `false` only for an answer no retry changes (a 4xx other than
+   * 404, 408, 410, 425, 429, or a response that is not an event stream): the follower stopped
+   * and `done` rejects with the error.
+   */
+  retrying: boolean;
+  /** Whether it starts over from the latest base batch (else it resumes from its offset). */
+  restart: boolean;
+}
+
 /** Options of `follow`. */
 export interface FollowOptions {
   /** The replica to keep current (a new one by default). */
@@ -168,6 +191,13 @@ export interface FollowOptions {
   transport?: Transport;
   /** Called on every connection, batch, start, resume and break. */
   onEvent?: (event: FollowEvent) => void;
+  /**
+   * Called with every error: retried ones, the one that stops the follower, and what
+   * `onChange` or `onEvent` threw. Without it, each distinct message is printed once:
+   * retried stream errors with `console.warn` (again after the stream has delivered since),
+   * the others with `console.error`.
+   */
+  onError?: (error: unknown, info: FollowErrorInfo) => void;
 }
 
 /** Counters of a follower. */
@@ -183,19 +213,28 @@ export interface FollowStats {
   bytes: number;
   breaks: number;
   lastBreak: string | null;
+  /** Errors reported (to `onError` or the console), and the last one's message. */
+  errors: number;
+  lastError: string | null;
 }
 
 /** A running `follow`. */
 export interface Follower {
   readonly replica: Replica;
+  /** The stream's absolute URL. */
+  readonly url: string;
   readonly stats: FollowStats;
   /** The offset the replica's value reflects (`null` until the first start). */
   readonly offset: string | null;
   /** Stops following. */
   stop(): void;
-  /** Settles once stopped. */
+  /** Resolves once stopped; rejects with the error when an answer no retry changes stopped it. */
   readonly done: Promise<void>;
 }
 
-/** Follows a chord stream served as a Durable Stream, resuming from its offsets. */
+/**
+ * Follows a chord stream served as a Durable Stream, resuming from its offsets. `url` is
+ * absolute, or relative to the page's `location` in a browser; a URL that cannot be fetched
+ * or an option of the wrong type throws a `TypeError` at once.
+ */
 export function follow(url: string | URL, options?: FollowOptions): Follower;

@@ -752,10 +752,14 @@ export function apply(target, ops, limits) {
  * resubscription's first batch is, so reconnecting is all recovery takes. `reset()` forgets
  * everything at once, for an explicit resubscription.
  *
+ * `onChange` runs after a batch has applied. If it throws, the batch stays applied (`value`
+ * is the new one, `failed` stays `null`) and `applyWire` rethrows the error to its caller;
+ * `follow` reports such an error (`onError`, else `console.error`) and keeps following.
+ *
  * @example
  * // Kept current by `follow`, which resumes from the stream's offsets:
- * const replica = new Replica({ onChange: (value) => render(value) });
- * follow('/streams/lanes/main', { replica });
+ * const replica = new Replica({ onChange: (value) => console.log(value) });
+ * follow('http://127.0.0.1:8080/streams/lanes/main', { replica });
  */
 export class Replica {
   #decoder;
@@ -766,7 +770,8 @@ export class Replica {
    * @param {object} [options]
    * @param {Partial<typeof DEFAULT_LIMITS>} [options.limits] bounds for `apply`
    * @param {(value: unknown, ops: Array) => void} [options.onChange] called after every
-   *   batch that applied, with the new value and the decoded ops
+   *   batch that applied, with the new value and the decoded ops; a throw leaves the batch
+   *   applied and is rethrown by `applyWire`
    */
   constructor({ limits, onChange } = {}) {
     this.limits = limits;
@@ -797,6 +802,7 @@ export class Replica {
    * @param {string} textBatch
    * @returns {unknown} the new value
    * @throws {ChordError} the batch's error; the value is left as it was
+   * @throws {unknown} what `onChange` threw, after the batch applied (`failed` stays `null`)
    */
   applyWireText(textBatch) {
     let batch;
@@ -813,6 +819,7 @@ export class Replica {
    * @param {unknown} wireBatch
    * @returns {unknown} the new value
    * @throws {ChordError} the batch's error; the value is left as it was
+   * @throws {unknown} what `onChange` threw, after the batch applied (`failed` stays `null`)
    */
   applyWire(wireBatch) {
     if (this.#failed) {
@@ -854,6 +861,8 @@ export class StreamHttpError extends Error {
     super(`${url} answered ${status}`);
     this.name = 'StreamHttpError';
     this.status = status;
+    /** Whether the server answered, but not with an event stream (not a stream's URL). */
+    this.notEventStream = false;
   }
 }
 
@@ -862,6 +871,52 @@ function restarts(error) {
   if (error instanceof ChordError) return true; // the decoder or the value is not to be trusted
   const status = error?.status;
   return status === 404 || status === 410;
+}
+
+/**
+ * The client errors (4xx) worth another try: 404 (the stream may not exist yet), 408, 410
+ * (start over from the latest base), 425 and 429. Any other 4xx says the request itself is
+ * wrong (a URL that is not a stream, a refused credential), which no retry changes.
+ */
+const RETRIED_4XX = new Set([404, 408, 410, 425, 429]);
+
+/** Whether an error can never go away by retrying: `follow` stops on it. */
+function fatal(error) {
+  if (error instanceof StreamHttpError) {
+    if (error.notEventStream) return true;
+    const status = error.status;
+    return status >= 400 && status < 500 && !RETRIED_4XX.has(status);
+  }
+  return false;
+}
+
+/**
+ * The stream's URL, absolute: a relative one is resolved against the page's `location`
+ * (in a browser); where there is none (Node), it must be absolute.
+ * @param {string | URL} url
+ * @returns {string}
+ */
+function streamUrl(url) {
+  const base = globalThis.location?.href;
+  let parsed;
+  try {
+    parsed = new URL(String(url), base);
+  } catch {
+    throw new TypeError(
+      base === undefined
+        ? `follow: ${JSON.stringify(String(url))} is not an absolute URL, and there is no page location to resolve it against: in Node pass an absolute one, e.g. "http://127.0.0.1:8080/streams/lanes/main"`
+        : `follow: ${JSON.stringify(String(url))} is not a URL (resolved against ${base})`,
+    );
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new TypeError(`follow: ${parsed.href} is not an http: or https: URL`);
+  }
+  return parsed.href;
+}
+
+/** The message of anything thrown. */
+function message(error) {
+  return String(error?.message ?? error);
 }
 
 function withQuery(url, params) {
@@ -898,8 +953,13 @@ export async function* sseTransport({ url, offset, signal, fetch: fetchImpl = gl
     cache: 'no-store',
   });
   if (!response.ok) throw new StreamHttpError(response.status, String(url));
-  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    throw new StreamHttpError(response.status, `${url} (not text/event-stream)`);
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.startsWith('text/event-stream')) {
+    const error = new StreamHttpError(response.status, url);
+    error.message = `${url} answered ${response.status} with ${type || 'no content type'}, not text/event-stream: is it a stream's URL?`;
+    error.notEventStream = true;
+    await response.body?.cancel().catch(() => {});
+    throw error;
   }
   const reader = response.body.getReader();
   // A fetch that does not end its body on abort still stops here.
@@ -1029,27 +1089,101 @@ export function durableStreamsTransport(client) {
  * from the latest base only when the server answers 410 (the offset is before the oldest base
  * kept) or 404, or a batch does not decode or apply.
  *
- * @param {string | URL} url the stream's URL, e.g. `/streams/lanes/main`
+ * Errors reach the caller:
+ * - a URL that is not absolute (with no page `location` to resolve it against) or not
+ *   http(s), or an option of the wrong type, throws a `TypeError` at once;
+ * - an answer no retry changes (a 4xx other than 404, 408, 410, 425, 429, or a response that
+ *   is not an event stream) stops the follower: `onError` gets it with `retrying: false` and
+ *   `done` rejects with it;
+ * - every retried error (the network, 5xx, a batch that does not decode or apply) goes to
+ *   `onError` with `retrying: true`;
+ * - a throwing `onChange` (or `onEvent`) goes to `onError` with `source: 'onChange'`; the batch
+ *   has applied, and following goes on from the next one (no restart from the base).
+ * Without `onError`, each distinct message is printed once: retried ones with
+ * `console.warn` (again after the stream has delivered since), the others with
+ * `console.error`.
+ *
+ * @param {string | URL} url the stream's URL, e.g. `http://127.0.0.1:8080/streams/lanes/main`
+ *   (in a browser, `/streams/lanes/main` resolves against the page's location)
  * @param {FollowOptions} [options]
  * @returns {Follower}
+ * @throws {TypeError} a URL or an option that can never work
  * @example
- * const replica = new Replica({ onChange: render });
- * const follower = follow('/streams/lanes/main', { replica });
+ * const replica = new Replica({ onChange: (value) => console.log(value) });
+ * const follower = follow('http://127.0.0.1:8080/streams/lanes/main', { replica });
  * // later: follower.stop();
  */
 export function follow(url, options = {}) {
+  const href = streamUrl(url);
+  if (options.replica !== undefined && !(options.replica instanceof Replica)) {
+    throw new TypeError('follow: options.replica must be a Replica');
+  }
+  for (const name of ['fetch', 'transport', 'onEvent', 'onError']) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new TypeError(`follow: options.${name} must be a function`);
+    }
+  }
   const replica = options.replica ?? new Replica();
   const transport = options.transport ?? sseTransport;
   const fetchImpl = options.fetch ?? globalThis.fetch;
+  if (typeof fetchImpl !== 'function') {
+    throw new TypeError('follow: no fetch here (Node 18 or later has one): pass options.fetch');
+  }
   const min = options.backoffMin ?? 50;
   const max = Math.max(min, options.backoffMax ?? 2000);
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
-  const stats = { starts: 0, resumes: 0, batches: 0, bases: 0, bytes: 0, breaks: 0, lastBreak: null };
-  const emit = (type, detail) => options.onEvent?.({ type, ...detail });
+  const stats = {
+    starts: 0,
+    resumes: 0,
+    batches: 0,
+    bases: 0,
+    bytes: 0,
+    breaks: 0,
+    lastBreak: null,
+    errors: 0,
+    lastError: null,
+  };
+
+  // What the console has been told, when there is no `onError`: stream errors until the
+  // stream delivers again, the app's errors for the follower's life.
+  const told = { stream: new Set(), onChange: new Set() };
+  const report = (error, info) => {
+    stats.errors += 1;
+    stats.lastError = message(error);
+    if (options.onError) {
+      try {
+        options.onError(error, info);
+      } catch (e) {
+        console.error(`chord-replica: onError threw while reporting an error of ${href}:`, e);
+      }
+      return;
+    }
+    const seen = told[info.source];
+    const key = message(error);
+    if (seen.has(key)) return;
+    seen.add(key);
+    if (info.source === 'onChange') {
+      console.error(`chord-replica: onChange threw; the batch applied, following ${href} goes on:`, error);
+    } else if (info.retrying) {
+      const next = info.restart ? 'starting over from the latest base' : 'retrying';
+      console.warn(`chord-replica: ${href}: ${key}; ${next} (pass onError to follow() to handle errors)`);
+    } else {
+      console.error(`chord-replica: ${href}: ${key}; stopped (no retry can succeed)`);
+    }
+  };
+  const emit = (type, detail) => {
+    if (!options.onEvent) return;
+    try {
+      options.onEvent({ type, ...detail });
+    } catch (e) {
+      report(e, { source: 'onChange', retrying: true, restart: false });
+    }
+  };
   const follower = {
     replica,
     stats,
+    url: href,
     offset: null,
     stop() {
       controller.abort();
@@ -1062,15 +1196,26 @@ export function follow(url, options = {}) {
       controller.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
     });
 
+  /** Applies one batch; an error of `onChange` is reported, not thrown. */
+  function applyOne(batch) {
+    try {
+      replica.applyWire(batch);
+    } catch (error) {
+      // A failed batch leaves the replica failed; otherwise it applied and `onChange` threw.
+      if (replica.failed !== null) throw error;
+      report(error, { source: 'onChange', retrying: true, restart: false });
+    }
+  }
+
   async function connection() {
     const signal = controller.signal;
     const fresh = follower.offset === null;
-    const offset = fresh ? await baseOffset(url, { fetch: fetchImpl, signal }) : follower.offset;
+    const offset = fresh ? await baseOffset(href, { fetch: fetchImpl, signal }) : follower.offset;
     emit('open', { fresh, offset });
     let first = true;
     let delivered = false;
     for await (const { messages, offset: next } of transport({
-      url,
+      url: href,
       offset,
       signal,
       fetch: fetchImpl,
@@ -1084,7 +1229,7 @@ export function follow(url, options = {}) {
           replica.reset();
         }
         first = false;
-        replica.applyWire(batch);
+        applyOne(batch);
         stats.batches += 1;
         if (isBase(batch)) stats.bases += 1;
         emit('batch', { batch });
@@ -1096,6 +1241,7 @@ export function follow(url, options = {}) {
       follower.offset = next;
       if (!delivered) {
         delivered = true;
+        told.stream.clear();
         if (fresh) stats.starts += 1;
         else stats.resumes += 1;
         emit(fresh ? 'start' : 'resume', { offset: next });
@@ -1115,12 +1261,17 @@ export function follow(url, options = {}) {
       } catch (error) {
         if (controller.signal.aborted) break;
         why = error;
-        delivered ||= false;
+        if (fatal(error)) {
+          report(error, { source: 'stream', retrying: false, restart: false });
+          emit('live', { live: false });
+          throw error;
+        }
         if (restarts(error)) follower.offset = null;
+        report(error, { source: 'stream', retrying: true, restart: follower.offset === null });
       }
       if (controller.signal.aborted) break;
       stats.breaks += 1;
-      stats.lastBreak = why === 'ended' ? 'ended' : String(why?.message ?? why);
+      stats.lastBreak = why === 'ended' ? 'ended' : message(why);
       emit('break', { error: why === 'ended' ? null : why, restart: follower.offset === null });
       emit('live', { live: false });
       if (delivered) backoff = min;

@@ -1,6 +1,8 @@
 // `follow` against an in-memory Durable Streams server behind a fake `fetch`: it starts at the
 // latest base, resumes from its offset after cuts (no base batch again), and starts over on
-// 410 or a batch that does not decode. chord/tests/js_follow.rs runs it against chord's server.
+// 410 or a batch that does not decode; its errors reach the caller (a URL it cannot fetch
+// throws, an answer no retry changes stops it, retried errors and a throwing `onChange` are
+// reported, by default on the console). chord/tests/js_follow.rs runs it against chord's server.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,6 +89,15 @@ async function until(what, done) {
   }
 }
 
+/** `promise`, or a rejection naming `what` after 30 s: a test fails rather than hangs. */
+function within(what, promise) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`gave up waiting for ${what}`)), 30_000);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 const options = (server, replica) => ({ replica, fetch: server.fetch, backoffMin: 1, backoffMax: 5, transport: sseTransport });
 
 test('follow resumes from its offset after cuts and never receives a base batch again', async () => {
@@ -136,4 +147,156 @@ test('follow starts over from the latest base on 410 and on a batch that does no
   f.stop();
   await f.done;
   assert.match(f.stats.lastBreak, /path id 7/);
+});
+
+test('follow throws at once on a URL it can never fetch', () => {
+  const replica = new Replica();
+  assert.equal(globalThis.location, undefined, 'Node has no page location');
+  assert.throws(() => follow('/streams/lanes/main', { replica }), {
+    name: 'TypeError',
+    message: /"\/streams\/lanes\/main" is not an absolute URL.*in Node pass an absolute one/,
+  });
+  assert.throws(() => follow('ftp://host/streams/lanes/main'), { name: 'TypeError', message: /not an http: or https: URL/ });
+  assert.throws(() => follow('http://fake/s', { replica: {} }), { name: 'TypeError', message: /options.replica must be a Replica/ });
+  assert.throws(() => follow('http://fake/s', { onError: 'x' }), { name: 'TypeError', message: /options.onError must be a function/ });
+});
+
+test('follow resolves a relative URL against the page location in a browser', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 5 }]]);
+  globalThis.location = new URL('http://fake/lane/index.html');
+  let f;
+  try {
+    f = follow('/streams/lanes/main', options(server, new Replica()));
+  } finally {
+    delete globalThis.location;
+  }
+  assert.equal(f.url, 'http://fake/streams/lanes/main');
+  await until('the base', () => f.replica.value?.n === 5);
+  f.stop();
+  await f.done;
+});
+
+test('a throwing onChange is reported, and following goes on without starting over', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  const seen = [];
+  const replica = new Replica({
+    onChange: (value) => {
+      seen.push(value.n);
+      if (value.n % 2 === 0) throw new ReferenceError(`render is not defined (n = ${value.n})`);
+    },
+  });
+  const errors = [];
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, replica),
+    onError: (error, info) => errors.push({ message: error.message, ...info }),
+  });
+  for (let n = 1; n <= 6; n++) server.append([['s', ['n'], n]]);
+  await until('every batch', () => replica.value?.n === 6);
+  f.stop();
+  await f.done;
+  assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6], 'onChange ran once for each batch, in order');
+  assert.equal(f.stats.starts, 1, 'no start over from the base');
+  assert.equal(f.stats.bases, 1);
+  assert.equal(f.stats.breaks, 0, 'the connection was kept');
+  assert.deepEqual(
+    errors,
+    [0, 2, 4, 6].map((n) => ({ message: `render is not defined (n = ${n})`, source: 'onChange', retrying: true, restart: false })),
+  );
+});
+
+test('without onError, a throwing onChange goes to console.error once per distinct message', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  const replica = new Replica({
+    onChange: () => {
+      throw new ReferenceError('render is not defined');
+    },
+  });
+  const printed = [];
+  const saved = console.error;
+  console.error = (...args) => printed.push(args);
+  try {
+    const f = follow('http://fake/streams/lanes/main', options(server, replica));
+    for (let n = 1; n <= 3; n++) server.append([['s', ['n'], n]]);
+    await until('every batch', () => replica.value?.n === 3);
+    f.stop();
+    await f.done;
+    assert.equal(f.stats.starts, 1);
+    assert.equal(f.stats.errors, 4);
+  } finally {
+    console.error = saved;
+  }
+  assert.equal(printed.length, 1, JSON.stringify(printed));
+  assert.match(printed[0][0], /onChange threw; the batch applied, following http:\/\/fake\/streams\/lanes\/main goes on/);
+  assert.equal(printed[0][1].message, 'render is not defined');
+});
+
+test('retried errors go to onError, and to console.warn once each without it', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  let down = 3; // the first three requests fail as a refused connection does
+  const flaky = async (url, init) => {
+    if (down > 0) {
+      down -= 1;
+      throw new TypeError('fetch failed');
+    }
+    return server.fetch(url, init);
+  };
+  const errors = [];
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, new Replica()),
+    fetch: flaky,
+    onError: (error, info) => errors.push({ message: error.message, ...info }),
+  });
+  await until('the base', () => f.replica.value?.n === 0);
+  f.stop();
+  await f.done;
+  assert.deepEqual(errors, Array(3).fill({ message: 'fetch failed', source: 'stream', retrying: true, restart: true }));
+
+  down = 3;
+  const printed = [];
+  const saved = console.warn;
+  console.warn = (...args) => printed.push(args.join(' '));
+  try {
+    const g = follow('http://fake/streams/lanes/main', { ...options(server, new Replica()), fetch: flaky });
+    await until('the base', () => g.replica.value?.n === 0);
+    g.stop();
+    await g.done;
+    assert.equal(g.stats.errors, 3);
+  } finally {
+    console.warn = saved;
+  }
+  assert.equal(printed.length, 1, JSON.stringify(printed));
+  assert.match(printed[0], /http:\/\/fake\/streams\/lanes\/main: fetch failed; starting over from the latest base \(pass onError/);
+});
+
+test('an answer no retry changes stops the follower: done rejects, onError is told', async () => {
+  const refused = async () => new Response('forbidden', { status: 403 });
+  const errors = [];
+  const f = follow('http://fake/streams/lanes/main', {
+    backoffMin: 1,
+    fetch: refused,
+    onError: (error, info) => errors.push({ status: error.status, ...info }),
+  });
+  await assert.rejects(within('done to reject', f.done), { name: 'StreamHttpError', status: 403, message: /answered 403/ });
+  assert.deepEqual(errors, [{ status: 403, source: 'stream', retrying: false, restart: false }]);
+
+  // A server that answers, but not with an event stream: not a stream's URL.
+  const page = async (url, init) =>
+    init.method === 'HEAD'
+      ? new Response(null, { status: 200 })
+      : new Response('<html></html>', { status: 200, headers: { 'content-type': 'text/html' } });
+  const printed = [];
+  const saved = console.error;
+  console.error = (...args) => printed.push(args.join(' '));
+  try {
+    const g = follow('http://fake/', { backoffMin: 1, fetch: page });
+    await assert.rejects(within('done to reject', g.done), { message: /answered 200 with text\/html, not text\/event-stream: is it a stream's URL\?/ });
+  } finally {
+    console.error = saved;
+  }
+  assert.equal(printed.length, 1);
+  assert.match(printed[0], /stopped \(no retry can succeed\)/);
 });

@@ -12,6 +12,7 @@ import {
   DEFAULT_LIMITS,
   durableStreamsTransport,
   follow,
+  type FollowErrorInfo,
   type FollowEvent,
   formatPath,
   isBase,
@@ -56,6 +57,10 @@ async function main(): Promise<void> {
     onEvent: (e: FollowEvent) => {
       if (e.type === 'break' && e.error instanceof StreamHttpError) void e.error.status;
     },
+    onError: (error: unknown, info: FollowErrorInfo) => {
+      const stopped: boolean = !info.retrying && info.source === 'stream' && !info.restart;
+      if (error instanceof StreamHttpError) void [error.notEventStream, stopped];
+    },
   });
   const other = follow(new URL('http://localhost/streams/lanes/main'), {
     transport: durableStreamsTransport(client),
@@ -64,7 +69,9 @@ async function main(): Promise<void> {
   other.stop();
   await follower.done;
   const resumes: number = follower.stats.resumes + (follower.offset ?? '').length;
-  void [offset, header, resumes, other.replica.value];
+  const errors: number = follower.stats.errors + (follower.stats.lastError ?? '').length;
+  const href: string = follower.url;
+  void [offset, header, resumes, errors, href, other.replica.value];
 }
 
 void [value, ok, op, where, limits, poisoned, main];
