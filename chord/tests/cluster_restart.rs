@@ -125,12 +125,7 @@ fn started_at(url: &str) -> Option<String> {
 #[ignore = "restarts this machine's PostgreSQL cluster, which every PostgreSQL test shares: \
             run it alone, by name, with --ignored (.ci/run does)"]
 fn a_database_restart_mid_stream_loses_no_acknowledged_append() {
-    let url = pg::url().unwrap_or_else(|| {
-        panic!(
-            "the restart test, asked for by name, needs a PostgreSQL server in {}",
-            pg::URL_VAR
-        )
-    });
+    let url = pg::required("the PostgreSQL restart test");
     let restart = restart_command(&url);
     let db = pg::fresh_url("restart");
     let states = Arc::new(expected_states(STEPS));

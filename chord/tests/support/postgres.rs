@@ -21,18 +21,30 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The variable holding the server's URL.
 pub const URL_VAR: &str = "CHORD_TEST_POSTGRES_URL";
 
-/// The server's URL, when there is a server to test against. Under `CI=true`, a missing URL
-/// or an unreachable server panics.
-pub fn url() -> Option<String> {
+/// The server's URL, or why there is no server to test against (looked up once a process).
+fn found() -> &'static Result<String, String> {
     static URL: OnceLock<Result<String, String>> = OnceLock::new();
-    let found = URL.get_or_init(|| {
+    URL.get_or_init(|| {
         let url = std::env::var(URL_VAR).map_err(|_| format!("{URL_VAR} is not set"))?;
         let mut client = postgres::Client::connect(&url, postgres::NoTls)
             .map_err(|e| format!("{url} does not answer: {e}"))?;
         sweep(&mut client);
         Ok(url)
-    });
-    match found {
+    })
+}
+
+/// The server's URL for a test that only runs when asked for: panics saying why when there
+/// is no server to test against.
+pub fn required(test: &str) -> String {
+    found()
+        .clone()
+        .unwrap_or_else(|why| panic!("{test} needs a PostgreSQL server, but {why}"))
+}
+
+/// The server's URL, when there is a server to test against. Under `CI=true`, a missing URL
+/// or an unreachable server panics.
+pub fn url() -> Option<String> {
+    match found() {
         Ok(url) => Some(url.clone()),
         Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI=true, so the PostgreSQL tests must run, but {why}")
