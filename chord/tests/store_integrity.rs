@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chord::store::{
-    recover, recover_at, Address, Checkpoint, Durability, Error, JsonlStore, LogWriter,
-    ReadOptions, Store, BASE, MAX_RECORD_BYTES,
+    recover, recover_at, Address, Checkpoint, Durability, Error, JsonlStore, LogWriter, Store,
+    BASE, MAX_RECORD_BYTES,
 };
 use chord::{path, Op};
 use serde_json::{json, Value};
@@ -490,7 +490,7 @@ fn paths_that_are_not_regular_files_are_refused_before_reading() {
 fn read_all(store: &dyn Store) -> Result<usize, Error> {
     let mut n = 0;
     for a in store.addresses()? {
-        let mut options = ReadOptions::asc().limit(7);
+        let mut options = chord::store::ReadOptions::asc().limit(7);
         loop {
             let page = store.read_list(&a, &options)?;
             n += page.records.len();
