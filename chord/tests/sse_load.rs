@@ -6,7 +6,7 @@
 //! as it is appended. `CHORD_LOAD_SUBSCRIBERS`, `CHORD_LOAD_RATE`, `CHORD_LOAD_SECONDS` and
 //! `CHORD_LOAD_COALESCE_MS` (the server's [`Streams::coalesce`] window) change them.
 //! `CHORD_LOAD_REPLICA_PROCESS=1` runs the replicas in a child process (this test binary,
-//! test `replicas_for_a_load_test`), so that each process holds one end of every connection
+//! its ignored helper `replicas_for_a_load_test`), so that each process holds one end of every connection
 //! (10,000 subscribers under a 20,000-descriptor limit); flush-to-applied latency is then not
 //! measured (the two processes share no clock the test trusts). The
 //! figures (server CPU per subscriber per batch, peak memory, flush-to-applied latency, the
@@ -428,8 +428,8 @@ async fn cuttable_proxy(
 }
 
 /// A 1 MB lane appended to 50 times a second; a replica cut off for a second resumes from its
-/// offset: it receives the batches it missed and no base batch. A fresh start (what every
-/// reconnect cost before offsets: the whole lane as a base batch) is measured beside it.
+/// offset: it receives the batches it missed and no base batch. A fresh start (what a
+/// reconnect without an offset costs: the whole lane as a base batch) is measured beside it.
 #[test]
 fn a_replica_cut_for_a_second_resumes_with_the_batches_it_missed() {
     let rate = 50u64;
