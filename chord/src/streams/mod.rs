@@ -43,6 +43,24 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Conformance
+//!
+//! `scripts/test` runs the protocol's official conformance suite
+//! (`@durable-streams/server-conformance-tests`, the version `js/package.json` pins) against
+//! `chord/examples/streams_server.rs`, a server with the write side enabled for every request
+//! and [`Memory`] as its [`Backend`], through `js/conformance/run`. Every test listed in
+//! `js/conformance/expected.json` must pass: every test of the suite but its property tests,
+//! which draw random inputs and are never listed. Of the suite's 338 tests, the 6 of the
+//! "Reserved subscription APIs" group are skipped by the suite itself, and chord passes the
+//! other 332. Two choices the suite depends on:
+//!
+//! - A fork offset of `-1` or of the form `0…0_0…0` means the start of the source stream.
+//!   The suite sends the reference server's own offset format for that; the protocol leaves
+//!   offsets a server did not issue undefined, so chord gives this one its obvious meaning.
+//! - With the write side on, a request body of up to [`WRITE_BODY_LIMIT`] (16 MiB) is read
+//!   (the suite appends 10 MB at once); with it off, 4 KiB, so that no reader can make the
+//!   server buffer a body.
 
 mod compaction;
 mod frame;
