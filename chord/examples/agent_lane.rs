@@ -3,24 +3,26 @@
 //! A simulated agent answers a request: it streams assistant text token by token, runs a
 //! build tool whose output is kept in a rolling window, updates the tool's free-form details,
 //! pushes finished messages onto the transcript and changes its status. After every event the
-//! producer flushes; each batch is printed in the readable op form, encoded for the wire,
-//! decoded and applied by a replica, which is checked against the producer's state. At the end
-//! the wire bytes are compared with sending a full JSON snapshot after every event.
+//! producer flushes; each batch is printed in the readable op form with its size on the wire,
+//! encoded for the wire, decoded and applied by a replica, which is checked against the
+//! producer's state. At the end the wire bytes are compared with sending a full JSON snapshot
+//! after every event.
 //!
 //! Every batch is also appended to a durable JSONL log (a base batch every 50 batches, so
 //! recovery never replays more than 50); at the end the lane is recovered from the log, as
-//! after a crash, and checked against the producer. `-- --log PATH` picks the log file (a
-//! fresh one in the temporary directory by default); look inside it with the `chord` CLI.
+//! after a crash, and checked against the producer. The log is a temporary file removed at
+//! exit, or the file `--log PATH` names, kept (look inside it with the `chord` CLI).
 //!
-//! Run with `cargo run --release --example agent_lane` (add `-- --quiet` for the summary only).
+//! Run with `cargo run --release --example agent_lane` (`-- --help` lists the flags).
 //!
-//! With `--features live` it also serves the lane live on 127.0.0.1 (see `agent_lane/server.rs`):
+//! With `--features live` it also serves the lane on 127.0.0.1 (see `agent_lane/server.rs`):
 //! Server-Sent Events, a web page that renders the lane, and a Rust replica following it over
-//! HTTP. `-- --serve` keeps the server running with the agent looping slowly, for a browser;
-//! `-- --port N` (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
+//! HTTP, checked against the producer. `-- --serve` keeps the server running with the agent
+//! looping slowly, for a browser or a JavaScript replica, and prints its URL; `-- --port N`
+//! (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chord::store::{recover_as, replay, Address, Checkpoint, Durability, JsonlStore, LogWriter};
@@ -99,13 +101,131 @@ fn log_size(store: &LaneStore) -> (usize, u64) {
     (store.len(), store.size())
 }
 
+/// The flags, as `--help` prints them.
+const USAGE: &str = "\
+usage: agent_lane [--quiet | --wire] [--log PATH] [--serve] [--port N]
+
+  --quiet      print the summary only, not each batch
+  --wire       print each batch's wire text too (the JSON a replica receives)
+  --log PATH   write the lane's durable log to PATH and keep it (default: a temporary
+               file, removed at exit)
+  --serve      keep serving the lane on 127.0.0.1, the agent starting over every few
+               seconds; prints the page's and the stream's URL (needs --features live)
+  --port N     the port to serve on (default: $CHORD_PORT, else a free one)
+  -h, --help   print this";
+
+/// What each flush prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Nothing: only the summary.
+    Quiet,
+    /// The event, the batch's size on the wire and its ops in readable form.
+    Readable,
+    /// As `Readable`, and the wire text.
+    Wire,
+}
+
+/// The command line.
+#[derive(Debug)]
+pub(crate) struct Args {
+    pub(crate) output: Output,
+    pub(crate) log: Option<PathBuf>,
+    pub(crate) serve: bool,
+    pub(crate) port: Option<u16>,
+}
+
+impl Args {
+    /// Parses the flags after the program's name; `Err` holds what to print (the usage for
+    /// `--help`, else what is wrong followed by the usage).
+    pub(crate) fn parse(
+        mut args: impl Iterator<Item = String>,
+    ) -> Result<Args, (String, std::process::ExitCode)> {
+        let wrong = |what: String| (format!("agent_lane: {what}\n\n{USAGE}"), 2.into());
+        let mut parsed = Args {
+            output: Output::Readable,
+            log: None,
+            serve: false,
+            port: None,
+        };
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "-h" | "--help" => return Err((USAGE.to_owned(), 0.into())),
+                "--quiet" => parsed.output = Output::Quiet,
+                "--wire" => parsed.output = Output::Wire,
+                "--serve" => parsed.serve = true,
+                "--log" => match args.next() {
+                    Some(path) => parsed.log = Some(PathBuf::from(path)),
+                    None => return Err(wrong("--log needs a path".into())),
+                },
+                "--port" => {
+                    let port = args
+                        .next()
+                        .ok_or_else(|| wrong("--port needs a number".into()))?;
+                    let port = port
+                        .parse()
+                        .map_err(|e| wrong(format!("--port {port}: {e}")))?;
+                    parsed.port = Some(port);
+                }
+                other => return Err(wrong(format!("unknown argument `{other}`"))),
+            }
+        }
+        if parsed.serve && !cfg!(feature = "live") {
+            return Err(wrong(
+                "--serve needs the `live` feature: cargo run --release --features live \
+                 --example agent_lane -- --serve"
+                    .into(),
+            ));
+        }
+        Ok(parsed)
+    }
+}
+
+/// Where the lane's log lives: a file the user named, or a temporary directory removed when
+/// this is dropped.
+pub(crate) struct LogFile {
+    path: PathBuf,
+    temporary: Option<tempfile::TempDir>,
+}
+
+impl LogFile {
+    /// `path`, kept; or, with `None`, a file in a fresh temporary directory.
+    pub(crate) fn new(path: Option<PathBuf>) -> std::io::Result<LogFile> {
+        match path {
+            Some(path) => Ok(LogFile {
+                path,
+                temporary: None,
+            }),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("chord-agent-lane-")
+                    .tempdir()?;
+                Ok(LogFile {
+                    path: dir.path().join("lane.jsonl"),
+                    temporary: Some(dir),
+                })
+            }
+        }
+    }
+
+    /// The log file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The temporary directory holding it, when it is temporary.
+    #[cfg_attr(not(feature = "live"), allow(dead_code))]
+    pub(crate) fn temporary_dir(&self) -> Option<&Path> {
+        self.temporary.as_ref().map(|d| d.path())
+    }
+}
+
 /// A producer connected to one replica over the wire codec, with byte accounting.
 pub(crate) struct Stream {
     lane: Tracker<LaneView>,
     encoder: Encoder,
     decoder: Decoder,
     replica: Option<Value>,
-    quiet: bool,
+    output: Output,
     batches: usize,
     ops: usize,
     wire_bytes: usize,
@@ -114,34 +234,35 @@ pub(crate) struct Stream {
     pace: Duration,
     /// The durable log every batch is appended to, and where the lane lives in it.
     log: LogWriter<LaneStore>,
-    log_path: PathBuf,
+    log_file: LogFile,
     address: Address,
 }
 
-/// The log file: `--log PATH`, else a fresh file in the temporary directory.
-fn log_path() -> PathBuf {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == "--log") {
-        Some(i) if i + 1 < args.len() => PathBuf::from(&args[i + 1]),
-        _ => std::env::temp_dir().join(format!("chord-agent-lane-{}.jsonl", std::process::id())),
-    }
-}
-
 impl Stream {
-    pub(crate) fn new(quiet: bool) -> Stream {
-        let log_path = log_path();
-        // A fresh log each run; `Durable::open` would recover and continue an existing one.
-        let _ = std::fs::remove_file(&log_path);
-        let store = match JsonlStore::open(&log_path, Durability::EveryAppend) {
-            Ok(store) => store,
-            Err(e) => panic!("cannot open the lane's log: {e}"),
-        };
-        Stream {
+    /// A producer writing to `log_file`, which it starts afresh (an existing file there is
+    /// replaced: the demo does not continue an earlier run's log).
+    pub(crate) fn new(
+        output: Output,
+        log_file: LogFile,
+    ) -> Result<Stream, Box<dyn std::error::Error>> {
+        match std::fs::remove_file(log_file.path()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot replace {}: {e}", log_file.path().display()).into())
+            }
+            _ => {}
+        }
+        let store = JsonlStore::open(log_file.path(), Durability::EveryAppend).map_err(|e| {
+            format!(
+                "cannot open the lane's log {}: {e}",
+                log_file.path().display()
+            )
+        })?;
+        Ok(Stream {
             lane: track(LaneView::default()),
             encoder: Encoder::new(),
             decoder: Decoder::new(),
             replica: None,
-            quiet,
+            output,
             batches: 0,
             ops: 0,
             wire_bytes: 0,
@@ -154,9 +275,22 @@ impl Stream {
             ),
             #[cfg(not(feature = "live"))]
             log: LogWriter::new(store, Checkpoint::EveryBatches(50)),
-            log_path,
+            log_file,
             address: Address::new("lanes", "main"),
+        })
+    }
+
+    /// Says once how to read what each flush prints.
+    pub(crate) fn legend(&self) {
+        if self.output == Output::Quiet {
+            return;
         }
+        println!(
+            "Each batch: [its size on the wire in bytes], the event that caused it, its ops in readable form.\n\
+             On the wire (--wire prints it) a batch is a JSON array of ops, e.g. [\"s\", path, value]; \
+             a path used again is named once by [\"#\", id, path] and then by the bare id \
+             ([\"a\", 3, \"...\"]), and a path equal to the previous op's is left out.\n"
+        );
     }
 
     fn flush(&mut self, event: &str) -> Result<(), Box<dyn std::error::Error>> {
@@ -178,9 +312,11 @@ impl Stream {
         self.ops += ops.len();
         self.wire_bytes += wire.len();
         self.snapshot_bytes += state.to_string().len();
-        if !self.quiet {
-            println!("-- {event}: {}", display_batch(&ops));
-            println!("   wire ({} bytes): {}", wire.len(), preview(&wire));
+        if self.output != Output::Quiet {
+            println!("-- [{:>3} B] {event}: {}", wire.len(), display_batch(&ops));
+        }
+        if self.output == Output::Wire {
+            println!("  wire: {wire}");
         }
         if !self.pace.is_zero() {
             std::thread::sleep(self.pace);
@@ -199,16 +335,17 @@ impl Stream {
         );
         let r = replay(store, &self.address, None)?;
         let (records, size) = log_size(store);
+        let path = self.log_file.path().display();
         println!(
-            "\ndurable log {}: {records} records, {size} bytes; recovery replayed {} batches from the base at seq {}",
-            self.log_path.display(),
+            "\ndurable log {path}: {records} records, {size} bytes; recovery replayed {} batches from the base at seq {}",
             r.batches,
             r.base_seq.unwrap_or_default(),
         );
-        println!(
-            "  look inside: cargo run -p chord-delta-cli -- show {} lanes main",
-            self.log_path.display()
-        );
+        if self.log_file.temporary.is_some() {
+            println!("  a temporary file, removed at exit (--log PATH keeps one)");
+        } else {
+            println!("  look inside: cargo run -p chord-delta-cli -- show {path} lanes main");
+        }
         println!(
             "\n{} batches, {} ops: {} wire bytes, against {} bytes of full snapshots ({:.1}x smaller)",
             self.batches,
@@ -222,27 +359,40 @@ impl Stream {
     }
 }
 
-fn preview(s: &str) -> String {
-    if s.len() <= 160 {
-        return s.to_owned();
+fn main() -> std::process::ExitCode {
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err((text, code)) => {
+            if code == std::process::ExitCode::SUCCESS {
+                println!("{text}");
+            } else {
+                eprintln!("{text}");
+            }
+            return code;
+        }
+    };
+    match run(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agent_lane: {e}");
+            std::process::ExitCode::FAILURE
+        }
     }
-    let mut cut = 160;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &s[..cut])
 }
 
-#[cfg(not(feature = "live"))]
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut s = Stream::new(std::env::args().any(|a| a == "--quiet"));
-    run_agent(&mut s)?;
-    s.summary()
-}
-
-#[cfg(feature = "live")]
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    server::main(Stream::new(std::env::args().any(|a| a == "--quiet")))
+/// The demo: the agent's turn, checked, then the summary (with `live`, also served).
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let log_file = LogFile::new(args.log.clone())?;
+    let s = Stream::new(args.output, log_file)?;
+    s.legend();
+    #[cfg(feature = "live")]
+    return server::main(s, &args);
+    #[cfg(not(feature = "live"))]
+    {
+        let mut s = s;
+        run_agent(&mut s)?;
+        s.summary()
+    }
 }
 
 /// The agent's turn: a user message, a streamed answer, a failing build tool, the end.

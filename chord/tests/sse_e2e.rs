@@ -18,7 +18,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_lane::server::{lane, LaneServer};
-use agent_lane::{run_agent, Stream};
+use agent_lane::{run_agent, LogFile, Output, Stream};
 use chord::store::{recover, ReadOptions, Store, BASE};
 use chord::streams::Streams;
 use serde_json::{json, Value};
@@ -85,7 +85,8 @@ fn the_page_follows_the_lane_and_resumes_after_cuts_without_a_base_batch() {
         .build()
         .unwrap();
     // The lane is in the log before the page opens.
-    let mut s = Stream::new(true);
+    let log_file = LogFile::new(None).unwrap();
+    let mut s = Stream::new(Output::Quiet, log_file).unwrap();
     s.serve(Duration::from_millis(4)).unwrap();
     let log = s.log();
     let server = runtime

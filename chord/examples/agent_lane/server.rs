@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 
 use serde_json::Value;
 
-use super::{run_agent, LaneView, Stream};
+use super::{run_agent, Args, LaneView, Stream};
 
 impl Stream {
     /// The producer's state as JSON.
@@ -56,7 +56,7 @@ impl Stream {
 
     /// Stops printing each batch.
     pub(crate) fn quiet(&mut self) {
-        self.quiet = true;
+        self.output = super::Output::Quiet;
     }
 }
 
@@ -146,14 +146,14 @@ impl LaneServer {
 }
 
 /// The example's `main` with the `live` feature: the agent's turn as without it, also served
-/// live and checked against a Rust replica over HTTP; `--serve` then keeps going.
-pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let serve_forever = args.iter().any(|a| a == "--serve");
-    let port = match args.iter().position(|a| a == "--port") {
-        Some(i) => args.get(i + 1).ok_or("--port needs a number")?.parse()?,
+/// on loopback and checked against a Rust replica over HTTP; `--serve` then keeps going.
+pub(crate) fn main(mut s: Stream, args: &Args) -> Result<(), Box<dyn Error>> {
+    let port = match args.port {
+        Some(port) => port,
         None => match std::env::var("CHORD_PORT") {
-            Ok(port) => port.parse()?,
+            Ok(port) => port
+                .parse()
+                .map_err(|e| format!("CHORD_PORT={port}: {e}"))?,
             Err(_) => 0,
         },
     };
@@ -162,14 +162,28 @@ pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let pace = Duration::from_millis(if serve_forever { 60 } else { 2 });
+    let pace = Duration::from_millis(if args.serve { 60 } else { 2 });
     s.serve(pace)?;
-    let server = runtime.block_on(LaneServer::start(port, Streams::new(&s.log())))?;
-    println!(
-        "serving the lane at {} (stream: {})",
-        server.url(),
-        server.stream_url()
-    );
+    let server = runtime
+        .block_on(LaneServer::start(port, Streams::new(&s.log())))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    if args.serve {
+        println!(
+            "serving the lane: open {} (stream: {}); Ctrl-C stops\n",
+            server.url(),
+            server.stream_url()
+        );
+        // Ctrl-C ends the process from here: the temporary log goes first.
+        let temporary = s.log_file.temporary_dir().map(|d| d.to_path_buf());
+        runtime.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                if let Some(dir) = temporary {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                std::process::exit(130);
+            }
+        });
+    }
     let replica = {
         let _entered = runtime.enter();
         Replica::connect(&server.stream_url())?
@@ -198,11 +212,11 @@ pub(crate) fn main(mut s: Stream) -> Result<(), Box<dyn Error>> {
     }
     let stats = replica.stats();
     println!(
-        "HTTP replica equals the producer: {} batches, {} start(s) from a base batch, {} resume(s)",
+        "a Rust replica following the stream over HTTP equals the producer too: {} batches, {} start(s) from a base batch, {} resume(s)",
         stats.batches, stats.subscriptions, stats.resumes
     );
 
-    if serve_forever {
+    if args.serve {
         println!(
             "--serve: the agent starts over every few seconds; open {} (Ctrl-C stops)",
             server.url()
