@@ -129,11 +129,23 @@ pub(crate) fn smaller_than_set(path: &NonEmptyPath, after: &str, window: Vec<Op>
         return window;
     }
     let whole = vec![Op::Set(path.clone(), Value::String(after.to_owned()))];
-    if crate::tracker::json_len(&whole) < crate::tracker::json_len(&window) {
+    if json_len(&whole) < json_len(&window) {
         whole
     } else {
         window
     }
+}
+
+/// The length of `ops` as JSON text with full paths (what a fresh decoder receives): the
+/// measure by which two equivalent batches are compared, here and by the tracker's flush.
+pub(crate) fn json_len(ops: &[Op]) -> usize {
+    ops.iter()
+        .map(|op| {
+            serde_json::to_vec(op)
+                .map(|v| v.len())
+                .unwrap_or(usize::MAX / 2)
+        })
+        .sum()
 }
 
 /// One diff in progress: the path being visited (as a stack of segments) and the ops so far.

@@ -132,18 +132,6 @@ fn shift(
     covered.extend(back);
 }
 
-/// The length of `ops` as JSON text with full paths (what a fresh decoder receives): the
-/// measure by which two equivalent batches are compared.
-pub(crate) fn json_len(ops: &[Op]) -> usize {
-    ops.iter()
-        .map(|op| {
-            serde_json::to_vec(op)
-                .map(|v| v.len())
-                .unwrap_or(usize::MAX / 2)
-        })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

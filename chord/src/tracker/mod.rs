@@ -22,7 +22,6 @@ use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::Encoder;
 
-pub(crate) use compact::json_len;
 pub use cx::{Cx, Fields};
 pub use node::Node;
 pub(crate) use node::{flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State};

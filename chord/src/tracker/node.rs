@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::diff::json_len;
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
-use crate::tracker::compact::json_len;
 use crate::tracker::edit::{SeqEdit, TextEdit};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
