@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
+use crate::wire::de::{Elem, Ref};
 use crate::wire::op::{PathRef, WireOp};
 
 /// Parses a batch of decoded ops from JSON text, validating every op.
@@ -148,11 +149,7 @@ fn decoded_path(value: Value) -> Result<Path> {
 /// Validates an inline path: an array of strings and non-negative integers, no reserved names.
 pub(crate) fn path(value: Value) -> Result<Path> {
     let Value::Array(segs) = value else {
-        return Err(ErrorKind::InvalidPath(format!(
-            "expected an array of segments, found {}",
-            json_type(&value)
-        ))
-        .into());
+        return Err(not_a_path(json_type(&value)));
     };
     check_segments(segs.len())?;
     let mut out = Vec::with_capacity(segs.len());
@@ -161,20 +158,9 @@ pub(crate) fn path(value: Value) -> Result<Path> {
             Value::String(k) => Seg::Key(k.into()),
             Value::Number(ref n) => match safe_integer(n) {
                 Some(n) => Seg::Index(n),
-                None => {
-                    return Err(ErrorKind::InvalidPath(format!(
-                        "segment {i} is {n}; indices are non-negative integers up to 2^53 - 1"
-                    ))
-                    .into())
-                }
+                None => return Err(bad_index(i, n)),
             },
-            other => {
-                return Err(ErrorKind::InvalidPath(format!(
-                    "segment {i} is {}; segments are strings or non-negative integers",
-                    json_type(&other)
-                ))
-                .into())
-            }
+            other => return Err(bad_segment(i, json_type(&other))),
         };
         if seg.is_reserved() {
             if let Seg::Key(segment) = seg {
@@ -190,12 +176,28 @@ pub(crate) fn path(value: Value) -> Result<Path> {
     Ok(Path::from(out))
 }
 
+/// Segment `i` of a path is a number but not an index.
+pub(crate) fn bad_index(i: usize, n: &serde_json::Number) -> Error {
+    ErrorKind::InvalidPath(format!(
+        "segment {i} is {n}; indices are non-negative integers up to 2^53 - 1"
+    ))
+    .into()
+}
+
+/// Segment `i` of a path is `found` (a JSON type), neither a string nor a number.
+pub(crate) fn bad_segment(i: usize, found: &str) -> Error {
+    ErrorKind::InvalidPath(format!(
+        "segment {i} is {found}; segments are strings or non-negative integers"
+    ))
+    .into()
+}
+
 /// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// A non-negative integer a JavaScript replica reads exactly: counts, indices and ids beyond
 /// 2^53 - 1 are refused, so that every replica agrees on every op it accepts.
-fn safe_integer(n: &serde_json::Number) -> Option<usize> {
+pub(crate) fn safe_integer(n: &serde_json::Number) -> Option<usize> {
     n.as_u64()
         .filter(|&n| n <= MAX_SAFE_INTEGER)
         .and_then(|n| usize::try_from(n).ok())
@@ -281,8 +283,118 @@ pub(crate) fn wire_op(value: Value) -> Result<WireOp> {
     Ok(op)
 }
 
+/// Validates one wire op read by the streaming parser (`wire::de`): `verb`, its first elements
+/// after the verb as read, and how many elements followed the verb. The same grammar, the same
+/// order of checks and the same errors as [`wire_op`]; an element read without being built
+/// (a check's payload) stands for a `null` value, an empty text or no items.
+pub(crate) fn wire_op_from_elems(verb: String, elems: Vec<Elem>, n: usize) -> Result<WireOp> {
+    let mut it = elems.into_iter();
+    let mut next = || it.next().unwrap_or(Elem::Skip("null"));
+    let op = match (verb.as_str(), n) {
+        ("r", 1) => WireOp::Replace(elem_value(next())),
+        ("#", 2) => WireOp::Define {
+            id: elem_count(next(), "id")?,
+            path: elem_path(next())?,
+        },
+        ("s", 1) => WireOp::Set(None, elem_value(next())),
+        ("s", 2) => WireOp::Set(Some(elem_path_ref(next())?), elem_value(next())),
+        ("d", 0) => WireOp::Delete(None),
+        ("d", 1) => WireOp::Delete(Some(elem_path_ref(next())?)),
+        ("a", 1) => WireOp::Append(None, elem_text(next())?),
+        ("a", 2) => {
+            let path = elem_path_ref(next())?;
+            WireOp::Append(Some(path), elem_text(next())?)
+        }
+        ("t", 1) => WireOp::Truncate(None, elem_count(next(), "count")?),
+        ("t", 2) => {
+            let path = elem_path_ref(next())?;
+            WireOp::Truncate(Some(path), elem_count(next(), "count")?)
+        }
+        ("p", 3 | 4) => WireOp::Splice {
+            path: if n == 4 {
+                Some(elem_path_ref(next())?)
+            } else {
+                None
+            },
+            index: elem_count(next(), "index")?,
+            remove: elem_count(next(), "remove")?,
+            items: elem_items(next())?,
+        },
+        ("r", _) => return Err(arity_of(&verb, n, "2")),
+        ("#", _) => return Err(arity_of(&verb, n, "3")),
+        ("s" | "a" | "t", _) => return Err(arity_of(&verb, n, "2 or 3")),
+        ("d", _) => return Err(arity_of(&verb, n, "1 or 2")),
+        ("p", _) => return Err(arity_of(&verb, n, "4 or 5")),
+        _ => return Err(ErrorKind::UnknownVerb(verb).into()),
+    };
+    Ok(op)
+}
+
+fn arity_of(verb: &str, n: usize, expected: &'static str) -> Error {
+    ErrorKind::Arity {
+        verb: verb.to_owned(),
+        found: n + 1,
+        expected,
+    }
+    .into()
+}
+
+fn elem_value(elem: Elem) -> Value {
+    match elem {
+        Elem::Val(v) => v,
+        Elem::Ref(_) | Elem::Skip(_) => Value::Null,
+    }
+}
+
+fn elem_count(elem: Elem, field: &'static str) -> Result<usize> {
+    match elem {
+        Elem::Val(v) => count(v, field),
+        Elem::Ref(Ref::Number(n)) => count(Value::Number(n), field),
+        // Counts are always read whole (an error quotes them); nothing else reaches here.
+        Elem::Ref(_) | Elem::Skip(_) => count(Value::Null, field),
+    }
+}
+
+fn elem_path_ref(elem: Elem) -> Result<PathRef> {
+    match elem {
+        Elem::Val(v) => path_ref(v),
+        Elem::Ref(Ref::Number(n)) => Ok(PathRef::Id(count(Value::Number(n), "id")?)),
+        Elem::Ref(Ref::Path(p)) => Ok(PathRef::Path(p?)),
+        Elem::Ref(Ref::Other(found)) | Elem::Skip(found) => Err(not_a_path(found)),
+    }
+}
+
+fn elem_path(elem: Elem) -> Result<Path> {
+    match elem {
+        Elem::Val(v) => path(v),
+        Elem::Ref(Ref::Number(_)) => Err(not_a_path("a number")),
+        Elem::Ref(Ref::Path(p)) => p,
+        Elem::Ref(Ref::Other(found)) | Elem::Skip(found) => Err(not_a_path(found)),
+    }
+}
+
+fn not_a_path(found: &str) -> Error {
+    ErrorKind::InvalidPath(format!("expected an array of segments, found {found}")).into()
+}
+
+fn elem_text(elem: Elem) -> Result<String> {
+    match elem {
+        Elem::Val(v) => text(v),
+        Elem::Ref(Ref::Other("a string")) | Elem::Skip("a string") => Ok(String::new()),
+        Elem::Ref(_) | Elem::Skip(_) => Err(ErrorKind::TextNotString.into()),
+    }
+}
+
+fn elem_items(elem: Elem) -> Result<Vec<Value>> {
+    match elem {
+        Elem::Val(v) => items(v),
+        Elem::Skip("an array") => Ok(Vec::new()),
+        Elem::Ref(_) | Elem::Skip(_) => Err(ErrorKind::ItemsNotArray.into()),
+    }
+}
+
 /// Refuses a path longer than [`MAX_PATH_SEGMENTS`], before looking at its segments.
-fn check_segments(len: usize) -> Result<()> {
+pub(crate) fn check_segments(len: usize) -> Result<()> {
     if len > MAX_PATH_SEGMENTS {
         return Err(ErrorKind::InvalidPath(format!(
             "{len} segments; a path has at most {MAX_PATH_SEGMENTS}"

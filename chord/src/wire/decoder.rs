@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
 use crate::validate;
+use crate::wire::de::{self, Mode};
 use crate::wire::op::{PathRef, WireOp};
 use crate::wire::{table, MAX_IDS, MAX_ID_PATH_UNITS};
 
@@ -51,13 +52,69 @@ impl Decoder {
     /// Invalid JSON; any wire-grammar violation (with the op's position); an unknown id; a
     /// short form with no previous path in the batch; a resolved path that breaks the decoded
     /// grammar (`s`, `d`, `a`, `t` on the root).
+    ///
+    /// # Cost
+    ///
+    /// The text is parsed straight into ops, one op's elements at a time: no JSON tree of the
+    /// batch is built. The memory is that of the ops returned (a path named again by an id or
+    /// by omission, or written again in full right after itself, shares the earlier op's
+    /// segments), plus the largest single op while it is read.
     pub fn decode_str(&mut self, json: &str) -> Result<Vec<Op>> {
         self.check_poisoned()?;
-        let value: Value = match serde_json::from_str(json) {
-            Ok(v) => v,
-            Err(e) => return Err(self.poison(e.into())),
-        };
-        self.decode_value(value)
+        let mut out = Vec::new();
+        let mut previous = None;
+        let parsed = de::parse(json, Mode::Decode, &mut |i, wire| {
+            match self.decode_op(wire, &mut previous) {
+                Ok(Some(op)) => out.push(op),
+                Ok(None) => {}
+                Err(e) => return Err(e.at_op(i)),
+            }
+            Ok(())
+        });
+        match parsed {
+            Ok(()) => Ok(out),
+            Err(e) => Err(self.poison(e)),
+        }
+    }
+
+    /// Checks one wire batch given as JSON text exactly as [`decode_str`](Decoder::decode_str)
+    /// would, and updates the id table as it would, without building the values the ops carry:
+    /// `Ok` exactly when `decode_str` would return ops, and the same error otherwise (the
+    /// decoder is poisoned by a failure, as there).
+    ///
+    /// For a reader that only needs to know whether a batch decodes: a server validating what
+    /// it is sent, a store checking what it appends.
+    ///
+    /// # Cost
+    ///
+    /// The ids and paths of the batch, one at a time, plus the largest count or short-form
+    /// splice's items while read; an `r`'s or `s`'s value, an `a`'s text and a long-form `p`'s
+    /// items are parsed and dropped as they are read (nesting still bounded by serde_json's
+    /// recursion limit).
+    ///
+    /// # Errors
+    ///
+    /// As [`decode_str`](Decoder::decode_str).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut dec = chord::Decoder::new();
+    /// dec.check_str(r##"[["r",{"big":[1,2,3]}],["#",0,["big"]]]"##).unwrap();
+    /// // The id defined by the checked batch is known to the next one.
+    /// assert_eq!(dec.decode_str(r#"[["d",0]]"#).unwrap(), vec![chord::Op::Delete(chord::path!["big"])]);
+    /// let err = dec.check_str(r#"[["a",7,"x"]]"#).unwrap_err();
+    /// assert_eq!(err.to_string(), "op 0: path id 7 is not defined in this stream");
+    /// ```
+    pub fn check_str(&mut self, json: &str) -> Result<()> {
+        self.check_poisoned()?;
+        let mut previous = None;
+        let parsed = de::parse(json, Mode::Check, &mut |i, wire| {
+            self.decode_op(wire, &mut previous)
+                .map(drop)
+                .map_err(|e| e.at_op(i))
+        });
+        parsed.map_err(|e| self.poison(e))
     }
 
     /// Decodes one wire batch given as a parsed JSON value.
@@ -164,7 +221,12 @@ impl Decoder {
     fn resolve(&self, path: Option<PathRef>, previous: &mut Option<Path>) -> Result<Path> {
         let resolved = match path {
             None => previous.clone().ok_or(ErrorKind::NoPreviousPath)?,
-            Some(PathRef::Path(p)) => p,
+            // The same path written out again right after itself shares the earlier
+            // segments (the new copy is dropped at once).
+            Some(PathRef::Path(p)) => match previous {
+                Some(q) if *q == p => q.clone(),
+                _ => p,
+            },
             Some(PathRef::Id(id)) => self
                 .ids
                 .get(id)

@@ -35,6 +35,7 @@
 //! }
 //! ```
 
+pub(crate) mod de;
 mod decoder;
 pub(crate) mod encoder;
 pub(crate) mod op;

@@ -1,0 +1,169 @@
+//! Peak heap of decoding and checking one wire batch, as a multiple of the batch's bytes,
+//! measured with a counting global allocator (its own test binary, as a global allocator
+//! applies to the whole binary).
+//!
+//! Each case is one batch of a million ops of one verb, with its path written in full, by an
+//! interned id, or omitted (the short form). The peak counts everything allocated while the
+//! call runs above what was live before it: the ops it returns included.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use chord::store::{Address, CheckedBatch};
+use chord::{Decoder, Op};
+
+/// The system allocator, counting live bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(bytes: usize) {
+    let now = LIVE.fetch_add(bytes, Relaxed) + bytes;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; only the counters are added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// The counters are global: the tests of this binary take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Ops in each measured batch.
+const OPS: usize = 1_000_000;
+
+/// How an op names its path.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    /// `["k"]` written in every op.
+    Full,
+    /// `["#",0,["k"]]` first, then the id `0` in every op.
+    Id,
+    /// The path in the first op, omitted in every later one.
+    Short,
+    /// No path at all (`r`).
+    Root,
+}
+
+/// One batch of `OPS` ops of `verb` (`args` is what follows the path, with its comma), its
+/// path in `form`.
+fn batch(verb: &str, args: &str, form: Form) -> String {
+    let mut text = String::with_capacity(OPS * (verb.len() + args.len() + 12));
+    text.push('[');
+    if let Form::Id = form {
+        text.push_str(r##"["#",0,["k"]],"##);
+    }
+    for i in 0..OPS {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str("[\"");
+        text.push_str(verb);
+        text.push('"');
+        match (form, i) {
+            (Form::Full, _) | (Form::Short, 0) => text.push_str(r#",["k"]"#),
+            (Form::Id, _) => text.push_str(",0"),
+            (Form::Short | Form::Root, _) => {}
+        }
+        text.push_str(args);
+        text.push(']');
+    }
+    text.push(']');
+    text
+}
+
+/// The peak heap above what was live before `f` ran, while it ran, and what it returned.
+fn peak<T>(f: impl FnOnce() -> T) -> (usize, T) {
+    let before = LIVE.load(Relaxed);
+    PEAK.store(before, Relaxed);
+    let out = f();
+    (PEAK.load(Relaxed) - before, out)
+}
+
+/// A measured case: its name and its batch text.
+struct Case {
+    name: String,
+    text: String,
+}
+
+fn cases() -> Vec<Case> {
+    let mut cases = vec![Case {
+        name: "r {\"a\":1}".into(),
+        text: batch("r", r#",{"a":1}"#, Form::Root),
+    }];
+    for (verb, args) in [
+        ("s", ",1"),
+        ("d", ""),
+        ("a", r#","x""#),
+        ("t", ",1"),
+        ("p", ",0,0,[1]"),
+    ] {
+        for form in [Form::Full, Form::Id, Form::Short] {
+            cases.push(Case {
+                name: format!("{verb} {form:?}"),
+                text: batch(verb, args, form),
+            });
+        }
+    }
+    cases
+}
+
+#[test]
+fn decoding_a_batch_costs_a_bounded_multiple_of_its_bytes() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let at = Address::new("lanes", "main");
+    eprintln!("size_of::<Op>() = {} bytes", std::mem::size_of::<Op>());
+    for case in cases() {
+        let bytes = case.text.len();
+        let (decode, ops) = peak(|| Decoder::new().decode_str(&case.text));
+        let ops = ops.unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        assert_eq!(ops.len(), OPS, "{}", case.name);
+        drop(ops);
+        let (check, checked) = peak(|| Decoder::new().check_str(&case.text));
+        checked.unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let (store, checked) = peak(|| CheckedBatch::new(&at, &case.text, None).map(drop));
+        checked.unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        eprintln!(
+            "{:>10}: {:>9} bytes, {:>5.2} bytes an op; peak decode {:>6.2}x, check {:>6.3}x, store check {:>6.2}x",
+            case.name,
+            bytes,
+            bytes as f64 / OPS as f64,
+            decode as f64 / bytes as f64,
+            check as f64 / bytes as f64,
+            store as f64 / bytes as f64,
+        );
+    }
+}
