@@ -15,8 +15,8 @@
 //! in turn: criterion's `time` is per slide.
 //!
 //! ```sh
-//! cargo bench -p chord-delta --bench overlap
-//! cargo bench -p chord-delta --bench overlap -- W4L    # the build logs only
+//! cargo bench -p chord-bench --bench overlap
+//! cargo bench -p chord-bench --bench overlap -- W4L    # the build logs only
 //! ```
 
 use std::hint::black_box;

@@ -2,20 +2,19 @@
 //! (which, unlike wall-clock time, do not depend on what else the machine is doing):
 //!
 //! ```sh
-//! cargo bench -p chord-delta --bench steps --no-run   # prints the binary's path
+//! cargo bench -p chord-bench --bench steps --no-run   # prints the binary's path
 //! valgrind --tool=callgrind <binary> W5 chord 5000    # make + 5000 steps
 //! valgrind --tool=callgrind <binary> W5 chord 0       # make only: subtract it
 //! ```
 //!
 //! `scripts/compare-steps OLD_COMMIT` does this for every chord workload at the current
 //! tree and at `OLD_COMMIT`, side by side. Arguments: workload, library (as in
-//! `workloads::cases`), and the number of steps (default: the workload's own); steps past the
+//! `chord_bench::cases`), and the number of steps (default: the workload's own); steps past the
 //! workload's reuse count continue on fresh copies, as the timing bench does.
 
-#[path = "../tests/support/workloads.rs"]
-mod workloads;
-
 use std::hint::black_box;
+
+use chord_bench::cases::cases;
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -24,12 +23,12 @@ fn main() {
         .collect();
     let (Some(workload), Some(lib)) = (args.first(), args.get(1)) else {
         // The workloads, with the steps each runs on one copy.
-        for case in workloads::cases() {
+        for case in cases() {
             println!("{} {} {}", case.workload, case.lib, case.reuse);
         }
         return;
     };
-    let case = workloads::cases()
+    let case = cases()
         .into_iter()
         .find(|c| c.workload == workload && c.lib == lib)
         .unwrap_or_else(|| panic!("no workload {workload} {lib}"));

@@ -12,7 +12,7 @@
 //!   appends) per backend and policy, and for grouped appends the time until the batch is
 //!   durable (`durable_seq` reaches it).
 //!
-//! Run: `cargo bench -p chord-delta --features sqlite,postgres --bench store` (a backend whose
+//! Run: `cargo bench -p chord-bench --features sqlite,postgres --bench store` (a backend whose
 //! feature is off is skipped). Logs go to a temporary directory on the default temp disk;
 //! PostgreSQL runs against `CHORD_TEST_POSTGRES_URL` (skipped when it is not set), each case in
 //! a schema `chord_bench_*` of its own, dropped at the end.

@@ -3,8 +3,8 @@
 //! json-patch (`diff` of a clone taken before the step).
 //!
 //! ```sh
-//! cargo bench -p chord-delta --bench workloads -- --warm-up-time 1 --measurement-time 3
-//! cargo bench -p chord-delta --bench workloads -- '^W5/'    # one workload (sizes and timings)
+//! cargo bench -p chord-bench --bench workloads -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p chord-bench --bench workloads -- '^W5/'    # one workload (sizes and timings)
 //! scripts/bench-table                                       # three runs: medians and spread
 //! ```
 //!
@@ -20,16 +20,14 @@
 //! the initial state and draining its base batch happens outside the timed region; for W1
 //! 1,000 steps share one copy, for W5big 10,000 (see `Case::reuse`).
 
-#[path = "../tests/support/workloads.rs"]
-mod workloads;
-
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 
-use workloads::{cases, totals, Case, Run};
+use chord_bench::cases::{cases, totals, Case};
+use chord_bench::workloads::Run;
 
 /// Filters given on the command line (criterion's), to skip the size pass of the workloads
 /// they leave out. Matched as plain text once the anchors `^` and `$` are taken off.

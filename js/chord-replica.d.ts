@@ -167,11 +167,11 @@ export interface FollowErrorInfo {
   /** What failed: the stream (a request, the connection, a batch) or the app (`onChange`, `onEvent`). */
   source: 'stream' | 'onChange';
   /**
-   * Whether following goes on. `false` only for an answer no retry changes (a 4xx other than
-   * 404, 408, 410, 425, 429, or a response that is not an event stream): the follower stopped
-   * and `done` rejects with the error.
+   * Whether the follower stopped: only for an answer no retry changes (a 4xx other than 404,
+   * 408, 410, 425, 429, or a response that is not an event stream); `done` rejects with the
+   * error. Otherwise following goes on.
    */
-  retrying: boolean;
+  stopped: boolean;
   /** Whether it starts over from the latest base batch (else it resumes from its offset). */
   restart: boolean;
 }

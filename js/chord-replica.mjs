@@ -1093,10 +1093,10 @@ export function durableStreamsTransport(client) {
  * - a URL that is not absolute (with no page `location` to resolve it against) or not
  *   http(s), or an option of the wrong type, throws a `TypeError` at once;
  * - an answer no retry changes (a 4xx other than 404, 408, 410, 425, 429, or a response that
- *   is not an event stream) stops the follower: `onError` gets it with `retrying: false` and
+ *   is not an event stream) stops the follower: `onError` gets it with `stopped: true` and
  *   `done` rejects with it;
  * - every retried error (the network, 5xx, a batch that does not decode or apply) goes to
- *   `onError` with `retrying: true`;
+ *   `onError` with `stopped: false`;
  * - a throwing `onChange` (or `onEvent`) goes to `onError` with `source: 'onChange'`; the batch
  *   has applied, and following goes on from the next one (no restart from the base).
  * Without `onError`, each distinct message is printed once: retried ones with
@@ -1165,7 +1165,7 @@ export function follow(url, options = {}) {
     seen.add(key);
     if (info.source === 'onChange') {
       console.error(`chord-replica: onChange threw; the batch applied, following ${href} goes on:`, error);
-    } else if (info.retrying) {
+    } else if (!info.stopped) {
       const next = info.restart ? 'starting over from the latest base' : 'retrying';
       console.warn(`chord-replica: ${href}: ${key}; ${next} (pass onError to follow() to handle errors)`);
     } else {
@@ -1177,7 +1177,7 @@ export function follow(url, options = {}) {
     try {
       options.onEvent({ type, ...detail });
     } catch (e) {
-      report(e, { source: 'onChange', retrying: true, restart: false });
+      report(e, { source: 'onChange', stopped: false, restart: false });
     }
   };
   const follower = {
@@ -1203,7 +1203,7 @@ export function follow(url, options = {}) {
     } catch (error) {
       // A failed batch leaves the replica failed; otherwise it applied and `onChange` threw.
       if (replica.failed !== null) throw error;
-      report(error, { source: 'onChange', retrying: true, restart: false });
+      report(error, { source: 'onChange', stopped: false, restart: false });
     }
   }
 
@@ -1262,12 +1262,12 @@ export function follow(url, options = {}) {
         if (controller.signal.aborted) break;
         why = error;
         if (fatal(error)) {
-          report(error, { source: 'stream', retrying: false, restart: false });
+          report(error, { source: 'stream', stopped: true, restart: false });
           emit('live', { live: false });
           throw error;
         }
         if (restarts(error)) follower.offset = null;
-        report(error, { source: 'stream', retrying: true, restart: follower.offset === null });
+        report(error, { source: 'stream', stopped: false, restart: follower.offset === null });
       }
       if (controller.signal.aborted) break;
       stats.breaks += 1;

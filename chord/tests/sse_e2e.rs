@@ -6,6 +6,9 @@
 //! Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: JSON
 //! messages ending in NUL on file descriptors 3 and 4), which needs no WebSocket client and
 //! no port. Set `CHORD_E2E_SCREENSHOT=/path/shot.png` to keep a screenshot of the page.
+//!
+//! A second test pastes the browser quickstart of `js/README.md` into a page served beside the
+//! lane's stream and checks that it shows the producer's state.
 
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
@@ -191,6 +194,84 @@ fn the_page_follows_the_lane_and_resumes_after_cuts_without_a_base_batch() {
         println!("screenshot: {path}");
     }
 
+    browser.close();
+    runtime.block_on(server.stop()).unwrap();
+}
+
+/// The ```html blocks of `markdown`.
+fn html_blocks(markdown: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    // Outside a block: `None`; inside one: `Some(Some(text))` if it is html, else `Some(None)`.
+    let mut inside: Option<Option<String>> = None;
+    for line in markdown.lines() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (&mut inside, fence) {
+            (None, Some(info)) => {
+                let html = info.split_whitespace().next() == Some("html");
+                inside = Some(html.then(String::new));
+            }
+            (Some(block), Some(_)) => {
+                found.extend(block.take());
+                inside = None;
+            }
+            (Some(Some(block)), None) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (Some(None), None) | (None, None) => {}
+        }
+    }
+    found
+}
+
+/// The browser quickstart of `js/README.md`, as a reader pastes it into a page served beside
+/// the demo's stream and module: the page shows the lane and ends equal to the producer.
+#[test]
+fn the_readme_browser_block_follows_the_lane_in_a_page() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("js/README.md")).unwrap();
+    let blocks = html_blocks(&readme);
+    assert_eq!(blocks.len(), 1, "js/README.md has one browser quickstart");
+    let page = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"></head><body>\n{}</body></html>\n",
+        blocks[0]
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut s = Stream::new(Output::Quiet, LogFile::new(None).unwrap()).unwrap();
+    s.serve(Duration::from_millis(2)).unwrap();
+    let app = agent_lane::server::router(Streams::new(&s.log())).route(
+        "/quickstart.html",
+        axum::routing::get(move || async move { axum::response::Html(page) }),
+    );
+    let server = runtime.block_on(LaneServer::start_app(0, app)).unwrap();
+    let mut browser = Browser::launch();
+    let tab = browser.open(&format!("http://{}/quickstart.html", server.addr));
+    let shown = |browser: &mut Browser| -> Value {
+        let text = browser.evaluate(&tab, "document.getElementById('lane')?.textContent ?? ''");
+        serde_json::from_str(text.as_str().unwrap_or("")).unwrap_or(Value::Null)
+    };
+    wait_for("the page to show the lane", || {
+        shown(&mut browser).is_object()
+    });
+    run_agent(&mut s).unwrap();
+    let expected = s.state();
+    let start = Instant::now();
+    loop {
+        let value = shown(&mut browser);
+        if value == expected {
+            break;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "the quickstart page never showed the producer's state.\npage: {value:#}\nserver: {expected:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     browser.close();
     runtime.block_on(server.stop()).unwrap();
 }

@@ -202,7 +202,7 @@ test('a throwing onChange is reported, and following goes on without starting ov
   assert.equal(f.stats.breaks, 0, 'the connection was kept');
   assert.deepEqual(
     errors,
-    [0, 2, 4, 6].map((n) => ({ message: `render is not defined (n = ${n})`, source: 'onChange', retrying: true, restart: false })),
+    [0, 2, 4, 6].map((n) => ({ message: `render is not defined (n = ${n})`, source: 'onChange', stopped: false, restart: false })),
   );
 });
 
@@ -253,7 +253,7 @@ test('retried errors go to onError, and to console.warn once each without it', a
   await until('the base', () => f.replica.value?.n === 0);
   f.stop();
   await f.done;
-  assert.deepEqual(errors, Array(3).fill({ message: 'fetch failed', source: 'stream', retrying: true, restart: true }));
+  assert.deepEqual(errors, Array(3).fill({ message: 'fetch failed', source: 'stream', stopped: false, restart: true }));
 
   down = 3;
   const printed = [];
@@ -281,7 +281,7 @@ test('an answer no retry changes stops the follower: done rejects, onError is to
     onError: (error, info) => errors.push({ status: error.status, ...info }),
   });
   await assert.rejects(within('done to reject', f.done), { name: 'StreamHttpError', status: 403, message: /answered 403/ });
-  assert.deepEqual(errors, [{ status: 403, source: 'stream', retrying: false, restart: false }]);
+  assert.deepEqual(errors, [{ status: 403, source: 'stream', stopped: true, restart: false }]);
 
   // A server that answers, but not with an event stream: not a stream's URL.
   const page = async (url, init) =>

@@ -58,7 +58,7 @@ async function main(): Promise<void> {
       if (e.type === 'break' && e.error instanceof StreamHttpError) void e.error.status;
     },
     onError: (error: unknown, info: FollowErrorInfo) => {
-      const stopped: boolean = !info.retrying && info.source === 'stream' && !info.restart;
+      const stopped: boolean = info.stopped && info.source === 'stream' && !info.restart;
       if (error instanceof StreamHttpError) void [error.notEventStream, stopped];
     },
   });

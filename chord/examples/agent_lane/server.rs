@@ -107,12 +107,16 @@ pub(crate) struct LaneServer {
 }
 
 impl LaneServer {
-    /// Serves `streams` on 127.0.0.1:`port` (0 picks a free port).
+    /// Serves `streams`, the page and the module on 127.0.0.1:`port` (0 picks a free port).
     pub(crate) async fn start(port: u16, streams: Streams) -> io::Result<LaneServer> {
+        LaneServer::start_app(port, router(streams)).await
+    }
+
+    /// Serves `app` (the [`router`], maybe with more routes) on 127.0.0.1:`port`.
+    pub(crate) async fn start_app(port: u16, app: Router) -> io::Result<LaneServer> {
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let app = router(streams);
         let task = tokio::spawn(streams::serve(listener, app, async {
             let _ = stopped.await;
         }));

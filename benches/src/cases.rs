@@ -1,0 +1,192 @@
+//! Every workload in every library, as the benchmarks run them: the rows of the workloads
+//! bench and of `scripts/bench-table`'s tables, and what the steps bench counts.
+
+use crate::alternatives::*;
+use crate::workloads::*;
+
+/// One workload in one library, as the benchmark runs it.
+pub struct Case {
+    /// `W1` ... `W7`, `W4r`, `W4L`, `W5big`, `W6big`, `W5-last500`.
+    pub workload: &'static str,
+    /// `chord`, `chord-assign`, `chord-window`, `muon`, `json-patch`.
+    pub lib: &'static str,
+    /// Steps in the workload.
+    pub steps: usize,
+    /// Timing: steps run on one copy before a fresh copy is made (untimed). Equal to `steps`
+    /// except for W1 (1,000 appends per fresh 40 KB copy: the step does not depend on the
+    /// 1,000 bytes added), W5big (10,000 steps per copy: the text has room for them) and
+    /// W6big (10,000 steps per copy: making and freeing 10,000 entries between every 1,000
+    /// steps would leave the allocator's clean-up inside the timed steps).
+    pub reuse: usize,
+    /// Sizes: steps actually run when counting ops and bytes; fewer than `steps` only where
+    /// one step takes tens of milliseconds (json-patch on W5big), and then extrapolated.
+    pub size_steps: usize,
+    /// A fresh stream, its base batch drained.
+    pub make: fn() -> Box<dyn Run>,
+}
+
+/// Every workload in every library, in the order of `BENCHMARKS.md`'s table.
+pub fn cases() -> Vec<Case> {
+    fn case(
+        workload: &'static str,
+        lib: &'static str,
+        steps: usize,
+        make: fn() -> Box<dyn Run>,
+    ) -> Case {
+        Case {
+            workload,
+            lib,
+            steps,
+            reuse: steps,
+            size_steps: steps,
+            make,
+        }
+    }
+    let reuse = |mut c: Case, reuse: usize| {
+        c.reuse = reuse;
+        c
+    };
+    let sample = |mut c: Case, size_steps: usize| {
+        c.size_steps = size_steps;
+        c
+    };
+    vec![
+        // W1 as the spec has it (one step on a fresh copy: the path goes inline) and in the
+        // steady state (1,000 steps on one copy: the path has an id).
+        case("W1-fresh", "floor", 1, || Box::new(floor_w1(false))),
+        case("W1-fresh", "chord", 1, || Box::new(chord_w1())),
+        case("W1-fresh", "muon", 1, || Box::new(muon_w1())),
+        reuse(case("W1", "floor", 1, || Box::new(floor_w1(true))), 1000),
+        reuse(case("W1", "chord", 1, || Box::new(chord_w1())), 1000),
+        reuse(case("W1", "muon", 1, || Box::new(muon_w1())), 1000),
+        reuse(case("W1", "json-patch", 1, || Box::new(patch_w1())), 1000),
+        case("W2", "chord", 1, || Box::new(chord_w2())),
+        case("W2", "muon", 1, || Box::new(muon_w2())),
+        case("W2", "json-patch", 1, || Box::new(patch_w2())),
+        case("W3", "chord", 1, || Box::new(chord_w3())),
+        case("W3", "muon", 1, || Box::new(muon_w3())),
+        case("W3", "json-patch", 1, || Box::new(patch_w3())),
+        // Steady: a copy whose stream popped before (the path has an id), 50 pops a copy.
+        reuse(
+            case("W3-steady", "chord", 1, || {
+                Box::new(chord_w3().warmed(&[w3_pop, w3_pop]))
+            }),
+            50,
+        ),
+        reuse(case("W3-steady", "muon", 1, || Box::new(muon_w3())), 50),
+        case("W4", "chord-window", 2000, || {
+            Box::new(chord_w4_window(false))
+        }),
+        case("W4", "chord-assign", 2000, || {
+            Box::new(chord_w4_assign(false))
+        }),
+        case("W4", "muon", 2000, || Box::new(muon_w4(false))),
+        case("W4", "json-patch", 2000, || Box::new(patch_w4(false))),
+        case("W4r", "chord-window", 2000, || {
+            Box::new(chord_w4_window(true))
+        }),
+        case("W4r", "chord-assign", 2000, || {
+            Box::new(chord_w4_assign(true))
+        }),
+        case("W4r", "muon", 2000, || Box::new(muon_w4(true))),
+        case("W4r", "json-patch", 2000, || Box::new(patch_w4(true))),
+        case("W4L", "chord-window", 50, || Box::new(chord_w4l_window())),
+        case("W4L", "chord-assign", 50, || Box::new(chord_w4l_assign())),
+        case("W4L", "muon", 50, || Box::new(muon_w4l())),
+        case("W4L", "json-patch", 50, || Box::new(patch_w4l())),
+        case("W5", "floor", 5000, || Box::new(floor_w5(0))),
+        case("W5", "chord", 5000, || Box::new(chord_w5(0))),
+        case("W5", "muon", 5000, || Box::new(muon_w5(0))),
+        case("W5", "json-patch", 5000, || Box::new(patch_w5(0))),
+        case("W5-last500", "floor", 500, || {
+            Box::new(floor_w5(W5_TAIL_FROM))
+        }),
+        case("W5-last500", "chord", 500, || {
+            Box::new(chord_w5(W5_TAIL_FROM))
+        }),
+        case("W5-last500", "muon", 500, || {
+            Box::new(muon_w5(W5_TAIL_FROM))
+        }),
+        case("W5-last500", "json-patch", 500, || {
+            Box::new(patch_w5(W5_TAIL_FROM))
+        }),
+        reuse(
+            case("W5big", "chord", 1000, || Box::new(chord_w5big())),
+            10_000,
+        ),
+        reuse(
+            case("W5big", "muon", 1000, || Box::new(muon_w5big())),
+            10_000,
+        ),
+        sample(
+            reuse(
+                case("W5big", "json-patch", 1000, || Box::new(patch_w5big())),
+                10_000,
+            ),
+            20,
+        ),
+        // W5big's step on a 50 KB message: what W5big's cost per step is compared with.
+        reuse(
+            case("W5big-50KB", "chord", 1000, || {
+                Box::new(chord_w5big_on(50_000))
+            }),
+            10_000,
+        ),
+        reuse(
+            case("W5big-50KB", "muon", 1000, || {
+                Box::new(muon_w5big_on(50_000))
+            }),
+            10_000,
+        ),
+        case("W6", "chord", 1000, || Box::new(chord_w6(0))),
+        case("W6", "muon", 1000, || Box::new(muon_w6(0))),
+        case("W6", "json-patch", 1000, || Box::new(patch_w6(0))),
+        reuse(
+            case("W6big", "chord", 1000, || Box::new(chord_w6(W6BIG_ENTRIES))),
+            10_000,
+        ),
+        reuse(
+            case("W6big", "muon", 1000, || Box::new(muon_w6(W6BIG_ENTRIES))),
+            10_000,
+        ),
+        case("W6big", "json-patch", 1000, || {
+            Box::new(patch_w6(W6BIG_ENTRIES))
+        }),
+        case("W7", "chord", 1, || Box::new(chord_w7())),
+        case("W7", "muon", 1, || Box::new(muon_w7())),
+        case("W7", "json-patch", 1, || Box::new(patch_w7())),
+        // Steady: the list's path has an id (a push and a pop sent before the clear).
+        case("W7-steady", "chord", 1, || {
+            Box::new(chord_w7().warmed(&[w7_push, w7_pop]))
+        }),
+        case("W7-steady", "muon", 1, || Box::new(muon_w7())),
+    ]
+}
+
+/// Ops and bytes over a whole workload.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    /// Ops emitted, all steps.
+    pub ops: usize,
+    /// Wire bytes, all steps.
+    pub bytes: usize,
+    /// Whether the totals were extrapolated from `size_steps` steps.
+    pub extrapolated: bool,
+}
+
+/// Runs `case` once from a fresh copy and adds up what it emitted.
+pub fn totals(case: &Case) -> Totals {
+    let mut run = (case.make)();
+    let mut t = Totals::default();
+    for i in 0..case.size_steps {
+        let e = run.sizes(i);
+        t.ops += e.ops;
+        t.bytes += e.bytes;
+    }
+    if case.size_steps < case.steps {
+        t.ops = t.ops * case.steps / case.size_steps;
+        t.bytes = (t.bytes as u128 * case.steps as u128 / case.size_steps as u128) as usize;
+        t.extrapolated = true;
+    }
+    t
+}
