@@ -491,6 +491,18 @@ while changes.changed().await.is_ok() {
 //!   `public`) and versions their layout; reads use a small pool (4 connections by default),
 //!   the writer a connection of its own; TLS comes from any `postgres` connector.
 //!
+//! **Deployment.** N stateless chord nodes and one PostgreSQL. PostgreSQL holds everything
+//! durable: records, addresses, seqs, and which node writes which address (its advisory
+//! locks). The producing node holds its tracked values, their encoders and the locks'
+//! connection; any node holds, per address with live readers, a tail cache and a follower
+//! thread, and nothing per reader but its connection. A reader node that dies loses nothing:
+//! its readers reconnect anywhere and resume. A producer node that dies frees its locks as
+//! soon as PostgreSQL sees its connection close (at once for a dead process; for a vanished
+//! machine, when the TCP keepalives the writer's session sets give up, within about 20 s);
+//! a standby's `claim` takes over and recovers, and batches not yet acknowledged are the
+//! producer's to redo. PostgreSQL itself is the one stateful part: its own replication and
+//! failover apply.
+//!
 #![cfg_attr(
     feature = "postgres",
     doc = r####"
