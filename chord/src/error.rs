@@ -20,29 +20,53 @@ use crate::path::Path;
 /// // The batch is atomic: the first op was rolled back.
 /// assert_eq!(doc, Some(serde_json::json!({"xs": [1, 2, 3]})));
 /// ```
+///
+/// One box, so a `Result` of it is a pointer wide. The message of each kind is written beside
+/// its variant (`thiserror`); this type adds where (`op 1 at xs[5]: `) and keeps the
+/// underlying error: for [`ErrorKind::Json`], the [`serde_json::Error`] is its
+/// [`source`](std::error::Error::source), with its line, column and class, while the kind
+/// keeps serde_json's message as text, so kinds stay `Clone` and `PartialEq` and
+/// `to_string` alone says where the text broke.
+///
+/// ```
+/// use std::error::Error as _;
+/// let err = chord::parse_batch("[[\"r\", ").unwrap_err();
+/// assert_eq!(err.kind().category(), chord::Category::Parse);
+/// let json = err.source().unwrap().downcast_ref::<serde_json::Error>().unwrap();
+/// assert!(json.is_eof());
+/// assert_eq!(err.to_string(), format!("invalid JSON: {json}"));
+/// ```
 pub struct Error(Box<Inner>);
 
 struct Inner {
     kind: ErrorKind,
     op: Option<usize>,
     path: Option<Path>,
+    /// The error the kind came from, when there is one.
+    source: Option<serde_json::Error>,
 }
 
 /// What went wrong. `#[non_exhaustive]`: new kinds may appear in minor releases.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The input is not valid JSON text.
+    #[error("invalid JSON: {0}")]
     Json(String),
     /// A batch is not a JSON array of ops.
+    #[error("a batch must be a JSON array of ops")]
     NotABatch,
     /// An op is not a JSON array.
+    #[error("an op must be a JSON array such as [\"s\", [\"a\"], 1]")]
     NotATuple,
     /// An op's first element is missing or not a string.
+    #[error("an op must start with its verb as a string")]
     MissingVerb,
     /// An op's verb is not one of the six (or, on the wire, `#`).
+    #[error("unknown verb {0:?} (expected one of r, s, d, a, t, p)")]
     UnknownVerb(String),
     /// An op has the wrong number of elements for its verb.
+    #[error("`{verb}` takes {expected} elements, found {found}")]
     Arity {
         /// The op's verb.
         verb: String,
@@ -53,15 +77,19 @@ pub enum ErrorKind {
     },
     /// A wire-only form (an interned id, a `#` definition, a short form) reached a place
     /// that takes decoded ops. Decode wire batches with a [`Decoder`](crate::Decoder) first.
+    #[error("{0} is a wire form; decode wire batches with a Decoder before using them")]
     WireForm(&'static str),
     /// A path is not an array of strings and non-negative integers.
+    #[error("invalid path: {0}")]
     InvalidPath(String),
     /// `s`, `d`, `a` or `t` named the root; only `r` and `p` may.
+    #[error("`{verb}` needs a non-empty path (only `r` and `p` may target the root)")]
     EmptyPath {
         /// The op's verb.
         verb: char,
     },
     /// A path walks through a reserved segment (`__proto__`, `constructor`, `prototype`).
+    #[error("path segment {position} is the reserved name {segment:?}")]
     ReservedSegment {
         /// The reserved name.
         segment: String,
@@ -69,6 +97,7 @@ pub enum ErrorKind {
         position: usize,
     },
     /// A count (index, remove count, truncate count, id) is not a non-negative integer.
+    #[error("{field} must be a non-negative integer, found {found}")]
     InvalidCount {
         /// Which field: `"index"`, `"remove"`, `"count"` or `"id"`.
         field: &'static str,
@@ -76,28 +105,40 @@ pub enum ErrorKind {
         found: String,
     },
     /// Splice items are not a JSON array.
+    #[error("splice items must be a JSON array")]
     ItemsNotArray,
     /// Append text is not a JSON string.
+    #[error("append text must be a JSON string")]
     TextNotString,
     /// A wire op referenced an id that is not defined in this stream.
+    #[error("path id {0} is not defined in this stream")]
     UnknownId(usize),
     /// A short-form wire op had no previous path in its batch to reuse.
+    #[error("short form with no previous path in this batch (omission never crosses a batch)")]
     NoPreviousPath,
     /// The decoder failed on an earlier batch; the stream must restart from a base batch with
     /// a fresh decoder.
+    #[error(
+        "the decoder failed on an earlier batch; restart from a base batch with a fresh decoder"
+    )]
     DecoderPoisoned,
     /// An op other than `r` was applied to a stream that has no value yet.
+    #[error("there is no value yet: a stream must start with an `r` op")]
     NoValue,
     /// A parent on the path does not exist.
+    #[error("no such member or element")]
     Missing,
     /// A path walks into a string, number, boolean or null.
+    #[error("cannot walk into {found}: only objects and arrays have children")]
     NotAContainer {
         /// The JSON type that was found.
         found: &'static str,
     },
     /// A string segment was used on an array.
+    #[error("a string segment cannot address an array element")]
     KeyOnArray,
     /// An array index is beyond the end.
+    #[error("index {index} is past the end of an array of length {len} (an op may write at most one past the end)")]
     IndexOutOfRange {
         /// The index.
         index: usize,
@@ -105,26 +146,31 @@ pub enum ErrorKind {
         len: usize,
     },
     /// `a` or `t` targeted something that is not a string.
+    #[error("expected a string, found {found}")]
     NotAString {
         /// The JSON type that was found.
         found: &'static str,
     },
     /// A member operation targeted something that is not an object.
+    #[error("expected an object, found {found}")]
     NotAnObject {
         /// The JSON type that was found.
         found: &'static str,
     },
     /// `p` targeted something that is not an array.
+    #[error("expected an array, found {found}")]
     NotAnArray {
         /// The JSON type that was found.
         found: &'static str,
     },
     /// `t` would cut a character in half (between the two UTF-16 units of a surrogate pair).
+    #[error("truncating {count} UTF-16 units would split a surrogate pair")]
     SplitsCharacter {
         /// The requested count, in UTF-16 code units.
         count: usize,
     },
     /// A configured [`Limits`](crate::Limits) bound was exceeded.
+    #[error("exceeds the {limit} limit of {max}")]
     LimitExceeded {
         /// Which limit.
         limit: &'static str,
@@ -132,6 +178,7 @@ pub enum ErrorKind {
         max: usize,
     },
     /// A value cannot be represented in JSON (a non-finite float, a non-string map key, ...).
+    #[error("not representable in JSON: {0}")]
     NotJson(String),
 }
 
@@ -208,80 +255,13 @@ pub(crate) fn json_type(v: &serde_json::Value) -> &'static str {
     }
 }
 
-impl fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use ErrorKind::*;
-        match self {
-            Json(msg) => write!(f, "invalid JSON: {msg}"),
-            NotABatch => f.write_str("a batch must be a JSON array of ops"),
-            NotATuple => f.write_str("an op must be a JSON array such as [\"s\", [\"a\"], 1]"),
-            MissingVerb => f.write_str("an op must start with its verb as a string"),
-            UnknownVerb(v) => write!(
-                f,
-                "unknown verb {v:?} (expected one of r, s, d, a, t, p)"
-            ),
-            Arity {
-                verb,
-                found,
-                expected,
-            } => write!(
-                f,
-                "`{verb}` takes {expected} elements, found {found}"
-            ),
-            WireForm(what) => write!(
-                f,
-                "{what} is a wire form; decode wire batches with a Decoder before using them"
-            ),
-            InvalidPath(why) => write!(f, "invalid path: {why}"),
-            EmptyPath { verb } => write!(
-                f,
-                "`{verb}` needs a non-empty path (only `r` and `p` may target the root)"
-            ),
-            ReservedSegment { segment, position } => write!(
-                f,
-                "path segment {position} is the reserved name {segment:?}"
-            ),
-            InvalidCount { field, found } => {
-                write!(f, "{field} must be a non-negative integer, found {found}")
-            }
-            ItemsNotArray => f.write_str("splice items must be a JSON array"),
-            TextNotString => f.write_str("append text must be a JSON string"),
-            UnknownId(id) => write!(f, "path id {id} is not defined in this stream"),
-            NoPreviousPath => f.write_str(
-                "short form with no previous path in this batch (omission never crosses a batch)",
-            ),
-            DecoderPoisoned => f.write_str(
-                "the decoder failed on an earlier batch; restart from a base batch with a fresh decoder",
-            ),
-            NoValue => f.write_str("there is no value yet: a stream must start with an `r` op"),
-            Missing => f.write_str("no such member or element"),
-            NotAContainer { found } => {
-                write!(f, "cannot walk into {found}: only objects and arrays have children")
-            }
-            KeyOnArray => f.write_str("a string segment cannot address an array element"),
-            IndexOutOfRange { index, len } => write!(
-                f,
-                "index {index} is past the end of an array of length {len} (an op may write at most one past the end)"
-            ),
-            NotAString { found } => write!(f, "expected a string, found {found}"),
-            NotAnArray { found } => write!(f, "expected an array, found {found}"),
-            NotAnObject { found } => write!(f, "expected an object, found {found}"),
-            SplitsCharacter { count } => write!(
-                f,
-                "truncating {count} UTF-16 units would split a surrogate pair"
-            ),
-            LimitExceeded { limit, max } => write!(f, "exceeds the {limit} limit of {max}"),
-            NotJson(why) => write!(f, "not representable in JSON: {why}"),
-        }
-    }
-}
-
 impl Error {
     pub(crate) fn new(kind: ErrorKind) -> Error {
         Error(Box::new(Inner {
             kind,
             op: None,
             path: None,
+            source: None,
         }))
     }
 
@@ -319,7 +299,9 @@ impl From<ErrorKind> for Error {
 
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
-        Error::new(ErrorKind::Json(e.to_string()))
+        let mut error = Error::new(ErrorKind::Json(e.to_string()));
+        error.0.source = Some(e);
+        error
     }
 }
 
@@ -331,7 +313,7 @@ impl fmt::Display for Error {
             (None, Some(path)) => write!(f, "at {path}: ")?,
             (None, None) => {}
         }
-        self.0.kind.fmt(f)
+        fmt::Display::fmt(&self.0.kind, f)
     }
 }
 
@@ -341,11 +323,19 @@ impl fmt::Debug for Error {
             .field("kind", &self.0.kind)
             .field("op", &self.0.op)
             .field("path", &self.0.path)
+            .field("source", &self.0.source)
             .finish()
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// `Result` with chord's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,12 +1,11 @@
 //! [`Error`]: why a replica could not start.
 
-use std::fmt;
-
 /// Why a replica could not start.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The URL is not an absolute `http://` URL with a host.
+    #[error("invalid URL {url:?}: {reason}")]
     InvalidUrl {
         /// The URL given.
         url: String,
@@ -14,16 +13,6 @@ pub enum Error {
         reason: String,
     },
     /// [`Replica::connect`](super::Replica::connect) was called outside a Tokio runtime.
+    #[error("a replica must be started inside a Tokio runtime")]
     NoRuntime,
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::InvalidUrl { url, reason } => write!(f, "invalid URL {url:?}: {reason}"),
-            Error::NoRuntime => f.write_str("a replica must be started inside a Tokio runtime"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}

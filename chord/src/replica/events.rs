@@ -6,24 +6,15 @@
 //! `retry:` are read past. Unlike a browser it refuses, rather than repairs, what chord never
 //! sends: text that is not UTF-8, and events or lines over a size bound.
 
-use std::fmt;
-
 /// Why a stream of events could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum EventError {
     /// A line or an event grew past the bound.
+    #[error("an event is larger than {0} bytes")]
     TooLarge(usize),
     /// A line is not UTF-8.
+    #[error("an event line is not UTF-8")]
     NotUtf8,
-}
-
-impl fmt::Display for EventError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EventError::TooLarge(max) => write!(f, "an event is larger than {max} bytes"),
-            EventError::NotUtf8 => f.write_str("an event line is not UTF-8"),
-        }
-    }
 }
 
 /// Parses one stream. Feed it bytes with [`push`](Parser::push), then take the complete

@@ -1,6 +1,5 @@
 //! What a replica reports: counters over its life, and why its last subscription ended.
 
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -28,44 +27,37 @@ pub struct Stats {
 }
 
 /// Why a connection ended, from [`Stats::last_break`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Break {
     /// Connecting, sending the request or reading the response failed.
+    #[error("connection failed: {0}")]
     Connection(String),
     /// The server answered with a status other than 200 (`410`: the offset is no longer
     /// served, and the replica restarts from the latest base batch).
+    #[error("the server answered {0}")]
     Status(u16),
     /// The response is not `text/event-stream`.
+    #[error("the response is not text/event-stream")]
     NotEventStream,
     /// The stream ended.
+    #[error("the stream ended")]
     Ended,
     /// Nothing arrived (no response, not even a keep-alive comment) for the idle timeout.
+    #[error("the stream went silent")]
     Idle,
     /// The stream is not readable as events (see the message).
+    #[error("unreadable event stream: {0}")]
     Events(String),
     /// An event did not decode as a wire batch.
+    #[error("a batch did not decode: {0}")]
     Decode(String),
     /// The first batch of a start was not a base batch.
+    #[error("the first batch of a start is not a base batch")]
     NotBase,
     /// A batch did not apply to the replica's value.
+    #[error("a batch did not apply: {0}")]
     Apply(String),
-}
-
-impl fmt::Display for Break {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Break::Connection(e) => write!(f, "connection failed: {e}"),
-            Break::Status(status) => write!(f, "the server answered {status}"),
-            Break::NotEventStream => f.write_str("the response is not text/event-stream"),
-            Break::Ended => f.write_str("the stream ended"),
-            Break::Idle => f.write_str("the stream went silent"),
-            Break::Events(e) => write!(f, "unreadable event stream: {e}"),
-            Break::Decode(e) => write!(f, "a batch did not decode: {e}"),
-            Break::NotBase => f.write_str("the first batch of a start is not a base batch"),
-            Break::Apply(e) => write!(f, "a batch did not apply: {e}"),
-        }
-    }
 }
 
 impl Break {

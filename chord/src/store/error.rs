@@ -1,6 +1,5 @@
 //! The error type of the storage boundary.
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -27,10 +26,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// assert!(err.to_string().contains("log.jsonl:2:"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An I/O operation on a store's file failed.
+    #[error("{}: {action} failed", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -42,6 +42,7 @@ pub enum Error {
     /// A complete line of a JSONL log cannot be trusted: the log is damaged (a checksum that
     /// does not match, a line that is missing or out of place, a line that does not parse).
     /// Never skipped.
+    #[error("{}:{line}: corrupt record: {reason}", .path.display())]
     Corrupt {
         /// The log file.
         path: PathBuf,
@@ -52,6 +53,7 @@ pub enum Error {
     },
     /// A record of a database (the SQLite backend) cannot be trusted: its checksum does not
     /// match, or a record of its address is missing. Never skipped.
+    #[error("{}: {address}: record {seq}: corrupt record: {reason}", .path.display())]
     CorruptRecord {
         /// The database file.
         path: PathBuf,
@@ -63,6 +65,7 @@ pub enum Error {
         reason: String,
     },
     /// A database's bookkeeping (its address table or metadata) cannot be trusted.
+    #[error("{}: corrupt database: {reason}", .path.display())]
     CorruptDatabase {
         /// The database file.
         path: PathBuf,
@@ -71,6 +74,7 @@ pub enum Error {
     },
     /// The log was written in a format version this build does not read (an older or newer
     /// chord). Nothing was changed.
+    #[error("{}: log format version {found} is not supported: this build reads and writes version {supported} only (the log was written by {age} chord)", .path.display(), age = if found < supported { "an older" } else { "a newer" })]
     Version {
         /// The log file.
         path: PathBuf,
@@ -81,6 +85,7 @@ pub enum Error {
     },
     /// The path is not a regular file (a FIFO, a device, a directory, ...): a log is a
     /// regular file. Refused before anything is read.
+    #[error("{}: not a regular file ({found}); a log is a regular file", .path.display())]
     NotAFile {
         /// The path.
         path: PathBuf,
@@ -88,6 +93,7 @@ pub enum Error {
         found: &'static str,
     },
     /// Every sequence number has been handed out: the log takes no more records.
+    #[error("{}: no sequence number left after {last}: the log takes no more records", .path.display())]
     SeqsExhausted {
         /// The log file.
         path: PathBuf,
@@ -95,17 +101,20 @@ pub enum Error {
         last: u64,
     },
     /// Another writer holds the log (an operating-system lock): one writer per log.
+    #[error("{}: another writer has this log open (one writer per log; open it read-only to look inside)", .path.display())]
     Locked {
         /// The log file.
         path: PathBuf,
     },
     /// The store was opened for reading only.
+    #[error("{}: the store was opened read-only", .path.display())]
     ReadOnly {
         /// The log file.
         path: PathBuf,
     },
     /// An earlier flush to disk failed, so data the store acknowledged may not be on disk.
     /// The store refuses further work; reopen it (which re-reads what is really there).
+    #[error("an earlier flush to disk failed ({reason}); reopen the store")]
     Poisoned {
         /// What the failed flush reported.
         reason: String,
@@ -114,6 +123,7 @@ pub enum Error {
     /// array text that recovery can parse (including serde_json's nesting limit), is longer
     /// than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES), or carries the [`BASE`](super::BASE)
     /// tag without starting with an `r` op. Nothing was stored.
+    #[error("invalid batch text: {reason}")]
     InvalidBatch {
         /// What is wrong with it.
         reason: String,
@@ -122,6 +132,7 @@ pub enum Error {
     /// breaks the wire grammar or the decoder's rules, or one of its ops exceeds a bound of
     /// [`Limits::default`](crate::Limits) whatever the state (see
     /// [`LogWriter::append`](super::LogWriter::append)). Acknowledged means recoverable.
+    #[error("refused a batch for {address} that recovery could not read back")]
     Unrecoverable {
         /// The value the batch was for.
         address: Address,
@@ -129,17 +140,22 @@ pub enum Error {
         source: crate::Error,
     },
     /// A [`ReadOptions`](super::ReadOptions) value makes no sense.
+    #[error("invalid read options: {reason}")]
     InvalidOptions {
         /// What is wrong with it.
         reason: &'static str,
     },
     /// A [`Store::compact`](super::Store::compact) asked to keep no base record: recovery
     /// would have nowhere to start.
+    #[error(
+        "compacting {address}: at least one base record must be kept (recovery starts from one)"
+    )]
     KeepsNoBase {
         /// The address to compact.
         address: Address,
     },
     /// A stored batch failed to decode or apply during recovery.
+    #[error("recovering {address}: record {seq} does not apply")]
     Replay {
         /// The value being recovered.
         address: Address,
@@ -150,6 +166,7 @@ pub enum Error {
     },
     /// A durable tracker's flush failed before anything was stored (a value JSON cannot
     /// carry, named by its path).
+    #[error("flushing {address}")]
     Flush {
         /// The value being flushed.
         address: Address,
@@ -157,6 +174,7 @@ pub enum Error {
         source: crate::Error,
     },
     /// A recovered value does not deserialize into the type asked for.
+    #[error("recovering {address}: the value does not fit the type")]
     Deserialize {
         /// The value being recovered.
         address: Address,
@@ -166,6 +184,7 @@ pub enum Error {
     /// The SQLite backend failed.
     #[cfg(feature = "sqlite")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+    #[error("{}: {action} failed", .path.display())]
     Sqlite {
         /// The database file.
         path: PathBuf,
@@ -179,6 +198,7 @@ pub enum Error {
     /// returned; an append is not (the next one learns whether it was stored).
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[error("{database}: {action} failed")]
     Postgres {
         /// The database, `postgres://user@host:port/database?schema=name` (no password).
         database: String,
@@ -190,6 +210,7 @@ pub enum Error {
     /// A PostgreSQL URL chord cannot use (its own parameter, `schema`, is malformed).
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[error("{url}: {reason}")]
     InvalidUrl {
         /// The URL, without its password.
         url: String,
@@ -201,6 +222,7 @@ pub enum Error {
     /// [`PostgresStore::claim`](super::PostgresStore::claim), or read instead.
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[error("{database}: {address}: another writer holds this address (one writer per address across the cluster{})", held_by(.holder))]
     AddressLocked {
         /// The database.
         database: String,
@@ -215,6 +237,7 @@ pub enum Error {
     /// Reopen, recover ([`Durable::open`](super::Durable::open)) and claim it anew.
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    #[error("{database}: {address}: another writer appended after this writer lost its connection (the newest record is {found}, this writer's was {expected}); reopen and recover")]
     Fenced {
         /// The database.
         database: String,
@@ -227,134 +250,79 @@ pub enum Error {
     },
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Io { path, action, .. } => write!(f, "{}: {action} failed", path.display()),
-            Error::Corrupt { path, line, reason } => {
-                write!(f, "{}:{line}: corrupt record: {reason}", path.display())
-            }
-            Error::CorruptRecord {
-                path,
-                address,
-                seq,
-                reason,
-            } => write!(
-                f,
-                "{}: {address}: record {seq}: corrupt record: {reason}",
-                path.display()
-            ),
-            Error::CorruptDatabase { path, reason } => {
-                write!(f, "{}: corrupt database: {reason}", path.display())
-            }
-            Error::Version {
-                path,
-                found,
-                supported,
-            } => {
-                let age = if found < supported { "an older" } else { "a newer" };
-                write!(
-                    f,
-                    "{}: log format version {found} is not supported: this build reads and \
-                     writes version {supported} only (the log was written by {age} chord)",
-                    path.display()
-                )
-            }
-            Error::NotAFile { path, found } => write!(
-                f,
-                "{}: not a regular file ({found}); a log is a regular file",
-                path.display()
-            ),
-            Error::SeqsExhausted { path, last } => write!(
-                f,
-                "{}: no sequence number left after {last}: the log takes no more records",
-                path.display()
-            ),
-            Error::Locked { path } => write!(
-                f,
-                "{}: another writer has this log open (one writer per log; open it read-only to look inside)",
-                path.display()
-            ),
-            Error::ReadOnly { path } => {
-                write!(f, "{}: the store was opened read-only", path.display())
-            }
-            Error::Poisoned { reason } => write!(
-                f,
-                "an earlier flush to disk failed ({reason}); reopen the store"
-            ),
-            Error::InvalidBatch { reason } => write!(f, "invalid batch text: {reason}"),
-            Error::Unrecoverable { address, .. } => write!(
-                f,
-                "refused a batch for {address} that recovery could not read back"
-            ),
-            Error::InvalidOptions { reason } => write!(f, "invalid read options: {reason}"),
-            Error::KeepsNoBase { address } => write!(
-                f,
-                "compacting {address}: at least one base record must be kept (recovery starts \
-                 from one)"
-            ),
-            Error::Replay { address, seq, .. } => {
-                write!(f, "recovering {address}: record {seq} does not apply")
-            }
-            Error::Flush { address, .. } => write!(f, "flushing {address}"),
-            Error::Deserialize { address, .. } => {
-                write!(f, "recovering {address}: the value does not fit the type")
-            }
-            #[cfg(feature = "sqlite")]
-            Error::Sqlite { path, action, .. } => {
-                write!(f, "{}: {action} failed", path.display())
-            }
-            #[cfg(feature = "postgres")]
-            Error::Postgres {
-                database, action, ..
-            } => write!(f, "{database}: {action} failed"),
-            #[cfg(feature = "postgres")]
-            Error::InvalidUrl { url, reason } => write!(f, "{url}: {reason}"),
-            #[cfg(feature = "postgres")]
-            Error::AddressLocked {
-                database,
-                address,
-                holder,
-            } => {
-                write!(
-                    f,
-                    "{database}: {address}: another writer holds this address (one writer \
-                     per address across the cluster"
-                )?;
-                match holder {
-                    Some(holder) => write!(f, "; held by {holder})"),
-                    None => write!(f, ")"),
-                }
-            }
-            #[cfg(feature = "postgres")]
-            Error::Fenced {
-                database,
-                address,
-                expected,
-                found,
-            } => write!(
-                f,
-                "{database}: {address}: another writer appended after this writer lost its \
-                 connection (the newest record is {found}, this writer's was {expected}); \
-                 reopen and recover"
-            ),
-        }
-    }
+/// The end of [`Error::AddressLocked`]'s message: who holds the address, when known.
+#[cfg(feature = "postgres")]
+fn held_by(holder: &Option<String>) -> String {
+    holder
+        .as_ref()
+        .map_or_else(String::new, |holder| format!("; held by {holder}"))
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            Error::Replay { source, .. }
-            | Error::Flush { source, .. }
-            | Error::Unrecoverable { source, .. } => Some(source),
-            Error::Deserialize { source, .. } => Some(source),
-            #[cfg(feature = "sqlite")]
-            Error::Sqlite { source, .. } => Some(source),
-            #[cfg(feature = "postgres")]
-            Error::Postgres { source, .. } => Some(source),
-            _ => None,
-        }
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn messages_say_what_and_where_and_leave_the_cause_to_the_source() {
+        let version = |found| Error::Version {
+            path: "log.jsonl".into(),
+            found,
+            supported: 2,
+        };
+        assert_eq!(
+            version(1).to_string(),
+            "log.jsonl: log format version 1 is not supported: this build reads and writes \
+             version 2 only (the log was written by an older chord)"
+        );
+        assert!(version(3)
+            .to_string()
+            .ends_with("(the log was written by a newer chord)"));
+
+        let io = Error::Io {
+            path: "log.jsonl".into(),
+            action: "open",
+            source: io::Error::new(io::ErrorKind::NotFound, "gone"),
+        };
+        assert_eq!(io.to_string(), "log.jsonl: open failed");
+        assert_eq!(io.source().unwrap().to_string(), "gone");
+
+        let json = serde_json::from_str::<u8>("x").unwrap_err();
+        let replay = Error::Replay {
+            address: Address::new("lanes", "main"),
+            seq: 7,
+            source: crate::Error::from(json),
+        };
+        assert_eq!(
+            replay.to_string(),
+            "recovering lanes/main: record 7 does not apply"
+        );
+        let cause = replay.source().unwrap();
+        assert!(cause
+            .to_string()
+            .starts_with("invalid JSON: expected value"));
+        assert!(cause.source().unwrap().is::<serde_json::Error>());
+        assert!(Error::Locked { path: "l".into() }.source().is_none());
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn an_address_lock_names_its_holder_when_known() {
+        let locked = |holder: Option<&str>| Error::AddressLocked {
+            database: "postgres://u@h:5432/d".into(),
+            address: Address::new("lanes", "main"),
+            holder: holder.map(Into::into),
+        };
+        assert_eq!(
+            locked(None).to_string(),
+            "postgres://u@h:5432/d: lanes/main: another writer holds this address (one writer \
+             per address across the cluster)"
+        );
+        assert_eq!(
+            locked(Some("pid 42")).to_string(),
+            "postgres://u@h:5432/d: lanes/main: another writer holds this address (one writer \
+             per address across the cluster; held by pid 42)"
+        );
     }
 }

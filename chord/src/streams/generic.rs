@@ -1,8 +1,6 @@
 //! The protocol on streams that are not chord logs (held by a [`Backend`]): create, append,
 //! close, delete, idempotent producers, TTL and expiry, and their reads.
 
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -11,13 +9,12 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use http_body::Frame;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
 use super::memory::{Backend, Config, State, Stream};
 use super::offset::Start;
+use super::sse::{self, Changes, Feed, Next, SseBody, Timing};
 use super::{frame, Offset};
 use crate::store::Address;
 
@@ -725,7 +722,7 @@ pub(super) struct Get<'a> {
     pub(super) headers: &'a HeaderMap,
     pub(super) cache_control: &'a HeaderValue,
     pub(super) long_poll: Duration,
-    pub(super) sse_lifetime: Duration,
+    pub(super) sse: Timing,
 }
 
 /// `GET`: catch-up, long-poll or SSE.
@@ -784,7 +781,7 @@ pub(super) async fn get(stream: Arc<Stream>, get: Get<'_>) -> Response {
                 }
             }
         }
-        Some("sse") => sse(stream, after, get.cursor, get.sse_lifetime),
+        Some("sse") => sse(stream, after, get.cursor, get.sse),
         Some(other) => text(
             StatusCode::BAD_REQUEST,
             format!("unknown live mode {other:?}: expected long-poll or sse\n"),
@@ -851,80 +848,88 @@ fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, cl
     out.extend_from_slice(format!("event: control\ndata:{json}\n\n").as_bytes());
 }
 
-/// An SSE response: a task per reader writes the events into a small channel.
-fn sse(stream: Arc<Stream>, mut after: u64, echoed: Option<u64>, lifetime: Duration) -> Response {
-    let (tx, rx) = mpsc::channel::<Bytes>(4);
-    let s = Arc::clone(&stream);
-    tokio::spawn(async move {
-        let end = Instant::now() + lifetime;
-        let mut changes = s.subscribe();
-        let mut first = true;
-        loop {
-            changes.borrow_and_update();
-            let (out, done) = {
-                let state = s.lock();
-                let (messages, next) = chunk(&state, after);
-                let tail = state.messages.len() as u64;
-                let closed = state.closed && next >= tail;
-                let mut out = Vec::new();
-                if !messages.is_empty() {
-                    data_event(&mut out, &s, &messages);
-                }
-                if !messages.is_empty() || first || closed {
-                    control_event(&mut out, next, frame::cursor(echoed), next >= tail, closed);
-                }
-                after = next;
-                (out, closed)
-            };
-            first = false;
-            if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
-                return;
-            }
-            if done {
-                return;
-            }
-            if chunk(&s.lock(), after).0.is_empty() {
-                tokio::select! {
-                    c = changes.changed() => if c.is_err() { return },
-                    () = sleep_until(end) => return,
-                    () = tx.closed() => return,
-                }
-            }
-        }
-    });
-    let mut r = Response::new(Body::new(Events { rx }));
+/// An SSE response, polled by the connection as every SSE read is ([`SseBody`]).
+fn sse(stream: Arc<Stream>, after: u64, echoed: Option<u64>, timing: Timing) -> Response {
+    let binary = !textual(&stream.config.content_type);
+    let feed = StreamFeed {
+        changes: Changes::new(stream.subscribe()),
+        stream,
+        after,
+        echoed,
+        first: true,
+        ended: false,
+    };
+    let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
     let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    if !textual(&stream.config.content_type) {
+    sse::headers(h);
+    if binary {
         h.insert(
             "stream-sse-data-encoding",
             HeaderValue::from_static("base64"),
         );
     }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
 }
 
-struct Events {
-    rx: mpsc::Receiver<Bytes>,
+/// The SSE events of one reader of a stream the backend holds.
+struct StreamFeed {
+    stream: Arc<Stream>,
+    after: u64,
+    echoed: Option<u64>,
+    changes: Changes,
+    /// Nothing sent yet: an empty first read still sends a `control` event.
+    first: bool,
+    /// The closing `control` event went: nothing follows it.
+    ended: bool,
 }
 
-impl http_body::Body for Events {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.get_mut()
-            .rx
-            .poll_recv(cx)
-            .map(|b| b.map(|b| Ok(Frame::data(b))))
+impl Feed for StreamFeed {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
+        loop {
+            if self.ended {
+                return Poll::Ready(Next::End);
+            }
+            if self.changes.waiting() {
+                match self.changes.poll_changed(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(false) => return Poll::Ready(Next::End),
+                    Poll::Ready(true) => {}
+                }
+            }
+            self.changes.seen();
+            let (out, data) = {
+                let state = self.stream.lock();
+                let (messages, next) = chunk(&state, self.after);
+                let tail = state.messages.len() as u64;
+                let closed = state.closed && next >= tail;
+                let mut out = Vec::new();
+                if !messages.is_empty() {
+                    data_event(&mut out, &self.stream, &messages);
+                }
+                if !messages.is_empty() || self.first || closed {
+                    control_event(
+                        &mut out,
+                        next,
+                        frame::cursor(self.echoed),
+                        next >= tail,
+                        closed,
+                    );
+                }
+                self.after = next;
+                self.ended = closed;
+                (out, !messages.is_empty())
+            };
+            self.first = false;
+            match (out.is_empty(), data) {
+                (false, true) => return Poll::Ready(Next::Data(Bytes::from(out))),
+                (false, false) => return Poll::Ready(Next::Control(Bytes::from(out))),
+                (true, _) => match self.changes.poll_changed(cx) {
+                    Poll::Ready(true) => {}
+                    Poll::Ready(false) => return Poll::Ready(Next::End),
+                    Poll::Pending => return Poll::Pending,
+                },
+            }
+        }
     }
 }
 

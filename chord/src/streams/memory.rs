@@ -41,16 +41,9 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 /// A backend holds as many streams as it may.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the server holds as many streams as it may")]
 pub struct Full;
-
-impl std::fmt::Display for Full {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the server holds as many streams as it may")
-    }
-}
-
-impl std::error::Error for Full {}
 
 /// A [`Backend`] in memory: streams last as long as the process. Bounded: at most
 /// [`max_streams`](Memory::max_streams) streams of at most

@@ -71,6 +71,7 @@ mod offset;
 mod retention;
 mod router;
 mod server;
+mod sse;
 mod tail;
 mod write;
 

@@ -45,23 +45,12 @@ impl fmt::Display for Offset {
 }
 
 /// Why a string is not an [`Offset`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed offset {text:?}: expected {WIDTH} lowercase hexadecimal digits, `-1` or `now`")]
 pub struct BadOffset {
     /// The text refused (shortened to 64 bytes).
     pub text: String,
 }
-
-impl fmt::Display for BadOffset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "malformed offset {:?}: expected {WIDTH} lowercase hexadecimal digits, `-1` or `now`",
-            self.text
-        )
-    }
-}
-
-impl std::error::Error for BadOffset {}
 
 impl std::str::FromStr for Offset {
     type Err = BadOffset;

@@ -1,8 +1,6 @@
 //! [`Streams`]: the axum router serving every address's log as a Durable Stream.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -16,16 +14,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use bytes::Bytes;
-use http_body::Frame;
-use std::future::Future;
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use tokio::sync::watch;
-use tokio::time::{sleep_until, Instant, Sleep};
+use tokio::time::{sleep_until, Instant};
 
 use super::generic;
 use super::log::{Source, Want};
 use super::memory::Backend;
 use super::offset::Start;
+use super::sse::{self, Changes, Feed, Next, Pending, SseBody, Timing};
 use super::tail::{Entry, Found, Tail};
 use super::write::{self, Authorize, Write, WriteRequest};
 use super::{frame, Log, Offset};
@@ -228,6 +225,15 @@ impl Streams {
         })
     }
 
+    /// The timing of this router's SSE responses.
+    fn sse_timing(&self) -> Timing {
+        Timing {
+            lifetime: self.sse_lifetime,
+            keep_alive: self.keep_alive,
+            coalesce: self.coalesce,
+        }
+    }
+
     /// The router: [`ROUTE`]. Add routes to it, or nest it under a prefix.
     pub fn router(self) -> Router {
         let limit = self.body_limit();
@@ -301,16 +307,16 @@ pub fn stream_path(address: &Address) -> String {
     )
 }
 
+/// What a name keeps unescaped in a path segment: RFC 3986's unreserved characters.
+/// Everything else is escaped, `/` and `+` included, so a name is always one segment.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, SEGMENT).to_string()
 }
 
 fn check_name(name: &str) -> Result<(), &'static str> {
@@ -364,21 +370,23 @@ fn fork_source(request: &str, address: &Address, from: &str) -> Option<Address> 
     ))
 }
 
+/// Decodes one path segment as the router decodes a request's: `%XX` escapes, `+` a plain
+/// plus (a space only in query strings). `None` for an escape that is not `%` and two
+/// hexadecimal digits, or bytes that are not UTF-8: the request is answered 400.
 fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
+    let escapes_ok = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_ok {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// The absolute URL of a request (for `Location`): `http://` and its `Host`, or else its path.
@@ -585,7 +593,7 @@ async fn read_generic(
         headers,
         cache_control: &streams.cache_control,
         long_poll: streams.long_poll,
-        sse_lifetime: streams.sse_lifetime,
+        sse: streams.sse_timing(),
     };
     generic::get(stream, get).await
 }
@@ -816,63 +824,38 @@ impl Reader {
         if let Found::Gone = self.tail.read(after, 1) {
             return self.gone();
         }
-        let now = Instant::now();
-        let changes = self.tail.subscribe();
+        let timing = self.streams.sse_timing();
         let tail = Arc::clone(&self.tail);
-        let events = Events {
-            end: Box::pin(sleep_until(now + self.streams.sse_lifetime)),
-            keep_alive: Box::pin(sleep_until(now + self.streams.keep_alive)),
-            last_sent: now,
-            hold: None,
-            wait: None,
+        let feed = LogFeed {
+            changes: Changes::new(self.tail.subscribe()),
             read: None,
-            changes: Some(changes),
             after,
             echoed,
             first: true,
-            done: false,
             reader: self,
         };
-        let mut r = Response::new(Body::new(events));
+        let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
         let h = r.headers_mut();
         stream_headers(h, &tail);
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+        sse::headers(h);
         r
     }
 }
 
-type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-/// The `text/event-stream` body of one reader, polled by the connection itself: no task and
-/// no queue per reader. Each poll sends what the reader has not had yet (from the tail cache,
-/// the same bytes for every reader at the tail, or else the store), then waits for the next
-/// record, a keep-alive, or the end of the response's lifetime.
-struct Events {
+/// The SSE events of one reader of a chord log: what it has not had yet, from the tail cache
+/// (the same bytes for every reader at the tail) or else the store.
+struct LogFeed {
     reader: Reader,
     after: u64,
     echoed: Option<u64>,
-    changes: Option<watch::Receiver<u64>>,
-    /// Waiting for a record: resolves with the receiver.
-    wait: Option<Pending<Option<watch::Receiver<u64>>>>,
+    changes: Changes,
     /// A store read in flight.
     read: Option<Pending<Option<Vec<Record>>>>,
-    end: Pin<Box<Sleep>>,
-    /// Fires [`Streams::keep_alive`] after the last event sent (moved forward when it fires
-    /// early, not at every event: a timer reset takes the timer driver's lock).
-    keep_alive: Pin<Box<Sleep>>,
-    last_sent: Instant,
-    /// The end of the [`Streams::coalesce`] window that the last `data` event opened.
-    hold: Option<Pin<Box<Sleep>>>,
+    /// Nothing sent yet: an empty first read still sends a `control` event.
     first: bool,
-    done: bool,
 }
 
-impl Events {
+impl LogFeed {
     fn control(&self, next: u64, up_to_date: bool) -> Vec<u8> {
         let mut out = Vec::new();
         frame::control_event(
@@ -886,6 +869,7 @@ impl Events {
 
     /// The events for `chunk`, read after `self.after`.
     fn events(&mut self, chunk: &Chunk) -> Bytes {
+        self.first = false;
         let last = self.reader.tail.position().last;
         let next = chunk.last_seq().unwrap_or(self.after);
         self.after = next;
@@ -902,137 +886,112 @@ impl Events {
         out.extend_from_slice(&self.control(next, next >= last));
         Bytes::from(out)
     }
-
-    fn sent(&mut self, bytes: Bytes) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.first = false;
-        self.last_sent = Instant::now();
-        Poll::Ready(Some(Ok(Frame::data(bytes))))
-    }
-
-    /// A `data` event went: the next waits for the end of the coalescing window.
-    fn hold(&mut self) {
-        let window = self.reader.streams.coalesce;
-        if window.is_zero() {
-            return;
-        }
-        let until = self.last_sent + window;
-        match self.hold.as_mut() {
-            Some(hold) => hold.as_mut().reset(until),
-            None => self.hold = Some(Box::pin(sleep_until(until))),
-        }
-    }
-
-    /// Whether the keep-alive is due (`every` since the last event); if it fired early,
-    /// it is moved to `every` after the last event.
-    fn keep_alive_due(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.keep_alive.as_mut().poll(cx).is_pending() {
-            return false;
-        }
-        let due = self.last_sent + self.reader.streams.keep_alive;
-        if Instant::now() >= due {
-            return true;
-        }
-        self.keep_alive.as_mut().reset(due);
-        let _ = self.keep_alive.as_mut().poll(cx); // (registers the waker)
-        false
-    }
 }
 
-impl http_body::Body for Events {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        if this.done {
-            return Poll::Ready(None);
-        }
-        if this.end.as_mut().poll(cx).is_ready() {
-            this.done = true; // the client resumes from its offset
-            return Poll::Ready(None);
-        }
+impl Feed for LogFeed {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         loop {
-            if let Some(read) = this.read.as_mut() {
+            if let Some(read) = self.read.as_mut() {
                 let Poll::Ready(records) = read.as_mut().poll(cx) else {
                     return Poll::Pending;
                 };
-                this.read = None;
+                self.read = None;
+                // `None`: the store failed, or compacted the records away meanwhile; the
+                // client's next request says which.
                 let Some(records) = records else {
-                    this.done = true; // the store failed: the client's next request says why
-                    return Poll::Ready(None);
+                    return Poll::Ready(Next::End);
                 };
-                let bytes = this.events(&Chunk::Records(records));
-                let sent = this.sent(bytes);
-                this.hold();
-                return sent;
+                return Poll::Ready(Next::Data(self.events(&Chunk::Records(records))));
             }
-            if let Some(wait) = this.wait.as_mut() {
-                let Poll::Ready(changes) = wait.as_mut().poll(cx) else {
-                    if this.keep_alive_due(cx) {
-                        return this.sent(Bytes::from_static(b": keep-alive\n\n"));
-                    }
-                    return Poll::Pending;
-                };
-                this.wait = None;
-                this.changes = changes;
-                if this.changes.is_none() {
-                    this.done = true;
-                    return Poll::Ready(None);
+            if self.changes.waiting() {
+                match self.changes.poll_changed(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(false) => return Poll::Ready(Next::End),
+                    Poll::Ready(true) => {}
                 }
             }
-            if let Some(hold) = this.hold.as_mut() {
-                if hold.as_mut().poll(cx).is_pending() {
-                    // Within the window: what arrives meanwhile goes when it ends.
-                    if this.keep_alive_due(cx) {
-                        return this.sent(Bytes::from_static(b": keep-alive\n\n"));
-                    }
-                    return Poll::Pending;
-                }
-            }
-            if let Some(changes) = this.changes.as_mut() {
-                changes.borrow_and_update();
-            }
-            match this.reader.tail.read(this.after, SSE_CHUNK) {
-                Found::Gone => {
-                    this.done = true;
-                    return Poll::Ready(None);
-                }
+            self.changes.seen();
+            match self.reader.tail.read(self.after, SSE_CHUNK) {
+                Found::Gone => return Poll::Ready(Next::End),
                 Found::Miss => {
-                    let source = Arc::clone(&this.reader.streams.source);
-                    let address = this.reader.address.clone();
-                    let after = this.after;
+                    let source = Arc::clone(&self.reader.streams.source);
+                    let address = self.reader.address.clone();
+                    let after = self.after;
                     let read = tokio::task::spawn_blocking(move || {
                         source.read(&address, after, SSE_CHUNK)
                     });
-                    this.read = Some(Box::pin(
-                        // `None` also when compacted away meanwhile: the client's next
-                        // request gets its 410.
-                        async move { read.await.ok().and_then(Result::ok).flatten() },
-                    ));
+                    self.read = Some(Box::pin(async move {
+                        read.await.ok().and_then(Result::ok).flatten()
+                    }));
                 }
                 Found::Entries(entries) if !entries.is_empty() => {
-                    let bytes = this.events(&Chunk::Entries(entries));
-                    let sent = this.sent(bytes);
-                    this.hold();
-                    return sent;
+                    return Poll::Ready(Next::Data(self.events(&Chunk::Entries(entries))));
                 }
-                Found::Entries(_) => {
-                    let Some(mut changes) = this.changes.take() else {
-                        this.done = true;
-                        return Poll::Ready(None);
-                    };
-                    this.wait = Some(Box::pin(async move {
-                        changes.changed().await.ok().map(|()| changes)
-                    }));
-                    if this.first {
-                        let bytes = Bytes::from(this.control(this.after, true));
-                        return this.sent(bytes);
+                Found::Entries(_) => match self.changes.poll_changed(cx) {
+                    Poll::Ready(true) => {}
+                    Poll::Ready(false) => return Poll::Ready(Next::End),
+                    Poll::Pending if self.first => {
+                        self.first = false;
+                        let control = self.control(self.after, true);
+                        return Poll::Ready(Next::Control(Bytes::from(control)));
                     }
-                }
+                    Poll::Pending => return Poll::Pending,
+                },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_one_escaped_segment() {
+        assert_eq!(percent_encode("a-b.c_d~e"), "a-b.c_d~e");
+        assert_eq!(percent_encode("a/b c+d%"), "a%2Fb%20c%2Bd%25");
+        assert_eq!(percent_encode("é"), "%C3%A9");
+        for name in ["a/b c+d%", "é", "%2B", "+", "?&=#"] {
+            assert_eq!(percent_decode(&percent_encode(name)).as_deref(), Some(name));
+        }
+    }
+
+    #[test]
+    fn a_segment_decodes_as_a_path_not_a_query() {
+        assert_eq!(percent_decode("a+b").as_deref(), Some("a+b"));
+        assert_eq!(percent_decode("a%2Bb").as_deref(), Some("a+b"));
+        assert_eq!(percent_decode("a%2bb").as_deref(), Some("a+b"));
+        assert_eq!(percent_decode("a%20b").as_deref(), Some("a b"));
+        assert_eq!(percent_decode("%C3%A9").as_deref(), Some("é"));
+        assert_eq!(percent_decode("").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn bad_escapes_and_non_utf8_are_refused() {
+        for bad in [
+            "%", "a%", "a%2", "%zz", "%2g", "%%41", "%FF", "%C3", "%C3%28",
+        ] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn fork_sources_are_siblings_or_under_the_route() {
+        let here = Address::new("v1", "new");
+        assert_eq!(
+            fork_source("/v1/stream/new", &here, "/v1/stream/a%2Bb+c"),
+            Some(Address::new("v1", "a+b+c"))
+        );
+        assert_eq!(
+            fork_source("/v1/stream/new", &here, "/streams/ns%2F1/k%20"),
+            Some(Address::new("ns/1", "k "))
+        );
+        assert_eq!(
+            fork_source("/v1/stream/new", &here, "/v1/stream/a%zz"),
+            None
+        );
+        assert_eq!(fork_source("/v1/stream/new", &here, "/v1/stream/%FF"), None);
+        assert_eq!(fork_source("/v1/stream/new", &here, "/streams/a/b/c"), None);
+        assert_eq!(fork_source("/v1/stream/new", &here, "/elsewhere/a"), None);
     }
 }

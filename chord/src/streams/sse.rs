@@ -1,0 +1,310 @@
+//! The `text/event-stream` body of every SSE read, chord logs and [`Backend`](super::Backend)
+//! streams alike: [`SseBody`] over a [`Feed`].
+//!
+//! The body is polled by the connection itself: no task and no queue per reader. It ends the
+//! response after its lifetime (the client resumes from its offset), sends a keep-alive
+//! comment after a quiet interval, and holds `data` events to one per coalescing window; the
+//! [`Feed`] says what to send next.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::http::{header, HeaderMap, HeaderValue};
+use bytes::Bytes;
+use http_body::Frame;
+use tokio::sync::watch;
+use tokio::time::{sleep_until, Instant, Sleep};
+
+/// A boxed future a feed polls (a store read, a wait for a change).
+pub(super) type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What a [`Feed`] has for its reader.
+pub(super) enum Next {
+    /// Whole events with at least one `data` event: the coalescing window opens.
+    Data(Bytes),
+    /// Whole events without data (a `control` event alone).
+    Control(Bytes),
+    /// Nothing more: the response ends (the stream closed, went, or the store failed; the
+    /// client's next request says which).
+    End,
+}
+
+/// The events one SSE reader has not had yet.
+pub(super) trait Feed: Send + Unpin + 'static {
+    /// The next events, or `Pending` (with `cx`'s waker registered) until there are some.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next>;
+}
+
+/// A stream's change counter as a feed waits on it: [`poll_changed`](Changes::poll_changed)
+/// resolves once the counter moved past the value last [`seen`](Changes::seen).
+pub(super) struct Changes {
+    rx: Option<watch::Receiver<u64>>,
+    /// The wait in flight; it holds the receiver until it resolves.
+    wait: Option<Pending<Option<watch::Receiver<u64>>>>,
+}
+
+impl Changes {
+    pub(super) fn new(rx: watch::Receiver<u64>) -> Changes {
+        Changes {
+            rx: Some(rx),
+            wait: None,
+        }
+    }
+
+    /// Whether a wait is in flight (a poll returned `Pending`).
+    pub(super) fn waiting(&self) -> bool {
+        self.wait.is_some()
+    }
+
+    /// Marks the current value seen: the next wait is for a newer one. Called before each
+    /// read, so no change slips between the read and the wait.
+    pub(super) fn seen(&mut self) {
+        if let Some(rx) = self.rx.as_mut() {
+            rx.borrow_and_update();
+        }
+    }
+
+    /// `Ready(true)` once the value changed since [`seen`](Changes::seen), `Ready(false)` once
+    /// its sender is gone.
+    pub(super) fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let wait = match self.wait.as_mut() {
+            Some(wait) => wait,
+            None => {
+                let Some(mut rx) = self.rx.take() else {
+                    return Poll::Ready(false);
+                };
+                self.wait.insert(Box::pin(
+                    async move { rx.changed().await.ok().map(|()| rx) },
+                ))
+            }
+        };
+        let Poll::Ready(rx) = wait.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        self.wait = None;
+        self.rx = rx;
+        Poll::Ready(self.rx.is_some())
+    }
+}
+
+/// The timing of an SSE response.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Timing {
+    /// How long the response lasts.
+    pub(super) lifetime: Duration,
+    /// The quiet interval after which a keep-alive comment goes.
+    pub(super) keep_alive: Duration,
+    /// At most one `data` event per this window (zero: no window).
+    pub(super) coalesce: Duration,
+}
+
+/// The body of one SSE response: what `feed` yields, with the lifetime, keep-alives and the
+/// coalescing window applied.
+pub(super) struct SseBody<F> {
+    feed: F,
+    timing: Timing,
+    end: Pin<Box<Sleep>>,
+    /// Fires a keep-alive interval after the last event sent (moved forward when it fires
+    /// early, not at every event: a timer reset takes the timer driver's lock).
+    keep_alive: Pin<Box<Sleep>>,
+    last_sent: Instant,
+    /// The end of the coalescing window that the last `data` event opened.
+    hold: Option<Pin<Box<Sleep>>>,
+    done: bool,
+}
+
+impl<F: Feed> SseBody<F> {
+    pub(super) fn new(feed: F, timing: Timing) -> SseBody<F> {
+        let now = Instant::now();
+        SseBody {
+            feed,
+            end: Box::pin(sleep_until(now + timing.lifetime)),
+            keep_alive: Box::pin(sleep_until(now + timing.keep_alive)),
+            timing,
+            last_sent: now,
+            hold: None,
+            done: false,
+        }
+    }
+
+    fn send(&mut self, bytes: Bytes) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.last_sent = Instant::now();
+        Poll::Ready(Some(Ok(Frame::data(bytes))))
+    }
+
+    /// A `data` event went: the next waits for the end of the coalescing window.
+    fn open_window(&mut self) {
+        if self.timing.coalesce.is_zero() {
+            return;
+        }
+        let until = self.last_sent + self.timing.coalesce;
+        match self.hold.as_mut() {
+            Some(hold) => hold.as_mut().reset(until),
+            None => self.hold = Some(Box::pin(sleep_until(until))),
+        }
+    }
+
+    /// Nothing to send now: a keep-alive comment if one is due, else `Pending`.
+    fn idle(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.keep_alive.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let due = self.last_sent + self.timing.keep_alive;
+        if Instant::now() >= due {
+            return self.send(Bytes::from_static(b": keep-alive\n\n"));
+        }
+        self.keep_alive.as_mut().reset(due);
+        let _ = self.keep_alive.as_mut().poll(cx); // (registers the waker)
+        Poll::Pending
+    }
+}
+
+impl<F: Feed> http_body::Body for SseBody<F> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if this.end.as_mut().poll(cx).is_ready() {
+            this.done = true; // the client resumes from its offset
+            return Poll::Ready(None);
+        }
+        if let Some(hold) = this.hold.as_mut() {
+            if hold.as_mut().poll(cx).is_pending() {
+                // Within the window: what arrives meanwhile goes when it ends.
+                return this.idle(cx);
+            }
+        }
+        match this.feed.poll_next(cx) {
+            Poll::Ready(Next::Data(bytes)) => {
+                let sent = this.send(bytes);
+                this.open_window();
+                sent
+            }
+            Poll::Ready(Next::Control(bytes)) => this.send(bytes),
+            Poll::Ready(Next::End) => {
+                this.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => this.idle(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}
+
+/// The headers of every SSE response (set last: they replace a `Content-Type` set before).
+pub(super) fn headers(h: &mut HeaderMap) {
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    /// Yields its events in order, then waits forever.
+    struct Script(Vec<Next>);
+
+    impl Feed for Script {
+        fn poll_next(&mut self, _: &mut Context<'_>) -> Poll<Next> {
+            if self.0.is_empty() {
+                Poll::Pending
+            } else {
+                Poll::Ready(self.0.remove(0))
+            }
+        }
+    }
+
+    fn timing(lifetime: u64, keep_alive: u64, coalesce: u64) -> Timing {
+        Timing {
+            lifetime: Duration::from_millis(lifetime),
+            keep_alive: Duration::from_millis(keep_alive),
+            coalesce: Duration::from_millis(coalesce),
+        }
+    }
+
+    async fn frames<F: Feed>(body: SseBody<F>) -> Vec<Bytes> {
+        let mut body = body;
+        let mut out = Vec::new();
+        while let Some(frame) = body.frame().await {
+            out.push(frame.unwrap().into_data().unwrap());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn sends_the_feed_then_keep_alives_until_its_lifetime_ends() {
+        let feed = Script(vec![
+            Next::Control(Bytes::from_static(b"c\n\n")),
+            Next::Data(Bytes::from_static(b"d\n\n")),
+        ]);
+        let start = Instant::now();
+        let out = frames(SseBody::new(feed, timing(250, 100, 0))).await;
+        assert!(start.elapsed() >= Duration::from_millis(250));
+        assert_eq!(&out[..2], [&b"c\n\n"[..], &b"d\n\n"[..]]);
+        let keep_alives = &out[2..];
+        assert!(
+            (1..=2).contains(&keep_alives.len()),
+            "{} keep-alives in 250 ms at 100 ms",
+            keep_alives.len()
+        );
+        assert!(keep_alives.iter().all(|k| &k[..] == b": keep-alive\n\n"));
+    }
+
+    #[tokio::test]
+    async fn ends_when_the_feed_does() {
+        let feed = Script(vec![Next::Data(Bytes::from_static(b"d\n\n")), Next::End]);
+        let start = Instant::now();
+        let out = frames(SseBody::new(feed, timing(10_000, 10_000, 0))).await;
+        assert_eq!(out, [Bytes::from_static(b"d\n\n")]);
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn data_events_wait_for_the_window_control_events_do_not() {
+        let feed = Script(vec![
+            Next::Data(Bytes::from_static(b"1")),
+            Next::Data(Bytes::from_static(b"2")),
+            Next::End,
+        ]);
+        let mut body = SseBody::new(feed, timing(10_000, 10_000, 200));
+        let start = Instant::now();
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "1"
+        );
+        assert!(start.elapsed() < Duration::from_millis(150));
+        assert_eq!(
+            body.frame().await.unwrap().unwrap().into_data().unwrap(),
+            "2"
+        );
+        assert!(start.elapsed() >= Duration::from_millis(200));
+
+        let feed = Script(vec![
+            Next::Control(Bytes::from_static(b"c")),
+            Next::Control(Bytes::from_static(b"c")),
+            Next::End,
+        ]);
+        let start = Instant::now();
+        let out = frames(SseBody::new(feed, timing(10_000, 10_000, 200))).await;
+        assert_eq!(out.len(), 2);
+        assert!(start.elapsed() < Duration::from_millis(150));
+    }
+}
