@@ -498,38 +498,34 @@ impl Conn {
 }
 
 impl SqliteStore {
-    /// The neighbours of one page's rows (fetched in `options.order`) that the chain check
-    /// needs: ascending, the record just before the first row; descending, (seq, prev) of
-    /// the one just after the last.
-    fn neighbours(
-        &self,
-        c: &Conn,
-        id: i64,
-        options: &ReadOptions,
-    ) -> Result<(Option<i64>, Option<(i64, i64)>)> {
+    /// One page's rows (in `options.order`, one more than the page when more follow) with
+    /// the neighbours the chain check needs: ascending, the record just before the first
+    /// row; descending, (seq, prev) of the one just after the last.
+    fn fetch(&self, c: &Conn, row: AddressRow, options: &ReadOptions) -> Result<Fetched> {
         let sql = |action| sql_error(&self.path, action);
-        Ok(match options.order {
-            Order::Asc => {
-                let older = match options.cursor {
-                    Some(cursor) => c
-                        .neighbour(id, to_sql(cursor), Order::Desc)
-                        .map_err(sql("read"))?
-                        .map(|(seq, _)| seq),
-                    None => None,
-                };
-                (older, None)
+        let mut fetched = Fetched {
+            id: row.id,
+            last: to_sql(row.last),
+            rows: c.rows(row.id, options).map_err(sql("read"))?,
+            older: None,
+            newer: None,
+        };
+        match (options.order, options.cursor) {
+            (Order::Asc, Some(cursor)) => {
+                fetched.older = c
+                    .neighbour(row.id, to_sql(cursor), Order::Desc)
+                    .map_err(sql("read"))?
+                    .map(|(seq, _)| seq);
             }
-            Order::Desc => {
-                // The oldest record at or past the cursor: the one after this page's newest.
-                let newer = match options.cursor {
-                    Some(cursor) if cursor <= MAX_SEQ => c
-                        .neighbour(id, cursor as i64, Order::Asc)
-                        .map_err(sql("read"))?,
-                    _ => None,
-                };
-                (None, newer)
+            // The oldest record at or past the cursor: the one after this page's newest.
+            (Order::Desc, Some(cursor)) if cursor <= MAX_SEQ => {
+                fetched.newer = c
+                    .neighbour(row.id, cursor as i64, Order::Asc)
+                    .map_err(sql("read"))?;
             }
-        })
+            _ => {}
+        }
+        Ok(fetched)
     }
 }
 
@@ -671,21 +667,12 @@ impl Store for SqliteStore {
 
     fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
         options.check()?;
-        let sql = |action| sql_error(&self.path, action);
         let c = lock(&self.conn);
         let Some(&row) = c.ids.get(address) else {
             return Ok(Page::default());
         };
-        let rows = c.rows(row.id, options).map_err(sql("read"))?;
-        let (older, newer) = self.neighbours(&c, row.id, options)?;
-        let fetched = Fetched {
-            id: row.id,
-            last: to_sql(row.last),
-            rows,
-            older,
-            newer,
-        };
-        fetched.into_page(&self.path, address, options)
+        self.fetch(&c, row, options)?
+            .into_page(&self.path, address, options)
     }
 
     fn addresses(&self) -> Result<Vec<Address>> {

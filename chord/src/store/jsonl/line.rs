@@ -18,6 +18,10 @@
 //!
 //! The batch is kept as raw JSON text (`b`): parsed when it is appended (to refuse what
 //! recovery could not read back), kept byte for byte.
+//!
+//! A definition line's text is the address text of [`record`](super::super::record), and a
+//! record line's the record text without its `"p"` member: the SQL backends checksum the same
+//! texts.
 
 use std::fmt::{self, Write};
 

@@ -22,11 +22,22 @@ use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 /// id, and every record names the id, so a long namespace and key are not repeated on every
 /// line. Sequence numbers are global to the file.
 ///
-/// ```text
-/// {"chord":2,"c":"e3a1c1a4"}
-/// {"def":0,"ns":"lanes","key":"main","c":"5f0b6d2e"}
-/// {"s":1,"a":0,"t":"base","b":[["r",{"text":""}]],"c":"0c6c1f5a"}
-/// {"s":2,"a":0,"b":[["a",["text"],"Hello"]],"c":"9a7d3b21"}
+/// ```
+/// # use chord::store::{Address, Durability, JsonlStore, Store, BASE};
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("log.jsonl");
+/// # let mut log = JsonlStore::open(&path, Durability::EveryAppend)?;
+/// # let lane = Address::new("lanes", "main");
+/// # log.append(&lane, r#"[["r",{"text":""}]]"#, Some(BASE))?;
+/// # log.append(&lane, r#"[["a",["text"],"Hello"]]"#, None)?;
+/// // The file after a base and an append to lanes/main:
+/// let expected = r#"{"chord":2,"c":"ad243606"}
+/// {"def":0,"ns":"lanes","key":"main","c":"4ad08b96"}
+/// {"s":1,"a":0,"t":"base","b":[["r",{"text":""}]],"c":"fa4b2c00"}
+/// {"s":2,"a":0,"b":[["a",["text"],"Hello"]],"c":"9eecc7da"}
+/// "#;
+/// assert_eq!(std::fs::read_to_string(&path)?, expected);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// **Checksums.** Every line ends with `,"c":"<8 lowercase hex digits>"}`: the CRC-32C of the
