@@ -10,9 +10,9 @@
 //!
 //! `<id>` in decimal (no sign, no leading zero), `<namespace>` and `<key>` as JSON strings as
 //! serde_json writes them (`"` and `\` escaped, control characters as `\n`, `\t` and the
-//! like or as `\u001f`, everything else, non-ASCII included, as is). The JSONL backend writes this text as
-//! an address's definition line (ids from 0); the SQL backends checksum it for the `crc`
-//! column of `chord_addresses` (ids from 1).
+//! like or as `\u001f`, everything else, non-ASCII included, as is). The JSONL backend writes
+//! this text as an address's definition line (ids from 0); the SQL backends checksum it for
+//! the `crc` column of `chord_addresses` (ids from 1).
 //!
 //! # Record text
 //!
