@@ -14,6 +14,8 @@
 
 use std::hint::black_box;
 
+// `scripts/compare-steps` builds this file in trees from before the benchmark member too,
+// with this line replaced by a module of their `chord/tests/support/workloads.rs`.
 use chord_bench::cases::cases;
 
 fn main() {
