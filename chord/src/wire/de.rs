@@ -512,3 +512,345 @@ impl<'de> Visitor<'de> for SegSeed {
         Skip.visit_map(map).map(SegRead::Other)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Decoder, Op};
+    use proptest::prelude::*;
+
+    /// JSON text built from pieces, so that it can hold what a `Value` cannot (numbers out of
+    /// range, lone surrogates) and nesting near serde_json's recursion limit.
+    #[derive(Clone, Debug)]
+    enum J {
+        Raw(&'static str),
+        Arr(Vec<J>),
+        Obj(Vec<(&'static str, J)>),
+        /// `n` arrays around `1`.
+        Deep(usize),
+    }
+
+    impl J {
+        fn write(&self, out: &mut String) {
+            match self {
+                J::Raw(t) => out.push_str(t),
+                J::Arr(items) => {
+                    out.push('[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        item.write(out);
+                    }
+                    out.push(']');
+                }
+                J::Obj(members) => {
+                    out.push('{');
+                    for (i, (k, v)) in members.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(k);
+                        out.push(':');
+                        v.write(out);
+                    }
+                    out.push('}');
+                }
+                J::Deep(n) => {
+                    out.push_str(&"[".repeat(*n));
+                    out.push('1');
+                    out.push_str(&"]".repeat(*n));
+                }
+            }
+        }
+    }
+
+    const VERBS: &[&str] = &[
+        r#""r""#, r#""s""#, r#""d""#, r#""a""#, r#""t""#, r#""p""#, r##""#""##, r#""zz""#, "0",
+        "[]", "{}",
+    ];
+    const TOKENS: &[&str] = &[
+        "0",
+        "1",
+        "2",
+        "true",
+        "null",
+        r#""k""#,
+        r#""x""#,
+        r#""a\nb""#,
+        r#""é😀""#,
+        "[]",
+        "{}",
+        r#"["k"]"#,
+        r#"["k",0]"#,
+    ];
+    /// What a `Value`, the grammar or a JavaScript number refuses.
+    const HOSTILE: &[&str] = &[
+        "1.5",
+        "1.0",
+        "-1",
+        "1e400",
+        "1024",
+        "9007199254740991",
+        "9007199254740992",
+        "18446744073709551616",
+        r#""__proto__""#,
+        r#""constructor""#,
+        r#""\ud800""#,
+    ];
+
+    fn element() -> impl Strategy<Value = J> {
+        let leaf = prop_oneof![
+            20 => prop::sample::select(TOKENS).prop_map(J::Raw),
+            2 => prop::sample::select(HOSTILE).prop_map(J::Raw),
+            1 => (118usize..132).prop_map(J::Deep),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                4 => prop::collection::vec(inner.clone(), 0..4).prop_map(J::Arr),
+                1 => prop::collection::vec(
+                    (prop::sample::select(&[r#""a""#, r#""__proto__""#, r#""k""#][..]), inner),
+                    0..3
+                )
+                .prop_map(J::Obj),
+            ]
+        })
+    }
+
+    /// A path reference: an id below 3 or a short path, now and then anything.
+    fn path_ref() -> impl Strategy<Value = J> {
+        prop_oneof![
+            3 => prop::sample::select(&["0", "1", "2"][..]).prop_map(J::Raw),
+            6 => prop::collection::vec(
+                prop::sample::select(&[r#""k""#, r#""x""#, "0", "1"][..]).prop_map(J::Raw),
+                0..3
+            )
+            .prop_map(J::Arr),
+            1 => element(),
+        ]
+    }
+
+    /// An op shaped as the wire grammar wants it (with its path or in the short form), its
+    /// elements now and then anything.
+    fn shaped() -> impl Strategy<Value = J> {
+        let count = || {
+            prop_oneof![
+                6 => prop::sample::select(&["0", "1", "2"][..]).prop_map(J::Raw),
+                1 => element()
+            ]
+        };
+        let text = || {
+            prop_oneof![
+                6 => prop::sample::select(&[r#""x""#, r#""é😀""#][..]).prop_map(J::Raw),
+                1 => element()
+            ]
+        };
+        let items = || {
+            prop_oneof![
+                6 => prop::collection::vec(element(), 0..3).prop_map(J::Arr),
+                1 => element()
+            ]
+        };
+        let op = |verb: &'static str, args: Vec<J>| {
+            let mut items = vec![J::Raw(verb)];
+            items.extend(args);
+            J::Arr(items)
+        };
+        prop_oneof![
+            (path_ref(), element()).prop_map(move |(p, v)| op(r#""s""#, vec![p, v])),
+            element().prop_map(move |v| op(r#""s""#, vec![v])),
+            element().prop_map(move |v| op(r#""r""#, vec![v])),
+            path_ref().prop_map(move |p| op(r#""d""#, vec![p])),
+            Just(op(r#""d""#, vec![])),
+            (path_ref(), text()).prop_map(move |(p, t)| op(r#""a""#, vec![p, t])),
+            text().prop_map(move |t| op(r#""a""#, vec![t])),
+            (path_ref(), count()).prop_map(move |(p, n)| op(r#""t""#, vec![p, n])),
+            count().prop_map(move |n| op(r#""t""#, vec![n])),
+            (path_ref(), count(), count(), items())
+                .prop_map(move |(p, i, r, x)| op(r#""p""#, vec![p, i, r, x])),
+            (count(), count(), items()).prop_map(move |(i, r, x)| op(r#""p""#, vec![i, r, x])),
+            (count(), path_ref()).prop_map(move |(id, p)| op(r##""#""##, vec![id, p])),
+        ]
+    }
+
+    fn tuple() -> impl Strategy<Value = J> {
+        prop_oneof![
+            12 => shaped(),
+            4 => (
+                prop::sample::select(VERBS),
+                prop::collection::vec(element(), 0..6),
+            )
+                .prop_map(|(verb, rest)| {
+                    let mut items = vec![J::Raw(verb)];
+                    items.extend(rest);
+                    J::Arr(items)
+                }),
+            1 => element(),
+        ]
+    }
+
+    fn batch() -> impl Strategy<Value = String> {
+        prop_oneof![
+            12 => prop::collection::vec(tuple(), 0..8).prop_map(|ops| {
+                let mut text = String::new();
+                J::Arr(ops).write(&mut text);
+                text
+            }),
+            1 => element().prop_map(|j| {
+                let mut text = String::new();
+                j.write(&mut text);
+                text
+            }),
+        ]
+    }
+
+    /// A batch, perhaps with one corruption: a character removed, inserted or the text cut.
+    fn corrupted() -> impl Strategy<Value = String> {
+        (
+            batch(),
+            0usize..4,
+            any::<prop::sample::Index>(),
+            prop::sample::select(&['[', ']', ',', '"', '{', '}', '1', ' ', '\\'][..]),
+        )
+            .prop_map(|(text, how, at, c)| {
+                let chars: Vec<char> = text.chars().collect();
+                let at = at.index(chars.len() + 1);
+                let mut chars = chars;
+                match how {
+                    1 if at < chars.len() => {
+                        chars.remove(at);
+                    }
+                    2 => chars.insert(at, c),
+                    3 => chars.truncate(at),
+                    _ => {}
+                }
+                chars.into_iter().collect()
+            })
+    }
+
+    /// The decoding this module replaces: the whole text into a `Value`, then the wire
+    /// grammar on the tree, then the decoder.
+    fn tree_decode(dec: &mut Decoder, text: &str) -> Result<Vec<Op>> {
+        if dec.poisoned {
+            return Err(ErrorKind::DecoderPoisoned.into());
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => dec.decode_value(value),
+            Err(e) => {
+                dec.poisoned = true;
+                Err(e.into())
+            }
+        }
+    }
+
+    fn outcome<T>(r: &Result<T>) -> std::result::Result<(), (ErrorKind, Option<usize>, String)> {
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => Err((e.kind().clone(), e.op_index(), e.to_string())),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// Over a stream of batches (ids carry over, a failure poisons): the streaming decode
+        /// gives what the tree gave, ops or the same error at the same op, and the check
+        /// agrees with both.
+        #[test]
+        fn streaming_decode_and_check_agree_with_the_tree(
+            batches in prop::collection::vec(prop_oneof![batch(), corrupted()], 1..4)
+        ) {
+            let (mut tree, mut streamed, mut checked) =
+                (Decoder::new(), Decoder::new(), Decoder::new());
+            for text in &batches {
+                let want = tree_decode(&mut tree, text);
+                let got = streamed.decode_str(text);
+                let check = checked.check_str(text);
+                prop_assert_eq!(outcome(&got), outcome(&want), "{}", text);
+                prop_assert_eq!(outcome(&check), outcome(&want), "{}", text);
+                if let (Ok(got), Ok(want)) = (&got, &want) {
+                    prop_assert_eq!(got, want, "{}", text);
+                }
+                // (A failed batch poisons: the ids it left are never read again.)
+                if want.is_ok() {
+                    prop_assert_eq!(&streamed.ids, &tree.ids);
+                    prop_assert_eq!(&checked.ids, &tree.ids);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_generators_reach_every_outcome() {
+        // Guards the property above against generators that never decode (or never fail).
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let (mut ok, mut json, mut grammar) = (0, 0, 0);
+        for _ in 0..2000 {
+            let text = batch().new_tree(&mut runner).unwrap().current();
+            match Decoder::new()
+                .decode_str(&text)
+                .map_err(|e| e.kind().category())
+            {
+                Ok(ops) if !ops.is_empty() => ok += 1,
+                Err(crate::Category::Parse) => grammar += 1,
+                _ => {}
+            }
+            if let Err(e) = Decoder::new().decode_str(&text) {
+                if matches!(e.kind(), ErrorKind::Json(_)) {
+                    json += 1;
+                }
+            }
+        }
+        assert!(
+            ok > 50 && json > 20 && grammar > 500,
+            "ok {ok} json {json} grammar {grammar}"
+        );
+    }
+
+    #[test]
+    fn a_path_is_read_segment_by_segment() {
+        let mut dec = Decoder::new();
+        let long = format!(
+            r#"[["d",[{}]]]"#,
+            vec!["0"; MAX_PATH_SEGMENTS + 1].join(",")
+        );
+        assert_eq!(
+            dec.decode_str(&long).unwrap_err().to_string(),
+            "op 0: invalid path: 129 segments; a path has at most 128"
+        );
+        // The count wins over a bad segment, as on the tree; then the first bad segment.
+        let both = format!(
+            r#"[["d",[true,{}]]]"#,
+            vec!["0"; MAX_PATH_SEGMENTS].join(",")
+        );
+        assert!(Decoder::new()
+            .decode_str(&both)
+            .unwrap_err()
+            .to_string()
+            .ends_with("129 segments; a path has at most 128"));
+        assert_eq!(
+            Decoder::new()
+                .decode_str(r#"[["d",["a",{"x":1},"__proto__"]]]"#)
+                .unwrap_err()
+                .to_string(),
+            "op 0: invalid path: segment 1 is an object; segments are strings or non-negative integers"
+        );
+        // A later grammar error wins over an earlier unknown id; invalid JSON over both.
+        let err = Decoder::new()
+            .decode_str(r#"[["d",5],["zz"]]"#)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"op 1: unknown verb "zz" (expected one of r, s, d, a, t, p)"#
+        );
+        let err = Decoder::new().decode_str(r#"[["d",5],["zz"]"#).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Json(_)), "{err}");
+        // Paths written out again right after themselves share their segments.
+        let ops = Decoder::new()
+            .decode_str(r#"[["d",["k"]],["d",["k"]]]"#)
+            .unwrap();
+        assert!(ops[0].path().unwrap().shares_with(ops[1].path().unwrap()));
+    }
+}

@@ -35,8 +35,8 @@ use crate::wire::{table, MAX_IDS, MAX_ID_PATH_UNITS};
 #[derive(Debug, Default)]
 pub struct Decoder {
     /// Paths by id (`None`: not defined). Ids are below `MAX_IDS`, so a vector.
-    ids: Vec<Option<Path>>,
-    poisoned: bool,
+    pub(super) ids: Vec<Option<Path>>,
+    pub(super) poisoned: bool,
 }
 
 impl Decoder {
