@@ -172,7 +172,11 @@ export interface FollowErrorInfo {
    * error. Otherwise following goes on.
    */
   stopped: boolean;
-  /** Whether it starts over from the latest base batch (else it resumes from its offset). */
+  /**
+   * Whether it drops the value it holds and starts over from the latest base batch (a 404,
+   * a 410, a batch that does not decode or apply, after a first start); else it resumes from
+   * its offset, or tries its first start again.
+   */
   restart: boolean;
 }
 

@@ -914,9 +914,11 @@ function streamUrl(url) {
   return parsed.href;
 }
 
-/** The message of anything thrown. */
+/** The message of anything thrown, with its cause's (Node's `fetch failed` says why there). */
 function message(error) {
-  return String(error?.message ?? error);
+  const text = String(error?.message ?? error);
+  const cause = error?.cause?.message;
+  return cause ? `${text} (${cause})` : text;
 }
 
 function withQuery(url, params) {
@@ -1266,8 +1268,10 @@ export function follow(url, options = {}) {
           emit('live', { live: false });
           throw error;
         }
+        // Starting over means dropping a value already held; before the first start it is a retry.
+        const restart = restarts(error) && stats.starts > 0;
         if (restarts(error)) follower.offset = null;
-        report(error, { source: 'stream', stopped: false, restart: follower.offset === null });
+        report(error, { source: 'stream', stopped: false, restart });
       }
       if (controller.signal.aborted) break;
       stats.breaks += 1;

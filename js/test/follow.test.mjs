@@ -131,7 +131,13 @@ test('follow starts over from the latest base on 410 and on a batch that does no
   const server = new FakeServer();
   server.append([['r', { n: 0 }]]);
   const replica = new Replica();
-  const f = follow('http://fake/streams/lanes/main', options(server, replica));
+  const restarts = [];
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, replica),
+    onError: (error, info) => {
+      if (info.restart) restarts.push(error.message);
+    },
+  });
   await until('the base', () => replica.value?.n === 0);
   // Retention drops everything before a new base; the replica's offset is gone.
   server.cutAll();
@@ -147,6 +153,9 @@ test('follow starts over from the latest base on 410 and on a batch that does no
   f.stop();
   await f.done;
   assert.match(f.stats.lastBreak, /path id 7/);
+  assert.equal(restarts.length, 2, JSON.stringify(restarts));
+  assert.match(restarts[0], /answered 410/);
+  assert.match(restarts[1], /path id 7/);
 });
 
 test('follow throws at once on a URL it can never fetch', () => {
@@ -253,7 +262,7 @@ test('retried errors go to onError, and to console.warn once each without it', a
   await until('the base', () => f.replica.value?.n === 0);
   f.stop();
   await f.done;
-  assert.deepEqual(errors, Array(3).fill({ message: 'fetch failed', source: 'stream', stopped: false, restart: true }));
+  assert.deepEqual(errors, Array(3).fill({ message: 'fetch failed', source: 'stream', stopped: false, restart: false }));
 
   down = 3;
   const printed = [];
@@ -269,7 +278,7 @@ test('retried errors go to onError, and to console.warn once each without it', a
     console.warn = saved;
   }
   assert.equal(printed.length, 1, JSON.stringify(printed));
-  assert.match(printed[0], /http:\/\/fake\/streams\/lanes\/main: fetch failed; starting over from the latest base \(pass onError/);
+  assert.match(printed[0], /http:\/\/fake\/streams\/lanes\/main: fetch failed; retrying \(pass onError/);
 });
 
 test('an answer no retry changes stops the follower: done rejects, onError is told', async () => {
