@@ -7,8 +7,9 @@
 //! messages ending in NUL on file descriptors 3 and 4), which needs no WebSocket client and
 //! no port. Set `CHORD_E2E_SCREENSHOT=/path/shot.png` to keep a screenshot of the page.
 //!
-//! A second test pastes the browser quickstart of `js/README.md` into a page served beside the
-//! lane's stream and checks that it shows the producer's state.
+//! Another test pastes the browser quickstart of `js/README.md` into a page served beside the
+//! lane's stream and checks that it shows the producer's state; two more check the demo's
+//! flags and that its temporary log is removed.
 
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
@@ -21,7 +22,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_lane::server::{lane, LaneServer};
-use agent_lane::{run_agent, LogFile, Output, Stream};
+use agent_lane::{run_agent, Args, LogFile, Output, Stream};
 use chord::store::{recover, ReadOptions, Store, BASE};
 use chord::streams::Streams;
 use serde_json::{json, Value};
@@ -196,6 +197,74 @@ fn the_page_follows_the_lane_and_resumes_after_cuts_without_a_base_batch() {
 
     browser.close();
     runtime.block_on(server.stop()).unwrap();
+}
+
+/// The demo's flags: `--help` lists every one, an unknown one is an error with the usage.
+#[test]
+fn the_demo_lists_its_flags_and_refuses_unknown_ones() {
+    let parse = |args: &[&str]| Args::parse(args.iter().map(|a| a.to_string()));
+    let (help, code) = parse(&["--help"]).unwrap_err();
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    for flag in [
+        "--quiet",
+        "--wire",
+        "--log PATH",
+        "--serve",
+        "--port N",
+        "--help",
+    ] {
+        assert!(help.contains(flag), "--help does not list {flag}:\n{help}");
+    }
+    let (wrong, code) = parse(&["--verbose"]).unwrap_err();
+    assert_eq!(code, std::process::ExitCode::from(2));
+    assert!(
+        wrong.starts_with("agent_lane: unknown argument `--verbose`\n") && wrong.ends_with(&help),
+        "{wrong}"
+    );
+    let (wrong, _) = parse(&["--port", "http"]).unwrap_err();
+    assert!(
+        wrong.starts_with("agent_lane: --port http: invalid digit"),
+        "{wrong}"
+    );
+    let (wrong, _) = parse(&["--log"]).unwrap_err();
+    assert!(
+        wrong.starts_with("agent_lane: --log needs a path"),
+        "{wrong}"
+    );
+
+    let args = parse(&["--log", "lane.jsonl", "--wire", "--serve", "--port", "8080"]).unwrap();
+    assert_eq!(args.output, Output::Wire);
+    assert_eq!(
+        args.log.as_deref(),
+        Some(std::path::Path::new("lane.jsonl"))
+    );
+    assert!(args.serve);
+    assert_eq!(args.port, Some(8080));
+    let args = parse(&[]).unwrap();
+    assert_eq!(args.output, Output::Readable);
+    assert!(args.log.is_none() && !args.serve && args.port.is_none());
+}
+
+/// A temporary log is gone once its `LogFile` is dropped; a named one stays.
+#[test]
+fn the_demo_removes_its_temporary_log() {
+    let temporary = LogFile::new(None).unwrap();
+    let path = temporary.path().to_path_buf();
+    let mut s = Stream::new(Output::Quiet, temporary).unwrap();
+    run_agent(&mut s).unwrap();
+    assert!(path.exists());
+    drop(s);
+    assert!(!path.exists(), "{} is left behind", path.display());
+
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("lane.jsonl");
+    let mut s = Stream::new(Output::Quiet, LogFile::new(Some(named.clone())).unwrap()).unwrap();
+    run_agent(&mut s).unwrap();
+    drop(s);
+    assert!(
+        std::fs::metadata(&named).unwrap().len() > 0,
+        "the named log is kept"
+    );
 }
 
 /// The ```html blocks of `markdown`.
