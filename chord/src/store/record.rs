@@ -47,6 +47,9 @@
 //! (or `prev = 0` when the page starts the list) and the one just after it (or `last` when
 //! the page ends it). A record that is missing, the newest one included, or out of place is
 //! [`Error::CorruptRecord`], naming the address and the seq.
+//!
+//! This module is private: the public docs of `JsonlStore` and `SqliteStore` restate these
+//! texts for users, and change with them.
 
 use std::fmt::Write as _;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
