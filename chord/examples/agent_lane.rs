@@ -111,7 +111,8 @@ usage: agent_lane [--quiet | --wire] [--log PATH] [--serve] [--port N]
                file, removed at exit)
   --serve      keep serving the lane on 127.0.0.1, the agent starting over every few
                seconds; prints the page's and the stream's URL (needs --features live)
-  --port N     the port to serve on (default: $CHORD_PORT, else a free one)
+  --port N     the port to serve on (default: $CHORD_PORT, else a free one; needs
+               --features live)
   -h, --help   print this";
 
 /// What each flush prints.
@@ -169,10 +170,10 @@ impl Args {
                 other => return Err(wrong(format!("unknown argument `{other}`"))),
             }
         }
-        if parsed.serve && !cfg!(feature = "live") {
+        if (parsed.serve || parsed.port.is_some()) && !cfg!(feature = "live") {
             return Err(wrong(
-                "--serve needs the `live` feature: cargo run --release --features live \
-                 --example agent_lane -- --serve"
+                "--serve and --port need the `live` feature: cargo run --release --features \
+                 live --example agent_lane -- --serve"
                     .into(),
             ));
         }
