@@ -52,6 +52,17 @@ pub(crate) fn wire_batch_from_value(value: Value) -> Result<Vec<WireOp>> {
     each(value, wire_op)
 }
 
+/// Like `wire_batch_from_value` on the parsed text, with the same outcome, parsed straight
+/// into wire ops (see `wire::de`): no JSON tree of the batch is built.
+pub(crate) fn wire_batch_from_str(json: &str) -> Result<Vec<WireOp>> {
+    let mut ops = Vec::new();
+    crate::wire::de::parse(json, crate::wire::de::Mode::Decode, &mut |_, op| {
+        ops.push(op);
+        Ok(())
+    })?;
+    Ok(ops)
+}
+
 fn each<T>(value: Value, f: fn(Value) -> Result<T>) -> Result<Vec<T>> {
     let Value::Array(items) = value else {
         return Err(ErrorKind::NotABatch.into());

@@ -127,16 +127,18 @@ fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
         return invalid("a batch must be a JSON array".into());
     }
     // Exactly what recovery does (`Decoder::decode_str`): serde_json's parser, with its
-    // nesting limit, into a `Value`.
-    let value: Value = match serde_json::from_str(batch) {
-        Ok(v) => v,
-        Err(e) => return invalid(format!("invalid JSON: {e}")),
-    };
+    // nesting limit, straight into wire ops (no JSON tree of the batch).
     let unrecoverable = |source: crate::Error| Error::Unrecoverable {
         address: address.clone(),
         source,
     };
-    let ops = crate::validate::wire_batch_from_value(value).map_err(unrecoverable)?;
+    let ops = match crate::validate::wire_batch_from_str(batch) {
+        Ok(ops) => ops,
+        Err(e) => match e.kind() {
+            ErrorKind::Json(e) => return invalid(format!("invalid JSON: {e}")),
+            _ => return Err(unrecoverable(e)),
+        },
+    };
     if tag == Some(BASE) && !WireOp::is_base(&ops) {
         return invalid(format!(
             "a record tagged {BASE:?} must start with an `r` op: recovery starts there with no \

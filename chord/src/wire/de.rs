@@ -771,6 +771,15 @@ mod tests {
                 if let (Ok(got), Ok(want)) = (&got, &want) {
                     prop_assert_eq!(got, want, "{}", text);
                 }
+                // The wire grammar alone (what a store's check reads), without the decoder.
+                let tree_wire = serde_json::from_str::<Value>(text)
+                    .map_err(Error::from)
+                    .and_then(validate::wire_batch_from_value);
+                let wire = validate::wire_batch_from_str(text);
+                prop_assert_eq!(outcome(&wire), outcome(&tree_wire), "{}", text);
+                if let (Ok(wire), Ok(tree_wire)) = (&wire, &tree_wire) {
+                    prop_assert_eq!(wire, tree_wire, "{}", text);
+                }
                 // (A failed batch poisons: the ids it left are never read again.)
                 if want.is_ok() {
                     prop_assert_eq!(&streamed.ids, &tree.ids);
