@@ -1165,13 +1165,14 @@ export function follow(url, options = {}) {
     const key = message(error);
     if (seen.has(key)) return;
     seen.add(key);
+    const what = key.includes(href) ? key : `${href}: ${key}`;
     if (info.source === 'onChange') {
       console.error(`chord-replica: onChange threw; the batch applied, following ${href} goes on:`, error);
     } else if (!info.stopped) {
       const next = info.restart ? 'starting over from the latest base' : 'retrying';
-      console.warn(`chord-replica: ${href}: ${key}; ${next} (pass onError to follow() to handle errors)`);
+      console.warn(`chord-replica: ${what}; ${next} (pass onError to follow() to handle errors)`);
     } else {
-      console.error(`chord-replica: ${href}: ${key}; stopped (no retry can succeed)`);
+      console.error(`chord-replica: ${what}; stopped (no retry can succeed)`);
     }
   };
   const emit = (type, detail) => {

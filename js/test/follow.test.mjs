@@ -308,4 +308,5 @@ test('an answer no retry changes stops the follower: done rejects, onError is to
   }
   assert.equal(printed.length, 1);
   assert.match(printed[0], /stopped \(no retry can succeed\)/);
+  assert.equal(printed[0].split('http://fake/').length, 2, `the URL once: ${printed[0]}`);
 });
