@@ -634,7 +634,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `live` | `streams` + `replica` | |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
-//! serde, serde_json, crc32c, hashbrown, foldhash, itoa and percent-encoding.
+//! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa and percent-encoding.
 //!
 //! # Map of the crate
 //!
