@@ -114,7 +114,10 @@ fn bench_case(g: &mut BenchmarkGroup<'_, WallTime>, case: &Case) {
 fn main() {
     let cases = cases();
     let filters = filters();
+    // `cargo bench` passes `--bench` (`cargo test` does not); with `-- --test` criterion runs
+    // each case once and keeps no estimates, so there is no summary to print.
     let bench_mode = std::env::args().any(|a| a == "--bench");
+    let measured = bench_mode && !std::env::args().any(|a| a == "--test");
     if bench_mode {
         print_sizes(&cases, &filters);
     }
@@ -144,7 +147,7 @@ fn main() {
         g.finish();
     }
     c.final_summary();
-    if bench_mode {
+    if measured {
         summary(&cases, &filters);
     }
 }
