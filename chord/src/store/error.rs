@@ -13,6 +13,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Each variant names what failed and where: the file, the line, the address, the seq. An
 /// underlying error (I/O, SQLite, the applier, serde) is its [`source`](std::error::Error::source),
 /// not repeated in the message, so a report that walks the chain prints each cause once.
+/// Each message is written beside its variant (`thiserror` derives `Display` and `source`).
 ///
 /// ```
 /// use std::io::Write;
