@@ -1,10 +1,10 @@
 //! The benchmark workloads of `testdata/bench/README.md` (W1–W7, W4r, W4L, W5big,
 //! W6big): their inputs and chord's side of each, with the floor of W1 and W5. Shared by
 //! `tests/workload_sizes.rs` (chord's structural targets), `tests/memory.rs` (heap cost) and
-//! the benchmark member `chord-bench` (`benches/` at the repository's root), whose `alternatives` module writes the
-//! same workloads for muon and json-patch on these inputs and helpers, so every library does
-//! exactly the same work. It names neither muon nor json-patch, so the tests of `chord-delta`
-//! build without them.
+//! the benchmark member `chord-bench` (`benches/` at the repository's root), whose
+//! `alternatives` module writes the same workloads for muon and json-patch on these inputs
+//! and helpers, so every library does exactly the same work. It names neither muon nor
+//! json-patch, so the tests of `chord-delta` build without them.
 //!
 //! One *step* is what a producer does per update: mutate, flush, encode, serialize to the
 //! wire text. Building the initial state and draining its first base batch is not a step.
