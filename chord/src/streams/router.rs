@@ -994,4 +994,56 @@ mod tests {
         assert_eq!(fork_source("/v1/stream/new", &here, "/streams/a/b/c"), None);
         assert_eq!(fork_source("/v1/stream/new", &here, "/elsewhere/a"), None);
     }
+
+    /// A status and body from `app`.
+    async fn call(app: &Router, method: Method, uri: &str, fork: Option<&str>) -> (u16, String) {
+        use http_body_util::BodyExt;
+        let mut request = axum::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::CONTENT_TYPE, "text/plain");
+        if let Some(from) = fork {
+            request = request.header("stream-forked-from", from);
+        }
+        let request = request.body(Body::from("x")).unwrap();
+        let response = tower_service::Service::call(&mut app.clone(), request)
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_plus_in_a_name_is_a_plus_in_the_path_and_in_a_fork_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            crate::store::JsonlStore::open(dir.path().join("log.jsonl"), Default::default())
+                .unwrap();
+        let app = Streams::new(&Log::new(store))
+            .backend(super::super::Memory::new())
+            .writes(|_| true)
+            .router();
+        let source = stream_path(&Address::new("ns", "a+b"));
+        assert_eq!(source, "/streams/ns/a%2Bb");
+        assert_eq!(call(&app, Method::PUT, &source, None).await.0, 201);
+        // The literal `+` in the request path names the same stream as `%2B`.
+        assert_eq!(
+            call(&app, Method::GET, "/streams/ns/a+b", None).await,
+            (200, "x".into())
+        );
+        for from in ["/streams/ns/a+b", "/streams/ns/a%2Bb", "/streams/ns/fork-0"] {
+            let at = format!("/streams/ns/fork-{}", from.len());
+            let (status, _) = call(&app, Method::PUT, &at, Some(from)).await;
+            let expected = if from.ends_with("fork-0") { 404 } else { 201 };
+            assert_eq!(status, expected, "forked from {from}");
+        }
+        for bad in ["/streams/ns/a%2", "/streams/ns/%FF", "/streams/ns/a%zzb"] {
+            assert_eq!(
+                call(&app, Method::PUT, "/streams/ns/bad", Some(bad)).await,
+                (400, "malformed Stream-Forked-From\n".into()),
+                "forked from {bad}"
+            );
+        }
+    }
 }
