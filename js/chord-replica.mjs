@@ -317,6 +317,57 @@ function eachOp(batch, check) {
 
 // ---- the decoder (chord/src/wire/decoder.rs) ----
 
+/**
+ * The most arrays and objects a wire batch may nest, the batch's own array and each op's
+ * tuple included: the recursion limit of serde_json, which chord's decoder parses with, so
+ * a batch nested this deep fails to decode in both replicas.
+ */
+export const MAX_WIRE_NESTING = 128;
+
+/**
+ * Refuses what `JSON.parse` accepts but chord's decoder (serde_json) does not, so that both
+ * replicas fail the same batch at the same stage: strings and keys with a lone surrogate
+ * (`"\ud800"`), numbers out of range (`1e400` parses to `Infinity`), and nesting of
+ * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, iterative (a hostile
+ * batch cannot overflow the stack), holding one stack entry per container not yet visited.
+ */
+function checkWireJson(batch) {
+  if (typeof batch !== 'object' || batch === null) return checkScalar(batch);
+  const nodes = [batch];
+  const depths = [1];
+  while (nodes.length > 0) {
+    const node = nodes.pop();
+    const depth = depths.pop();
+    if (depth >= MAX_WIRE_NESTING) {
+      throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
+    }
+    const array = Array.isArray(node);
+    const keys = array ? null : Object.keys(node);
+    const n = array ? node.length : keys.length;
+    for (let i = 0; i < n; i++) {
+      let v;
+      if (array) {
+        v = node[i];
+      } else {
+        const key = keys[i];
+        if (!key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
+        v = node[key];
+      }
+      if (typeof v === 'object' && v !== null) {
+        nodes.push(v);
+        depths.push(depth + 1);
+      } else {
+        checkScalar(v);
+      }
+    }
+  }
+}
+
+function checkScalar(v) {
+  if (typeof v === 'string' && !v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
+  if (typeof v === 'number' && !Number.isFinite(v)) throw fail('Json', { reason: `number out of range (${v})` });
+}
+
 /** A checked wire path as decoded ops hold it: copied once, frozen, then shared by every use. */
 const shared = (path) => Object.freeze(path.slice());
 
@@ -347,6 +398,7 @@ export function createDecoder() {
   let poisoned = false;
 
   function decodeBatch(batch) {
+    checkWireJson(batch);
     eachOp(batch, checkWireOp);
     const out = [];
     let previous = null;
@@ -699,8 +751,9 @@ function restoreOrder(obj, order) {
  *
  * `target` is `undefined` when the stream has no value yet (only an `r` can give it one);
  * `null` is a real JSON null. The target is changed in place where possible; an `r` replaces
- * it, which is why the result is returned. Every op is checked with {@link checkOp} before
- * anything changes. Values are copied in (the ops are never retained or modified) and a
+ * it, which is why the result is returned. Each op is checked with {@link checkOp} just before
+ * it applies, as chord does (checking a path costs what walking it is charged), and a batch
+ * with an invalid op is rolled back whole like any other failure. Values are copied in (the ops are never retained or modified) and a
  * `"__proto__"` key inside a value stays an own key. Walks use own properties only and writes
  * use `Object.defineProperty`, so no op reaches a prototype.
  *
@@ -728,14 +781,17 @@ function restoreOrder(obj, order) {
  */
 export function apply(target, ops, limits) {
   const batch = new Batch({ ...DEFAULT_LIMITS, ...limits });
-  eachOp(ops, checkOp);
+  if (!Array.isArray(ops)) throw fail('NotABatch');
   let root = target;
   for (let i = 0; i < ops.length; i++) {
     try {
-      root = step(root, ops[i], batch);
+      // Each op is checked just before it applies, so checking its path costs no more than
+      // walking it, which the work budget charges: a batch refused early is refused cheaply.
+      root = step(root, checkOp(ops[i]), batch);
     } catch (e) {
       batch.rollback();
-      throw at(e, i, ops[i][0] === 'r' ? undefined : ops[i][1]);
+      const op = ops[i];
+      throw at(e, i, validOp(op) && op[0] !== 'r' ? op[1] : undefined);
     }
   }
   return root;

@@ -331,6 +331,92 @@ fn edge_streams() -> Vec<(&'static str, Vec<String>)> {
             format!(r##"[["s",["a","b"],{}]]"##, nest(119)),
         ],
     ));
+    out.extend(decode_refusals());
+    out
+}
+
+/// The smallest nesting of arrays, counted over the whole batch text (the batch's own array
+/// and the op's tuple included), that chord's decoder refuses, found by trying: the JSON
+/// parser's recursion limit, whatever it is, is what the JavaScript replica must match.
+fn refused_nesting() -> usize {
+    let refused = |total: usize| {
+        let line = format!(
+            r##"[["r",{}0{}]]"##,
+            "[".repeat(total - 2),
+            "]".repeat(total - 2)
+        );
+        Decoder::new().decode_str(&line).is_err()
+    };
+    let total = (3..1000)
+        .find(|&total| refused(total))
+        .expect("some nesting is refused");
+    assert!(
+        (3..total).all(|t| !refused(t)),
+        "every shallower batch decodes"
+    );
+    total
+}
+
+/// Streams that JSON.parse reads but chord's decoder refuses, each followed by batches that
+/// must then meet a poisoned decoder: lone surrogates, numbers out of range, and nesting
+/// at, just under and just over the parser's recursion limit, in each place a value sits.
+fn decode_refusals() -> Vec<(&'static str, Vec<String>)> {
+    let limit = refused_nesting();
+    let arrays = |n: usize| format!("{}0{}", "[".repeat(n), "]".repeat(n));
+    let objects = |n: usize| format!("{}0{}", r#"{"k":"#.repeat(n), "}".repeat(n));
+    let then = |first: &str| {
+        vec![
+            r##"[["r",{"a":1,"xs":[]}]]"##.to_owned(),
+            first.to_owned(),
+            r##"[["s",["a"],2]]"##.to_owned(),
+            r##"[["r",3]]"##.to_owned(),
+        ]
+    };
+    let mut out: Vec<(&'static str, Vec<String>)> = vec![
+        ("lone-high", then(r##"[["s",["a"],"\ud800"]]"##)),
+        ("lone-low", then(r##"[["s",["a"],"x\udc00y"]]"##)),
+        (
+            "high-then-not-low",
+            then(r##"[["s",["a"],"\ud800\u0041"]]"##),
+        ),
+        ("lone-in-key", then(r##"[["s",["a"],{"\udbff":1}]]"##)),
+        ("lone-in-path", then(r##"[["s",["\ud800"],1]]"##)),
+        ("lone-in-append", then(r##"[["a",["a"],"\ud800"]]"##)),
+        (
+            "lone-in-base",
+            vec![
+                "[]".to_owned(),
+                r##"[["r",["\ud800"]]]"##.to_owned(),
+                "[]".to_owned(),
+                r##"[["r",3]]"##.to_owned(),
+            ],
+        ),
+        (
+            "pair-escaped",
+            then(r##"[["s",["a"],"\ud83d\ude00\u00e9"]]"##),
+        ),
+        ("number-too-large", then(r##"[["s",["a"],1e400]]"##)),
+        ("number-too-small", then(r##"[["p",["xs"],0,0,[-1e309]]]"##)),
+        ("number-underflow", then(r##"[["s",["a"],1e-400]]"##)),
+        ("number-count", then(r##"[["t",["a"],1e400]]"##)),
+    ];
+    let nesting: [(&'static str, &'static str, usize); 6] = [
+        ("nest-r-under", "r", limit - 1),
+        ("nest-r-at", "r", limit),
+        ("nest-s-under", "s", limit - 1),
+        ("nest-s-at", "s", limit),
+        ("nest-p-under", "p", limit - 1),
+        ("nest-p-over", "p", limit + 1),
+    ];
+    for (name, verb, total) in nesting {
+        // The batch's array and the op's tuple are two levels; `p`'s items array a third.
+        let line = match verb {
+            "r" => format!(r##"[["r",{}]]"##, arrays(total - 2)),
+            "s" => format!(r##"[["s",["a"],{}]]"##, objects(total - 2)),
+            _ => format!(r##"[["p",["xs"],0,0,[{}]]]"##, arrays(total - 3)),
+        };
+        out.push((name, then(&line)));
+    }
     out
 }
 
@@ -495,6 +581,40 @@ fn javascript_replica_agrees_with_chord() {
         "LimitExceeded",
     ] {
         assert!(edge_errors.contains(&kind), "no edge case produced {kind}");
+    }
+    // Each refusal is chord's decoder refusing the batch (a JSON error), which poisons it;
+    // the shallower, paired and underflowing neighbours decode and apply.
+    for (stream, outcomes) in expected.iter().filter(|(k, _)| {
+        [
+            "edge-lone-",
+            "edge-high-",
+            "edge-number-too-",
+            "edge-number-count",
+            "-at.",
+            "-over.",
+        ]
+        .iter()
+        .any(|p| k.contains(p))
+    }) {
+        assert_eq!(outcomes[1], json!({"err": "Json"}), "{stream}");
+        assert_eq!(outcomes[2], json!({"err": "DecoderPoisoned"}), "{stream}");
+    }
+    for stream in [
+        "edge-pair-escaped.jsonl",
+        "edge-number-underflow.jsonl",
+        "edge-nest-r-under.jsonl",
+        "edge-nest-s-under.jsonl",
+        "edge-nest-p-under.jsonl",
+    ] {
+        let outcomes = &expected[stream];
+        assert!(
+            outcomes[1].get("err").is_none_or(|e| e == "LimitExceeded"),
+            "{stream}: {outcomes:?}"
+        );
+        assert!(
+            outcomes[2].get("ok").is_some(),
+            "{stream}: the decoder is not poisoned"
+        );
     }
     eprintln!(
         "js_replica: {} streams, {batches} batches agree ({} edge errors)",
