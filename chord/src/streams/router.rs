@@ -1015,6 +1015,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_memory_stream_is_read_over_the_same_sse_body_as_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            crate::store::JsonlStore::open(dir.path().join("log.jsonl"), Default::default())
+                .unwrap();
+        let app = Streams::new(&Log::new(store))
+            .backend(super::super::Memory::new())
+            .writes(|_| true)
+            .keep_alive(Duration::from_millis(40))
+            .sse_lifetime(Duration::from_millis(300))
+            .router();
+        assert_eq!(call(&app, Method::PUT, "/streams/ns/s", None).await.0, 201);
+        let (status, body) =
+            call(&app, Method::GET, "/streams/ns/s?offset=-1&live=sse", None).await;
+        assert_eq!(status, 200);
+        let data = "event: data\ndata:x\n\n";
+        assert!(body.starts_with(data), "{body}");
+        let control = body[data.len()..].split("\n\n").next().unwrap();
+        assert!(
+            control.starts_with("event: control\ndata:{\"streamNextOffset\":\"0000000000000001\""),
+            "{body}"
+        );
+        let keep_alives = body.matches(": keep-alive\n\n").count();
+        assert!(
+            (2..=8).contains(&keep_alives),
+            "{keep_alives} keep-alives in {body:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_plus_in_a_name_is_a_plus_in_the_path_and_in_a_fork_source() {
         let dir = tempfile::tempdir().unwrap();
         let store =
