@@ -128,6 +128,9 @@ struct Case {
 /// Largest peak of [`Decoder::check_str`] on any case, as a multiple of the batch's bytes.
 const CHECK: f64 = 0.01;
 
+/// The largest decode and store-check peaks of a case.
+type Bounds = (f64, f64);
+
 fn cases() -> Vec<Case> {
     let mut cases = vec![Case {
         name: "r {\"a\":1}".into(),
@@ -136,7 +139,7 @@ fn cases() -> Vec<Case> {
         store: 40.0,
     }];
     // (verb, what follows the path, [(decode, store)] for full paths, ids, short forms)
-    let verbs: [(&str, &str, [(f64, f64); 3]); 5] = [
+    let verbs: [(&str, &str, [Bounds; 3]); 5] = [
         ("s", ",1", [(7.5, 14.0), (10.5, 11.5), (13.0, 14.5)]),
         ("d", "", [(9.0, 24.0), (13.0, 14.5), (17.5, 19.5)]),
         ("a", r#","x""#, [(6.5, 12.5), (9.0, 10.0), (10.5, 11.5)]),

@@ -23,7 +23,7 @@ use std::marker::PhantomData;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::path::{Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
 use crate::validate;
 use crate::wire::op::WireOp;
@@ -158,8 +158,28 @@ impl<'de> Visitor<'de> for BatchVisitor<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<(), A::Error> {
-        Skip.visit_map(map)?;
-        self.0.grammar = Some(ErrorKind::NotABatch.into());
+        let state = self.0;
+        let Some(Value::Array(items)) = object(map)? else {
+            state.grammar = Some(ErrorKind::NotABatch.into());
+            return Ok(());
+        };
+        // Already a tree: the tree's grammar on every op first, then the sink, as for text.
+        let mut ops = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            match validate::wire_op(item) {
+                Ok(op) => ops.push(op),
+                Err(e) => {
+                    state.grammar = Some(e.at_op(i));
+                    return Ok(());
+                }
+            }
+        }
+        for (i, op) in ops.into_iter().enumerate() {
+            if let Err(e) = (state.sink)(i, op) {
+                state.sink_failed = Some(e);
+                break;
+            }
+        }
         Ok(())
     }
 
@@ -236,8 +256,15 @@ impl<'de> Visitor<'de> for TupleSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Tuple, A::Error> {
-        Skip.visit_map(map)?;
-        Ok(Err(ErrorKind::NotATuple.into()))
+        let Some(Value::Array(items)) = object(map)? else {
+            return Ok(Err(ErrorKind::NotATuple.into()));
+        };
+        let mut items = items.into_iter();
+        let Some(Value::String(verb)) = items.next() else {
+            return Ok(Err(ErrorKind::MissingVerb.into()));
+        };
+        let n = items.len();
+        Ok(Ok((verb, items.take(4).map(Elem::Val).collect(), n)))
     }
 
     fn visit_bool<E>(self, _: bool) -> std::result::Result<Tuple, E> {
@@ -287,7 +314,10 @@ impl<'de> Visitor<'de> for VerbSeed {
         Skip.visit_seq(seq).map(|_| None)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Self::Value, A::Error> {
-        Skip.visit_map(map).map(|_| None)
+        Ok(match object(map)? {
+            Some(Value::String(verb)) => Some(verb),
+            _ => None,
+        })
     }
     fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
         Ok(None)
@@ -350,14 +380,78 @@ impl<'de> Visitor<'de> for Skip {
         while seq.next_element_seed(Skip)?.is_some() {}
         Ok("an array")
     }
-    fn visit_map<A: MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> std::result::Result<Self::Value, A::Error> {
-        while map.next_key_seed(Skip)?.is_some() {
-            map.next_value_seed(Skip)?;
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Self::Value, A::Error> {
+        Ok(object(map)?.map_or("an object", |v| json_type(&v)))
+    }
+}
+
+/// The key by which serde_json's `Value` recognizes its private `RawValue`: an object whose
+/// first key is this is read as the JSON text its string value holds (or is an error).
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Reads an object as a `Value` would, building nothing: `None` for an ordinary object, read
+/// to its end; for one whose first key is [`RAW_VALUE_TOKEN`], the `Value` its string holds,
+/// with the errors serde_json gives (the rest of such an object is left unread, as there).
+fn object<'de, A: MapAccess<'de>>(mut map: A) -> std::result::Result<Option<Value>, A::Error> {
+    match map.next_key_seed(KeySeed)? {
+        None => Ok(None),
+        Some(true) => {
+            let text = map.next_value_seed(RawText)?;
+            serde_json::from_str(&text)
+                .map(Some)
+                .map_err(serde::de::Error::custom)
         }
-        Ok("an object")
+        Some(false) => {
+            map.next_value_seed(Skip)?;
+            while map.next_key_seed(Skip)?.is_some() {
+                map.next_value_seed(Skip)?;
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// An object's first key: whether it is [`RAW_VALUE_TOKEN`].
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_str<E>(self, k: &str) -> std::result::Result<bool, E> {
+        Ok(k == RAW_VALUE_TOKEN)
+    }
+}
+
+/// The string value of a [`RAW_VALUE_TOKEN`] object, read as serde_json reads it.
+struct RawText;
+
+impl<'de> DeserializeSeed<'de> for RawText {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<String, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RawText {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("raw value")
+    }
+
+    fn visit_str<E>(self, text: &str) -> std::result::Result<String, E> {
+        Ok(text.to_owned())
     }
 }
 
@@ -399,7 +493,12 @@ impl<'de> Visitor<'de> for RefSeed {
         Ok(Ref::Other("null"))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Ref, A::Error> {
-        Skip.visit_map(map).map(Ref::Other)
+        Ok(match object(map)? {
+            None => Ref::Other("an object"),
+            Some(Value::Number(n)) => Ref::Number(n),
+            Some(v @ Value::Array(_)) => Ref::Path(validate::path(v)),
+            Some(v) => Ref::Other(json_type(&v)),
+        })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Ref, A::Error> {
@@ -509,7 +608,15 @@ impl<'de> Visitor<'de> for SegSeed {
         Skip.visit_seq(seq).map(SegRead::Other)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<SegRead, A::Error> {
-        Skip.visit_map(map).map(SegRead::Other)
+        Ok(match object(map)? {
+            None => SegRead::Other("an object"),
+            Some(Value::String(k)) => SegRead::Seg(Seg::from(k)),
+            Some(Value::Number(n)) => match validate::safe_integer(&n) {
+                Some(i) => SegRead::Seg(Seg::Index(i)),
+                None => SegRead::BadNumber(n),
+            },
+            Some(v) => SegRead::Other(json_type(&v)),
+        })
     }
 }
 
@@ -597,6 +704,52 @@ mod tests {
         r#""__proto__""#,
         r#""constructor""#,
         r#""\ud800""#,
+        r##"{"$serde_json::private::RawValue":"[\"k\"]"}"##,
+        r##"{"$serde_json::private::RawValue":"\"r\""}"##,
+        r##"{"$serde_json::private::RawValue":"{"}"##,
+        r##"{"$serde_json::private::RawValue":5}"##,
+        r##"{"$serde_json::private::RawValue":"[1]","b":2}"##,
+    ];
+
+    /// Objects serde_json's `Value` reads as the JSON text of their string (see
+    /// `RAW_VALUE_TOKEN`), and where they may stand (`Q`).
+    const RAW_VALUES: &[&str] = &[
+        r##"{"$serde_json::private::RawValue":"[\"k\"]"}"##,
+        r##"{"$serde_json::private::RawValue":"\"r\""}"##,
+        r##"{"$serde_json::private::RawValue":"\"__proto__\""}"##,
+        r##"{"$serde_json::private::RawValue":"0"}"##,
+        r##"{"$serde_json::private::RawValue":"1.5"}"##,
+        r##"{"$serde_json::private::RawValue":"{"}"##,
+        r##"{"$serde_json::private::RawValue":"[[\"d\",[\"k\"]]]"}"##,
+        r##"{"$serde_json::private::RawValue":"[\"d\",[\"k\"]]"}"##,
+        r##"{"$serde_json::private::RawValue":"[[\"zz\"]]"}"##,
+        r##"{"$serde_json::private::RawValue":5}"##,
+        r##"{"$serde_json::private::RawValue":"[1]","b":2}"##,
+        r##"{"b":2,"$serde_json::private::RawValue":"[1]"}"##,
+    ];
+    const AT: &[&str] = &[
+        "Q",
+        "[Q]",
+        "[[Q]]",
+        r#"[[Q,["k"],1]]"#,
+        r#"[["d",Q]]"#,
+        r#"[["d",[Q]]]"#,
+        r#"[["d",["k",Q]]]"#,
+        r#"[["s",Q]]"#,
+        r#"[["s",Q,1]]"#,
+        r#"[["s",["k"],Q]]"#,
+        r#"[["r",Q]]"#,
+        r#"[["r",1,Q]]"#,
+        r#"[["zz"],Q]"#,
+        r#"[["d",7],Q]"#,
+        r##"[["#",0,Q]]"##,
+        r##"[["#",Q,["k"]]]"##,
+        r#"[["p",0,0,Q]]"#,
+        r#"[["p",["k"],0,0,Q]]"#,
+        r#"[["p",Q,0,0,[]]]"#,
+        r#"[["a",Q]]"#,
+        r#"[["a",["k"],Q]]"#,
+        r#"[["t",Q]]"#,
     ];
 
     fn element() -> impl Strategy<Value = J> {
@@ -816,6 +969,28 @@ mod tests {
             ok > 50 && json > 20 && grammar > 500,
             "ok {ok} json {json} grammar {grammar}"
         );
+    }
+
+    #[test]
+    fn objects_a_value_reads_as_raw_json_are_read_so_everywhere() {
+        for raw in RAW_VALUES {
+            for at in AT {
+                let text = at.replace('Q', raw);
+                let want = tree_decode(&mut Decoder::new(), &text);
+                let got = Decoder::new().decode_str(&text);
+                assert_eq!(outcome(&got), outcome(&want), "{text}");
+                if let (Ok(got), Ok(want)) = (&got, &want) {
+                    assert_eq!(got, want, "{text}");
+                }
+                let check = Decoder::new().check_str(&text);
+                assert_eq!(outcome(&check), outcome(&want), "{text}");
+                let wire = validate::wire_batch_from_str(&text);
+                let tree_wire = serde_json::from_str::<Value>(&text)
+                    .map_err(Error::from)
+                    .and_then(validate::wire_batch_from_value);
+                assert_eq!(outcome(&wire), outcome(&tree_wire), "{text}");
+            }
+        }
     }
 
     #[test]
