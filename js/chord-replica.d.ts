@@ -31,6 +31,8 @@ export const MAX_PATH_SEGMENTS: 128;
 export const MAX_IDS: 1024;
 /** The most key text (UTF-16 code units over all keys) of a path given an id. */
 export const MAX_ID_PATH_UNITS: 256;
+/** The most arrays and objects a wire batch may nest (batch and op tuple included), as serde_json. */
+export const MAX_WIRE_NESTING: 128;
 /** chord's default `Limits`. */
 export const DEFAULT_LIMITS: Readonly<Limits>;
 
@@ -143,6 +145,8 @@ export interface TransportRequest {
   fetch?: typeof fetch;
   /** Called with the size of every piece of the response body received. */
   onBytes?: (bytes: number) => void;
+  /** The largest line or event data accepted, in bytes (`follow` passes its `maxEvent`). */
+  maxEvent?: number;
 }
 
 /** How events arrive: one connection, yielding chunks until it ends (or throwing why). */
@@ -150,6 +154,45 @@ export type Transport = (request: TransportRequest) => AsyncIterable<Chunk>;
 
 /** The default transport: `fetch` with `live=sse`, parsed by chord. */
 export const sseTransport: Transport;
+
+/** The default largest SSE line or event data accepted: 64 MiB, as chord's replica. */
+export const DEFAULT_MAX_EVENT: number;
+
+/**
+ * An event stream that cannot be read, or a control event that breaks the protocol:
+ * `TooLarge` (over `maxEvent` bytes, `max` says the bound), `NotUtf8`, `Control` (not a JSON
+ * object), `BadOffset` (`streamNextOffset` is not an offset; `follow` starts over from the
+ * latest base). `follow` retries the others from the offset it holds.
+ */
+export class StreamEventError extends Error {
+  constructor(kind: StreamEventError['kind'], message: string, info?: Record<string, unknown>);
+  readonly name: 'StreamEventError';
+  kind: 'TooLarge' | 'NotUtf8' | 'Control' | 'BadOffset';
+  /** The bound, for `TooLarge`. */
+  max?: number;
+}
+
+/** Whether a string can be a Durable Streams offset: visible ASCII without `, & = ? /`. */
+export function validOffset(offset: unknown): offset is string;
+
+/** One event of a `text/event-stream`: its `event:` name (`message` without one) and data. */
+export interface ServerSentEvent {
+  name: string;
+  data: string;
+}
+
+/**
+ * The incremental `text/event-stream` parser `sseTransport` uses: bytes in, complete events
+ * out, each byte examined once or twice, a line or an event's data over `maxEvent` bytes
+ * refused (`StreamEventError` `TooLarge`), as is a line that is not UTF-8 (`NotUtf8`).
+ */
+export class EventParser {
+  constructor(options?: { maxEvent?: number });
+  /** Adds bytes read from the stream; returns the events they complete. */
+  push(bytes: Uint8Array): ServerSentEvent[];
+  /** Bytes the line search has looked at so far. */
+  readonly examined: number;
+}
 
 /** A transport over `@durable-streams/client` (pass the imported module). */
 export function durableStreamsTransport(client: { stream: (options: any) => Promise<any> }): Transport;
@@ -193,6 +236,11 @@ export interface FollowOptions {
   backoffMax?: number;
   /** How events arrive (default `sseTransport`). */
   transport?: Transport;
+  /**
+   * The largest SSE line or event data accepted, in bytes (default `DEFAULT_MAX_EVENT`,
+   * 64 MiB); a larger one breaks the connection with a `StreamEventError` `TooLarge`.
+   */
+  maxEvent?: number;
   /** Called on every connection, batch, start, resume and break. */
   onEvent?: (event: FollowEvent) => void;
   /**

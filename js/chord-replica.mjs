@@ -925,6 +925,7 @@ export class StreamHttpError extends Error {
 /** Whether an error means starting again from the latest base batch. */
 function restarts(error) {
   if (error instanceof ChordError) return true; // the decoder or the value is not to be trusted
+  if (error instanceof StreamEventError) return error.kind === 'BadOffset'; // nor the offset
   const status = error?.status;
   return status === 404 || status === 410;
 }
@@ -998,13 +999,197 @@ export async function baseOffset(url, { fetch: fetchImpl = globalThis.fetch, sig
   return response.headers.get(BASE_OFFSET_HEADER) ?? '-1';
 }
 
+/** The default largest SSE event (and line) accepted, in bytes: 64 MiB, as chord's replica. */
+export const DEFAULT_MAX_EVENT = 64 * 1024 * 1024;
+
 /**
- * The default transport: `fetch` with `live=sse`, parsed here (browsers and Node 18+). Yields
- * each `data` event's messages together with the `streamNextOffset` of the `control` event
- * after it.
+ * A stream of events that cannot be read, or a control event that breaks the protocol.
+ * `kind` says which: `"TooLarge"` (a line or an event's data over `max` bytes), `"NotUtf8"`
+ * (a line that is not UTF-8), `"Control"` (a control event that is not a JSON object) or
+ * `"BadOffset"` (its `streamNextOffset` is not an offset: see {@link validOffset}). `follow`
+ * resumes after the first three, as chord's replica does, and starts over from the latest
+ * base after a `"BadOffset"`, since the position it was given cannot be trusted.
+ */
+export class StreamEventError extends Error {
+  /**
+   * @param {'TooLarge' | 'NotUtf8' | 'Control' | 'BadOffset'} kind
+   * @param {string} message
+   * @param {object} [info] the kind's fields (`max` for `TooLarge`)
+   */
+  constructor(kind, message, info = {}) {
+    super(message);
+    this.name = 'StreamEventError';
+    this.kind = kind;
+    Object.assign(this, info);
+  }
+}
+
+/**
+ * Whether `offset` can be a Durable Streams offset: a non-empty string of visible ASCII
+ * without `,`, `&`, `=`, `?` or `/` (the characters the protocol forbids in an offset). A
+ * space, a control character or a non-string is refused: it could never be sent back.
+ * @param {unknown} offset
+ * @returns {boolean}
+ */
+export function validOffset(offset) {
+  return typeof offset === 'string' && /^[\x21-\x7e]+$/.test(offset) && !/[,&=?/]/.test(offset);
+}
+
+/**
+ * An incremental `text/event-stream` parser, as chord's replica has: bytes in, each complete
+ * event's name and data out. Lines end in CR, LF or CRLF (also split across chunks); `data:`
+ * lines join with `\n`; a blank line ends an event, named by its `event:` field (`message`
+ * without one); a byte-order mark at the start, comments, `id:` and `retry:` are read past.
+ * Unlike a browser it refuses what chord never sends: a line or an event's data over
+ * `maxEvent` bytes (`TooLarge`), a line that is not UTF-8 (`NotUtf8`).
+ *
+ * Cost: each byte is examined once or twice (`examined` counts them), whatever the chunking;
+ * memory is the unfinished line (at most `maxEvent` bytes, kept as views of its chunks) plus
+ * the event's data so far (at most `maxEvent` bytes).
+ */
+export class EventParser {
+  #max;
+  #pieces = [];
+  #pieceBytes = 0;
+  #afterCr = false;
+  #atStart = true;
+  #utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  #name = '';
+  #data = [];
+  #dataBytes = 0;
+  /** Bytes the line search has looked at so far. */
+  examined = 0;
+
+  /** @param {{ maxEvent?: number }} [options] */
+  constructor({ maxEvent = DEFAULT_MAX_EVENT } = {}) {
+    if (!Number.isSafeInteger(maxEvent) || maxEvent < 1) {
+      throw new TypeError(`maxEvent must be a positive integer of bytes, found ${maxEvent}`);
+    }
+    this.#max = maxEvent;
+  }
+
+  #tooLarge() {
+    return new StreamEventError('TooLarge', `an event is larger than ${this.#max} bytes`, { max: this.#max });
+  }
+
+  /**
+   * Adds bytes read from the stream; returns the events they complete, in order.
+   * @param {Uint8Array} bytes
+   * @returns {Array<{ name: string, data: string }>}
+   * @throws {StreamEventError} `TooLarge` or `NotUtf8`; the parser is then unusable
+   */
+  push(bytes) {
+    const events = [];
+    const n = bytes.length;
+    let i = 0;
+    if (this.#afterCr && n > 0) {
+      this.#afterCr = false;
+      this.examined += 1;
+      if (bytes[0] === 10) i = 1;
+    }
+    // The next LF and CR at or after `i`, each searched for again only once passed.
+    let lf = -2;
+    let cr = -2;
+    const search = (byte, from) => {
+      const found = bytes.indexOf(byte, from);
+      this.examined += (found < 0 ? n : found + 1) - from;
+      return found;
+    };
+    while (i < n) {
+      if (lf !== -1 && lf < i) lf = search(10, i);
+      if (cr !== -1 && cr < i) cr = search(13, i);
+      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
+      if (end < 0) {
+        this.#pieces.push(bytes.subarray(i));
+        this.#pieceBytes += n - i;
+        if (this.#pieceBytes > this.#max) throw this.#tooLarge();
+        break;
+      }
+      const length = this.#pieceBytes + end - i;
+      if (length > this.#max) throw this.#tooLarge();
+      let line = bytes.subarray(i, end);
+      if (this.#pieces.length > 0) {
+        const whole = new Uint8Array(length);
+        let at = 0;
+        for (const piece of this.#pieces) {
+          whole.set(piece, at);
+          at += piece.length;
+        }
+        whole.set(line, at);
+        line = whole;
+        this.#pieces = [];
+        this.#pieceBytes = 0;
+      }
+      const event = this.#line(line);
+      if (event !== null) events.push(event);
+      i = end + 1;
+      if (bytes[end] === 13) {
+        if (i === n) this.#afterCr = true;
+        else if (bytes[i] === 10) i += 1;
+      }
+    }
+    return events;
+  }
+
+  /** Takes one line (without its end); returns the event a blank line completes, if any. */
+  #line(bytes) {
+    if (this.#atStart) {
+      this.#atStart = false;
+      if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+    }
+    if (bytes.length === 0) {
+      const dispatch = this.#data.length > 0;
+      const event = dispatch ? { name: this.#name || 'message', data: this.#data.join('\n') } : null;
+      this.#name = '';
+      this.#data = [];
+      this.#dataBytes = 0;
+      return event;
+    }
+    let line;
+    try {
+      line = this.#utf8.decode(bytes);
+    } catch {
+      throw new StreamEventError('NotUtf8', 'an event line is not UTF-8');
+    }
+    if (line.startsWith(':')) return null;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    if (field === 'data') {
+      // `data` and `:` are one byte each, and so is the space a value may start with.
+      const space = line.charCodeAt(colon + 1) === 32 ? 1 : 0;
+      const value = colon < 0 ? '' : line.slice(colon + 1 + space);
+      const valueBytes = colon < 0 ? 0 : bytes.length - colon - 1 - space;
+      this.#dataBytes += valueBytes + (this.#data.length > 0 ? 1 : 0);
+      if (this.#dataBytes > this.#max) throw this.#tooLarge();
+      this.#data.push(value);
+    } else if (field === 'event') {
+      const value = colon < 0 ? '' : line.slice(colon + 1);
+      this.#name = value.startsWith(' ') ? value.slice(1) : value;
+    }
+    return null;
+  }
+}
+
+/**
+ * The default transport: `fetch` with `live=sse`, parsed here by an {@link EventParser}
+ * (browsers and Node 18+). Yields each `data` event's messages together with the
+ * `streamNextOffset` of the `control` event after it.
+ *
+ * `maxEvent` (default {@link DEFAULT_MAX_EVENT}) bounds a line and an event's data in bytes;
+ * a larger one ends the transport with a `StreamEventError` of kind `TooLarge`. A control
+ * event that is not a JSON object is a `Control` error; one whose `streamNextOffset` is not
+ * a valid offset ({@link validOffset}), a `BadOffset` error.
  * @type {Transport}
  */
-export async function* sseTransport({ url, offset, signal, fetch: fetchImpl = globalThis.fetch, onBytes }) {
+export async function* sseTransport({
+  url,
+  offset,
+  signal,
+  fetch: fetchImpl = globalThis.fetch,
+  onBytes,
+  maxEvent = DEFAULT_MAX_EVENT,
+}) {
+  const parser = new EventParser({ maxEvent });
   const response = await fetchImpl(withQuery(url, { offset, live: 'sse' }), {
     headers: { accept: 'text/event-stream' },
     signal,
@@ -1023,52 +1208,40 @@ export async function* sseTransport({ url, offset, signal, fetch: fetchImpl = gl
   // A fetch that does not end its body on abort still stops here.
   const stop = () => reader.cancel().catch(() => {});
   signal?.addEventListener('abort', stop, { once: true });
-  const text = new TextDecoder('utf-8', { fatal: true });
-  let buffer = '';
-  let name = '';
-  let data = null;
   let pending = null;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return;
       onBytes?.(value.byteLength);
-      buffer += text.decode(value, { stream: true });
-      let end;
-      while ((end = buffer.search(/\r\n|\r|\n/)) >= 0) {
-        if (buffer[end] === '\r' && end + 1 === buffer.length) break; // a CR, maybe of a CRLF
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
-        if (line === '') {
-          if (data !== null) {
-            if (name === 'data') {
-              if (pending !== null) throw fail('Json', { reason: 'two data events without a control event' });
-              pending = data;
-            } else if (name === 'control') {
-              const control = JSON.parse(data);
-              let messages = [];
-              if (pending !== null) {
-                try {
-                  messages = JSON.parse(pending);
-                } catch (e) {
-                  throw fail('Json', { reason: e.message });
-                }
-                pending = null;
-              }
-              yield { messages, offset: control.streamNextOffset };
-            }
+      for (const { name, data } of parser.push(value)) {
+        if (name === 'data') {
+          if (pending !== null) throw fail('Json', { reason: 'two data events without a control event' });
+          pending = data;
+        } else if (name === 'control') {
+          let control;
+          try {
+            control = JSON.parse(data);
+          } catch (e) {
+            throw new StreamEventError('Control', `a control event is not JSON: ${e.message}`);
           }
-          name = '';
-          data = null;
-          continue;
+          if (!isObject(control)) throw new StreamEventError('Control', 'a control event is not a JSON object');
+          const next = control.streamNextOffset;
+          if (!validOffset(next)) {
+            const shown = typeof next === 'string' ? JSON.stringify(next.slice(0, 64)) : jsonType(next);
+            throw new StreamEventError('BadOffset', `a control event's streamNextOffset is not an offset: ${shown}`);
+          }
+          let messages = [];
+          if (pending !== null) {
+            try {
+              messages = JSON.parse(pending);
+            } catch (e) {
+              throw fail('Json', { reason: e.message });
+            }
+            pending = null;
+          }
+          yield { messages, offset: next };
         }
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let v = colon < 0 ? '' : line.slice(colon + 1);
-        if (v.startsWith(' ')) v = v.slice(1);
-        if (field === 'event') name = v;
-        else if (field === 'data') data = data === null ? v : `${data}\n${v}`;
       }
     }
   } finally {
@@ -1145,7 +1318,10 @@ export function durableStreamsTransport(client) {
  * response) it reconnects after a short backoff and resumes from that offset with the same
  * decoder: it receives only the batches it missed, never a base batch again. It starts over
  * from the latest base only when the server answers 410 (the offset is before the oldest base
- * kept) or 404, or a batch does not decode or apply.
+ * kept) or 404, a batch does not decode or apply, or a control event's `streamNextOffset` is
+ * not an offset (a `StreamEventError` of kind `BadOffset`). An event or a line over
+ * `maxEvent` bytes (default {@link DEFAULT_MAX_EVENT}) breaks the connection with a
+ * `StreamEventError` of kind `TooLarge`, reported and retried like a dropped connection.
  *
  * Errors reach the caller:
  * - a URL that is not absolute (with no page `location` to resolve it against) or not
@@ -1186,6 +1362,10 @@ export function follow(url, options = {}) {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   if (typeof fetchImpl !== 'function') {
     throw new TypeError('follow: no fetch here (Node 18 or later has one): pass options.fetch');
+  }
+  const maxEvent = options.maxEvent ?? DEFAULT_MAX_EVENT;
+  if (!Number.isSafeInteger(maxEvent) || maxEvent < 1) {
+    throw new TypeError(`follow: options.maxEvent must be a positive integer of bytes, found ${maxEvent}`);
   }
   const min = options.backoffMin ?? 50;
   const max = Math.max(min, options.backoffMax ?? 2000);
@@ -1278,6 +1458,7 @@ export function follow(url, options = {}) {
       offset,
       signal,
       fetch: fetchImpl,
+      maxEvent,
       onBytes: (n) => {
         stats.bytes += n;
       },

@@ -10,18 +10,23 @@ import {
   ChordError,
   createDecoder,
   DEFAULT_LIMITS,
+  DEFAULT_MAX_EVENT,
   durableStreamsTransport,
+  EventParser,
   follow,
   type FollowErrorInfo,
   type FollowEvent,
   formatPath,
   isBase,
   MAX_PATH_SEGMENTS,
+  MAX_WIRE_NESTING,
   type Op,
   Replica,
   RESERVED,
   sseTransport,
+  StreamEventError,
   StreamHttpError,
+  validOffset,
   validOp,
   validWireOp,
 } from 'chord-replica';
@@ -47,6 +52,13 @@ if (failed) {
 }
 replica.reset();
 
+const parser = new EventParser({ maxEvent: DEFAULT_MAX_EVENT });
+for (const event of parser.push(new TextEncoder().encode('event: control\ndata: {}\n\n'))) {
+  const named: string = event.name + event.data + parser.examined + MAX_WIRE_NESTING;
+  void named;
+}
+const offsetOk: boolean = validOffset('000000000000002a');
+
 async function main(): Promise<void> {
   const offset: string = await baseOffset('/streams/lanes/main');
   const header: 'chord-base-offset' = BASE_OFFSET_HEADER;
@@ -54,12 +66,14 @@ async function main(): Promise<void> {
     replica,
     transport: sseTransport,
     backoffMin: 10,
+    maxEvent: 1 << 20,
     onEvent: (e: FollowEvent) => {
       if (e.type === 'break' && e.error instanceof StreamHttpError) void e.error.status;
     },
     onError: (error: unknown, info: FollowErrorInfo) => {
       const stopped: boolean = info.stopped && info.source === 'stream' && !info.restart;
       if (error instanceof StreamHttpError) void [error.notEventStream, stopped];
+      if (error instanceof StreamEventError && error.kind === 'TooLarge') void error.max;
     },
   });
   const other = follow(new URL('http://localhost/streams/lanes/main'), {
@@ -74,4 +88,4 @@ async function main(): Promise<void> {
   void [offset, header, resumes, errors, href, other.replica.value];
 }
 
-void [value, ok, op, where, limits, poisoned, main];
+void [value, ok, op, where, limits, poisoned, offsetOk, main];
