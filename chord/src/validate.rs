@@ -398,11 +398,6 @@ fn elem_text(elem: Elem) -> Result<String> {
 
 fn elem_items(elem: Elem) -> Result<Vec<Value>> {
     match elem {
-        // serde_json grows an array to four elements at its first; the op keeps what it holds.
-        Elem::Val(Value::Array(mut items)) => {
-            items.shrink_to_fit();
-            Ok(items)
-        }
         Elem::Val(v) => items(v),
         Elem::Skip("an array") => Ok(Vec::new()),
         Elem::Ref(_) | Elem::Skip(_) => Err(ErrorKind::ItemsNotArray.into()),

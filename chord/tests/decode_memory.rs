@@ -135,8 +135,8 @@ fn cases() -> Vec<Case> {
     let mut cases = vec![Case {
         name: "r {\"a\":1}".into(),
         text: batch("r", r#",{"a":1}"#, Form::Root),
-        decode: 40.0,
-        store: 40.0,
+        decode: 21.0,
+        store: 22.0,
     }];
     // (verb, what follows the path, [(decode, store)] for full paths, ids, short forms)
     let verbs: [(&str, &str, [Bounds; 3]); 5] = [

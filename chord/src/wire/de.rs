@@ -14,14 +14,15 @@
 //! the op's arity (`["s", x]` sets `x`, `["s", x, 1]` sets the path `x`), so in a position
 //! that may hold a value (`s`, `a`, `t`, `p` at 1; counts) the element is read as a `Value`;
 //! where it can only be a path (`d`, `#`) it is read segment by segment, at most
-//! [`MAX_PATH_SEGMENTS`] kept. A check ([`Mode::Check`]) reads the values an op carries
-//! (`r`, `s`, an `a`'s text, a `p`'s items in the long form) without building them.
+//! [`MAX_PATH_SEGMENTS`] kept. Values are built as serde_json builds a `Value`, except that
+//! arrays and small objects get exactly the room they need ([`ValueSeed`]). A check
+//! ([`Mode::Check`]) reads the values an op carries (`r`, `s`, an `a`'s text, a `p`'s items
+//! in the long form) without building them.
 
 use std::fmt;
-use std::marker::PhantomData;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::path::{Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
@@ -242,7 +243,7 @@ impl<'de> Visitor<'de> for TupleSeed {
         let mut n = 0;
         loop {
             let elem = match read_as(&verb, n + 1, self.0) {
-                ReadAs::Val => seq.next_element_seed(PhantomData::<Value>)?.map(Elem::Val),
+                ReadAs::Val => seq.next_element_seed(ValueSeed)?.map(Elem::Val),
                 ReadAs::Ref => seq.next_element_seed(RefSeed)?.map(Elem::Ref),
                 ReadAs::Skip => seq.next_element_seed(Skip)?.map(Elem::Skip),
             };
@@ -382,6 +383,118 @@ impl<'de> Visitor<'de> for Skip {
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Self::Value, A::Error> {
         Ok(object(map)?.map_or("an object", |v| json_type(&v)))
+    }
+}
+
+/// Reads a JSON value exactly as serde_json's `Value` reads it (its `Deserialize`), but each
+/// array, and each object of at most [`SMALL_OBJECT`] members, holding only what it holds:
+/// serde_json grows them from room for four elements (three members) by doubling, so most
+/// small arrays and objects of a document would carry unused room.
+struct ValueSeed;
+
+/// The most members an object is built with room for exactly that many; larger ones grow as
+/// serde_json grows them.
+const SMALL_OBJECT: usize = 16;
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> std::result::Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> std::result::Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_f64<E>(self, n: f64) -> std::result::Result<Value, E> {
+        Ok(Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(ValueSeed)? {
+            items.push(item);
+        }
+        items.shrink_to_fit();
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let first = match map.next_key_seed(KeyOrRaw)? {
+            None => return Ok(Value::Object(Map::new())),
+            Some(Some(key)) => key,
+            Some(None) => {
+                let text = map.next_value_seed(RawText)?;
+                return serde_json::from_str(&text).map_err(serde::de::Error::custom);
+            }
+        };
+        let mut small = vec![(first, map.next_value_seed(ValueSeed)?)];
+        let mut large: Option<Map<String, Value>> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(ValueSeed)?;
+            match &mut large {
+                Some(members) => {
+                    members.insert(key, value);
+                }
+                None if small.len() < SMALL_OBJECT => small.push((key, value)),
+                None => {
+                    let mut members = Map::with_capacity(2 * SMALL_OBJECT);
+                    members.extend(small.drain(..));
+                    members.insert(key, value);
+                    large = Some(members);
+                }
+            }
+        }
+        let members = large.unwrap_or_else(|| {
+            let mut members = Map::with_capacity(small.len());
+            members.extend(small);
+            members
+        });
+        Ok(Value::Object(members))
+    }
+}
+
+/// An object's first key as serde_json's `Value` reads it: `None` for [`RAW_VALUE_TOKEN`].
+struct KeyOrRaw;
+
+impl<'de> DeserializeSeed<'de> for KeyOrRaw {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyOrRaw {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_str<E>(self, k: &str) -> std::result::Result<Self::Value, E> {
+        Ok((k != RAW_VALUE_TOKEN).then(|| k.to_owned()))
     }
 }
 
@@ -990,6 +1103,28 @@ mod tests {
                     .and_then(validate::wire_batch_from_value);
                 assert_eq!(outcome(&wire), outcome(&tree_wire), "{text}");
             }
+        }
+    }
+
+    #[test]
+    fn values_are_read_as_serde_json_reads_them() {
+        // Objects below, at and above the size built exactly, with duplicate keys (the last
+        // value wins, in the first one's place), nested arrays and numbers of every kind.
+        for members in [0, 1, 3, SMALL_OBJECT, SMALL_OBJECT + 1, 3 * SMALL_OBJECT] {
+            let mut object: Vec<String> = (0..members)
+                .map(|i| format!(r#""k{}":[{i},-1,1.5,{{"x":null}}]"#, i % (members / 2 + 1)))
+                .collect();
+            object.push(r#""k0":"last""#.into());
+            let text = format!(
+                r#"[["r",{{{}}}],["p",[],0,0,[[],[1],{{}}]]]"#,
+                object.join(",")
+            );
+            let want = tree_decode(&mut Decoder::new(), &text).unwrap();
+            assert_eq!(Decoder::new().decode_str(&text).unwrap(), want, "{text}");
+            let Op::Replace(Value::Object(got)) = &want[0] else {
+                unreachable!()
+            };
+            assert_eq!(got.keys().next().map(String::as_str), Some("k0"));
         }
     }
 
