@@ -57,9 +57,10 @@ pub(crate) fn wire_batch_from_value(value: Value) -> Result<Vec<WireOp>> {
 pub(crate) fn wire_batch_from_str(json: &str) -> Result<Vec<WireOp>> {
     let mut ops = Vec::new();
     crate::wire::de::parse(json, crate::wire::de::Mode::Decode, &mut |_, op| {
-        ops.push(op);
+        crate::wire::de::push(&mut ops, op);
         Ok(())
     })?;
+    ops.shrink_to_fit();
     Ok(ops)
 }
 

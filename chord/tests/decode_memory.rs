@@ -66,6 +66,10 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Ops in each measured batch.
 const OPS: usize = 1_000_000;
 
+/// One more op than a power of two: where a vector grown by doubling holds twice what it
+/// needs.
+const AWKWARD: usize = (1 << 20) + 1;
+
 /// How an op names its path.
 #[derive(Clone, Copy, Debug)]
 enum Form {
@@ -82,12 +86,17 @@ enum Form {
 /// One batch of `OPS` ops of `verb` (`args` is what follows the path, with its comma), its
 /// path in `form`.
 fn batch(verb: &str, args: &str, form: Form) -> String {
-    let mut text = String::with_capacity(OPS * (verb.len() + args.len() + 12));
+    batch_of(OPS, verb, args, form)
+}
+
+/// One batch of `ops` ops, as [`batch`].
+fn batch_of(ops: usize, verb: &str, args: &str, form: Form) -> String {
+    let mut text = String::with_capacity(ops * (verb.len() + args.len() + 12));
     text.push('[');
     if let Form::Id = form {
         text.push_str(r##"["#",0,["k"]],"##);
     }
-    for i in 0..OPS {
+    for i in 0..ops {
         if i > 0 {
             text.push(',');
         }
@@ -120,6 +129,7 @@ fn peak<T>(f: impl FnOnce() -> T) -> (usize, T) {
 /// built anything per op would cost far more than its bound.
 struct Case {
     name: String,
+    ops: usize,
     text: String,
     decode: f64,
     store: f64,
@@ -134,6 +144,7 @@ type Bounds = (f64, f64);
 fn cases() -> Vec<Case> {
     let mut cases = vec![Case {
         name: "r {\"a\":1}".into(),
+        ops: OPS,
         text: batch("r", r#",{"a":1}"#, Form::Root),
         decode: 21.0,
         store: 22.0,
@@ -150,12 +161,20 @@ fn cases() -> Vec<Case> {
         for (form, (decode, store)) in [Form::Full, Form::Id, Form::Short].into_iter().zip(bounds) {
             cases.push(Case {
                 name: format!("{verb} {form:?}"),
+                ops: OPS,
                 text: batch(verb, args, form),
                 decode,
                 store,
             });
         }
     }
+    cases.push(Case {
+        name: format!("d Short, {AWKWARD} ops"),
+        ops: AWKWARD,
+        text: batch_of(AWKWARD, "d", "", Form::Short),
+        decode: 17.5,
+        store: 19.5,
+    });
     cases
 }
 
@@ -185,19 +204,19 @@ fn decoding_a_batch_costs_a_bounded_multiple_of_its_bytes() {
         let ratio = |peak: usize| peak as f64 / bytes as f64;
         let (decode, ops) = peak(|| Decoder::new().decode_str(&case.text));
         let ops = ops.unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        assert_eq!(ops.len(), OPS, "{}", case.name);
+        assert_eq!(ops.len(), case.ops, "{}", case.name);
         drop(ops);
         let (check, checked) = peak(|| Decoder::new().check_str(&case.text));
         checked.unwrap_or_else(|e| panic!("{}: {e}", case.name));
         let (store, checked) = peak(|| CheckedBatch::new(&at, &case.text, None).map(drop));
         checked.unwrap_or_else(|e| panic!("{}: {e}", case.name));
         // The vector of ops alone: what no decode into a `Vec<Op>` can go below.
-        let floor = (OPS * op) as f64 / bytes as f64;
+        let floor = (case.ops * op) as f64 / bytes as f64;
         eprintln!(
             "{:>10}: {:>5.2} bytes an op; peak decode {:>5.2}x (floor {:>5.2}x), check {:.3}x, \
              store check {:>5.2}x",
             case.name,
-            bytes as f64 / OPS as f64,
+            bytes as f64 / case.ops as f64,
             ratio(decode),
             floor,
             ratio(check),

@@ -110,6 +110,16 @@ pub(crate) fn parse(
     }
 }
 
+/// Pushes a decoded op, growing `ops` by a quarter when full rather than doubling it: the
+/// ops are most of a decoded batch's memory, and a doubled vector may hold twice what it
+/// needs. (Shrink it once the batch is read.)
+pub(crate) fn push<T>(ops: &mut Vec<T>, op: T) {
+    if ops.len() == ops.capacity() {
+        ops.reserve_exact(ops.capacity() / 4 + 16);
+    }
+    ops.push(op);
+}
+
 struct State<'s> {
     mode: Mode,
     sink: &'s mut dyn FnMut(usize, WireOp) -> Result<()>,

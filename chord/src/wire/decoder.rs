@@ -65,14 +65,17 @@ impl Decoder {
         let mut previous = None;
         let parsed = de::parse(json, Mode::Decode, &mut |i, wire| {
             match self.decode_op(wire, &mut previous) {
-                Ok(Some(op)) => out.push(op),
+                Ok(Some(op)) => de::push(&mut out, op),
                 Ok(None) => {}
                 Err(e) => return Err(e.at_op(i)),
             }
             Ok(())
         });
         match parsed {
-            Ok(()) => Ok(out),
+            Ok(()) => {
+                out.shrink_to_fit();
+                Ok(out)
+            }
             Err(e) => Err(self.poison(e)),
         }
     }
@@ -141,7 +144,7 @@ impl Decoder {
         let mut previous: Option<Path> = None;
         for (i, wire) in batch.into_iter().enumerate() {
             match self.decode_op(wire, &mut previous) {
-                Ok(Some(op)) => out.push(op),
+                Ok(Some(op)) => de::push(&mut out, op),
                 Ok(None) => {}
                 Err(e) => return Err(self.poison(e.at_op(i))),
             }
