@@ -56,7 +56,16 @@ pub(crate) fn wire_batch_from_value(value: Value) -> Result<Vec<WireOp>> {
 /// into wire ops (see `wire::de`): no JSON tree of the batch is built.
 pub(crate) fn wire_batch_from_str(json: &str) -> Result<Vec<WireOp>> {
     let mut ops = Vec::new();
-    crate::wire::de::parse(json, crate::wire::de::Mode::Decode, &mut |_, op| {
+    // The last inline path: the same path written out again right after it shares its
+    // segments, as in a decoder.
+    let mut last: Option<Path> = None;
+    crate::wire::de::parse(json, crate::wire::de::Mode::Decode, &mut |_, mut op| {
+        if let Some(Some(PathRef::Path(p))) = op.path_ref_mut() {
+            match &last {
+                Some(q) if q == p => *p = q.clone(),
+                _ => last = Some(p.clone()),
+            }
+        }
         crate::wire::de::push(&mut ops, op);
         Ok(())
     })?;

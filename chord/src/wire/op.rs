@@ -62,6 +62,18 @@ impl WireOp {
     pub fn is_base(batch: &[WireOp]) -> bool {
         matches!(batch.first(), Some(WireOp::Replace(_)))
     }
+
+    /// The op's path reference, if its verb takes one (`None` for `r` and `#`).
+    pub(crate) fn path_ref_mut(&mut self) -> Option<&mut Option<PathRef>> {
+        match self {
+            WireOp::Define { .. } | WireOp::Replace(_) => None,
+            WireOp::Set(p, _)
+            | WireOp::Delete(p)
+            | WireOp::Append(p, _)
+            | WireOp::Truncate(p, _)
+            | WireOp::Splice { path: p, .. } => Some(p),
+        }
+    }
 }
 
 impl Serialize for WireOp {
