@@ -6,9 +6,10 @@
 //! anywhere wins over every grammar error, and the first op that breaks the wire grammar wins
 //! over a decoding error (an unknown id, say) at an earlier op. So the visitors never stop at
 //! a grammar error: they record it and parse the rest of the text, building nothing. Every
-//! element is read through serde_json's `deserialize_any`, which bounds nesting with the same
-//! recursion limit as a `Value` and checks numbers and strings the same way (serde_json's
-//! `IgnoredAny` does neither, so it is not used).
+//! value, kept or not, is read through serde_json's `deserialize_any`, which bounds nesting
+//! with the same recursion limit as a `Value` and checks numbers and strings the same way
+//! (serde_json's `IgnoredAny` does neither: it skips any depth, numbers out of range and lone
+//! surrogates, so it is not used).
 //!
 //! Memory: the ops built, plus one op's elements at a time. An element's role may depend on
 //! the op's arity (`["s", x]` sets `x`, `["s", x, 1]` sets the path `x`), so in a position
