@@ -4,12 +4,11 @@
 //! checked against the laxer wire grammar, where `["s", value]` is a valid short form.
 
 use serde::de::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
-use crate::wire::de::{Elem, Ref};
 use crate::wire::op::{PathRef, WireOp};
 
 /// Parses a batch of decoded ops from JSON text, validating every op.
@@ -50,27 +49,6 @@ pub fn batch_from_value(value: Value) -> Result<Vec<Op>> {
 
 pub(crate) fn wire_batch_from_value(value: Value) -> Result<Vec<WireOp>> {
     each(value, wire_op)
-}
-
-/// Like `wire_batch_from_value` on the parsed text, with the same outcome, parsed straight
-/// into wire ops (see `wire::de`): no JSON tree of the batch is built.
-pub(crate) fn wire_batch_from_str(json: &str) -> Result<Vec<WireOp>> {
-    let mut ops = Vec::new();
-    // The last inline path: the same path written out again right after it shares its
-    // segments, as in a decoder.
-    let mut last: Option<Path> = None;
-    crate::wire::de::parse(json, crate::wire::de::Mode::Decode, &mut |_, mut op| {
-        if let Some(Some(PathRef::Path(p))) = op.path_ref_mut() {
-            match &last {
-                Some(q) if q == p => *p = q.clone(),
-                _ => last = Some(p.clone()),
-            }
-        }
-        crate::wire::de::push(&mut ops, op);
-        Ok(())
-    })?;
-    ops.shrink_to_fit();
-    Ok(ops)
 }
 
 fn each<T>(value: Value, f: fn(Value) -> Result<T>) -> Result<Vec<T>> {
@@ -198,7 +176,7 @@ pub(crate) fn path(value: Value) -> Result<Path> {
 }
 
 /// Segment `i` of a path is a number but not an index.
-pub(crate) fn bad_index(i: usize, n: &serde_json::Number) -> Error {
+pub(crate) fn bad_index(i: usize, n: &Number) -> Error {
     ErrorKind::InvalidPath(format!(
         "segment {i} is {n}; indices are non-negative integers up to 2^53 - 1"
     ))
@@ -218,7 +196,7 @@ const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// A non-negative integer a JavaScript replica reads exactly: counts, indices and ids beyond
 /// 2^53 - 1 are refused, so that every replica agrees on every op it accepts.
-pub(crate) fn safe_integer(n: &serde_json::Number) -> Option<usize> {
+pub(crate) fn safe_integer(n: &Number) -> Option<usize> {
     n.as_u64()
         .filter(|&n| n <= MAX_SAFE_INTEGER)
         .and_then(|n| usize::try_from(n).ok())
@@ -302,6 +280,24 @@ pub(crate) fn wire_op(value: Value) -> Result<WireOp> {
         _ => return Err(ErrorKind::UnknownVerb(verb).into()),
     };
     Ok(op)
+}
+
+/// One element of a wire op tuple after the verb, as the streaming parser (`wire::de`) read it.
+pub(crate) enum Elem {
+    /// Read whole.
+    Val(Value),
+    /// Read where only a path reference (or, for `#`, a path) may stand.
+    Ref(Ref),
+    /// Read and dropped: only its JSON type is known.
+    Skip(&'static str),
+}
+
+/// An element read as a path reference: an id, an inline path (checked as it was read), or
+/// something else.
+pub(crate) enum Ref {
+    Number(Number),
+    Path(Result<Path>),
+    Other(&'static str),
 }
 
 /// Validates one wire op read by the streaming parser (`wire::de`): `verb`, its first elements

@@ -132,7 +132,7 @@ fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
         address: address.clone(),
         source,
     };
-    let ops = match crate::validate::wire_batch_from_str(batch) {
+    let ops = match crate::wire::de::wire_batch(batch) {
         Ok(ops) => ops,
         Err(e) => match e.kind() {
             ErrorKind::Json(e) => return invalid(format!("invalid JSON: {e}")),

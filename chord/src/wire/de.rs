@@ -27,8 +27,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::path::{Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
-use crate::validate;
-use crate::wire::op::WireOp;
+use crate::validate::{self, Elem, Ref};
+use crate::wire::op::{PathRef, WireOp};
 
 /// What an op's elements are read into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,24 +37,6 @@ pub(crate) enum Mode {
     Decode,
     /// The values an op carries are read and dropped; paths, ids and counts are built.
     Check,
-}
-
-/// One element of an op tuple after the verb, as read.
-pub(crate) enum Elem {
-    /// Read whole.
-    Val(Value),
-    /// Read where only a path reference (or, for `#`, a path) may stand.
-    Ref(Ref),
-    /// Read and dropped: only its JSON type is known.
-    Skip(&'static str),
-}
-
-/// An element read as a path reference: an id, an inline path (checked as it was read), or
-/// something else.
-pub(crate) enum Ref {
-    Number(Number),
-    Path(Result<Path>),
-    Other(&'static str),
 }
 
 /// How the element at `position` (1 is the one after the verb) of a `verb` op is read.
@@ -109,6 +91,27 @@ pub(crate) fn parse(
         (Some(e), _) | (None, Some(e)) => Err(e),
         (None, None) => Ok(()),
     }
+}
+
+/// The wire ops of `json`: the outcome of `validate::wire_batch_from_value` on the parsed text,
+/// parsed straight into wire ops, no JSON tree of the batch built.
+pub(crate) fn wire_batch(json: &str) -> Result<Vec<WireOp>> {
+    let mut ops = Vec::new();
+    // The last inline path: the same path written out again right after it shares its
+    // segments, as in a decoder.
+    let mut last: Option<Path> = None;
+    parse(json, Mode::Decode, &mut |_, mut op| {
+        if let Some(Some(PathRef::Path(p))) = op.path_ref_mut() {
+            match &last {
+                Some(q) if q == p => *p = q.clone(),
+                _ => last = Some(p.clone()),
+            }
+        }
+        push(&mut ops, op);
+        Ok(())
+    })?;
+    ops.shrink_to_fit();
+    Ok(ops)
 }
 
 /// Pushes a decoded op, growing `ops` by a quarter when full rather than doubling it: the
@@ -1052,7 +1055,7 @@ mod tests {
                 let tree_wire = serde_json::from_str::<Value>(text)
                     .map_err(Error::from)
                     .and_then(validate::wire_batch_from_value);
-                let wire = validate::wire_batch_from_str(text);
+                let wire = wire_batch(text);
                 prop_assert_eq!(outcome(&wire), outcome(&tree_wire), "{}", text);
                 if let (Ok(wire), Ok(tree_wire)) = (&wire, &tree_wire) {
                     prop_assert_eq!(wire, tree_wire, "{}", text);
@@ -1108,7 +1111,7 @@ mod tests {
                 }
                 let check = Decoder::new().check_str(&text);
                 assert_eq!(outcome(&check), outcome(&want), "{text}");
-                let wire = validate::wire_batch_from_str(&text);
+                let wire = wire_batch(&text);
                 let tree_wire = serde_json::from_str::<Value>(&text)
                     .map_err(Error::from)
                     .and_then(validate::wire_batch_from_value);
