@@ -200,7 +200,8 @@ export function durableStreamsTransport(client: { stream: (options: any) => Prom
 /** What `follow` reports through `onEvent`. */
 export type FollowEvent =
   | { type: 'open'; fresh: boolean; offset: string }
-  | { type: 'batch'; batch: unknown }
+  /** A batch applied: its decoded ops (a base batch's first op is `r`). */
+  | { type: 'batch'; batch: Op[] }
   | { type: 'start' | 'resume'; offset: string }
   | { type: 'live'; live: boolean }
   | { type: 'break'; error: unknown; restart: boolean };
