@@ -1,7 +1,8 @@
-//! The two grammars: decoded ops ([`Op`]) and wire ops ([`WireOp`]).
+//! The decoded grammar ([`Op`]) and the pieces every grammar shares: paths, counts, texts.
 //!
-//! Untrusted JSON stops here. Each grammar has its own validator; a decoded op is never
-//! checked against the laxer wire grammar, where `["s", value]` is a valid short form.
+//! Untrusted JSON stops here. The wire grammar (`wire::grammar`) is built on these pieces and
+//! has its own validator: a decoded op is never checked against the laxer wire grammar, where
+//! `["s", value]` is a valid short form.
 
 use serde::de::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
@@ -9,7 +10,6 @@ use serde_json::{Number, Value};
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
-use crate::wire::op::{PathRef, WireOp};
 
 /// Parses a batch of decoded ops from JSON text, validating every op.
 ///
@@ -47,11 +47,7 @@ pub fn batch_from_value(value: Value) -> Result<Vec<Op>> {
     each(value, op)
 }
 
-pub(crate) fn wire_batch_from_value(value: Value) -> Result<Vec<WireOp>> {
-    each(value, wire_op)
-}
-
-fn each<T>(value: Value, f: fn(Value) -> Result<T>) -> Result<Vec<T>> {
+pub(crate) fn each<T>(value: Value, f: fn(Value) -> Result<T>) -> Result<Vec<T>> {
     let Value::Array(items) = value else {
         return Err(ErrorKind::NotABatch.into());
     };
@@ -63,7 +59,7 @@ fn each<T>(value: Value, f: fn(Value) -> Result<T>) -> Result<Vec<T>> {
 }
 
 /// Splits an op tuple into its verb and remaining elements.
-fn tuple(value: Value) -> Result<(String, Vec<Value>)> {
+pub(crate) fn tuple(value: Value) -> Result<(String, Vec<Value>)> {
     let Value::Array(mut items) = value else {
         return Err(ErrorKind::NotATuple.into());
     };
@@ -76,7 +72,7 @@ fn tuple(value: Value) -> Result<(String, Vec<Value>)> {
     }
 }
 
-fn arity(verb: &str, args: &[Value], expected: &'static str) -> Error {
+pub(crate) fn arity(verb: &str, args: &[Value], expected: &'static str) -> Error {
     ErrorKind::Arity {
         verb: verb.to_owned(),
         found: args.len() + 1,
@@ -130,7 +126,7 @@ fn short_arity(verb: &str) -> usize {
     }
 }
 
-fn next(it: &mut std::vec::IntoIter<Value>) -> Value {
+pub(crate) fn next(it: &mut std::vec::IntoIter<Value>) -> Value {
     it.next().unwrap_or(Value::Null)
 }
 
@@ -202,7 +198,7 @@ pub(crate) fn safe_integer(n: &Number) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
-fn count(value: Value, field: &'static str) -> Result<usize> {
+pub(crate) fn count(value: Value, field: &'static str) -> Result<usize> {
     match &value {
         Value::Number(n) => safe_integer(n),
         _ => None,
@@ -216,198 +212,23 @@ fn count(value: Value, field: &'static str) -> Result<usize> {
     })
 }
 
-fn text(value: Value) -> Result<String> {
+pub(crate) fn text(value: Value) -> Result<String> {
     match value {
         Value::String(s) => Ok(s),
         _ => Err(ErrorKind::TextNotString.into()),
     }
 }
 
-fn items(value: Value) -> Result<Vec<Value>> {
+pub(crate) fn items(value: Value) -> Result<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
         _ => Err(ErrorKind::ItemsNotArray.into()),
     }
 }
 
-fn path_ref(value: Value) -> Result<PathRef> {
-    match value {
-        Value::Number(_) => Ok(PathRef::Id(count(value, "id")?)),
-        v => Ok(PathRef::Path(path(v)?)),
-    }
-}
-
-/// Validates one wire op: the decoded grammar plus ids, `#` definitions and short forms.
-pub(crate) fn wire_op(value: Value) -> Result<WireOp> {
-    let (verb, args) = tuple(value)?;
-    let mut it = args.into_iter();
-    let n = it.len();
-    let op = match (verb.as_str(), n) {
-        ("r", 1) => WireOp::Replace(next(&mut it)),
-        ("#", 2) => WireOp::Define {
-            id: count(next(&mut it), "id")?,
-            path: path(next(&mut it))?,
-        },
-        ("s", 1) => WireOp::Set(None, next(&mut it)),
-        ("s", 2) => WireOp::Set(Some(path_ref(next(&mut it))?), next(&mut it)),
-        ("d", 0) => WireOp::Delete(None),
-        ("d", 1) => WireOp::Delete(Some(path_ref(next(&mut it))?)),
-        ("a", 1) => WireOp::Append(None, text(next(&mut it))?),
-        ("a", 2) => {
-            let path = path_ref(next(&mut it))?;
-            WireOp::Append(Some(path), text(next(&mut it))?)
-        }
-        ("t", 1) => WireOp::Truncate(None, count(next(&mut it), "count")?),
-        ("t", 2) => {
-            let path = path_ref(next(&mut it))?;
-            WireOp::Truncate(Some(path), count(next(&mut it), "count")?)
-        }
-        ("p", 3 | 4) => WireOp::Splice {
-            path: if n == 4 {
-                Some(path_ref(next(&mut it))?)
-            } else {
-                None
-            },
-            index: count(next(&mut it), "index")?,
-            remove: count(next(&mut it), "remove")?,
-            items: items(next(&mut it))?,
-        },
-        ("r", _) => return Err(arity(&verb, it.as_slice(), "2")),
-        ("#", _) => return Err(arity(&verb, it.as_slice(), "3")),
-        ("s" | "a" | "t", _) => return Err(arity(&verb, it.as_slice(), "2 or 3")),
-        ("d", _) => return Err(arity(&verb, it.as_slice(), "1 or 2")),
-        ("p", _) => return Err(arity(&verb, it.as_slice(), "4 or 5")),
-        _ => return Err(ErrorKind::UnknownVerb(verb).into()),
-    };
-    Ok(op)
-}
-
-/// One element of a wire op tuple after the verb, as the streaming parser (`wire::de`) read it.
-pub(crate) enum Elem {
-    /// Read whole.
-    Val(Value),
-    /// Read where only a path reference (or, for `#`, a path) may stand.
-    Ref(Ref),
-    /// Read and dropped: only its JSON type is known.
-    Skip(&'static str),
-}
-
-/// An element read as a path reference: an id, an inline path (checked as it was read), or
-/// something else.
-pub(crate) enum Ref {
-    Number(Number),
-    Path(Result<Path>),
-    Other(&'static str),
-}
-
-/// Validates one wire op read by the streaming parser (`wire::de`): `verb`, its first elements
-/// after the verb as read, and how many elements followed the verb. The same grammar, the same
-/// order of checks and the same errors as [`wire_op`]; an element read without being built
-/// (a check's payload) stands for a `null` value, an empty text or no items.
-pub(crate) fn wire_op_from_elems(verb: String, elems: Vec<Elem>, n: usize) -> Result<WireOp> {
-    let mut it = elems.into_iter();
-    let mut next = || it.next().unwrap_or(Elem::Skip("null"));
-    let op = match (verb.as_str(), n) {
-        ("r", 1) => WireOp::Replace(elem_value(next())),
-        ("#", 2) => WireOp::Define {
-            id: elem_count(next(), "id")?,
-            path: elem_path(next())?,
-        },
-        ("s", 1) => WireOp::Set(None, elem_value(next())),
-        ("s", 2) => WireOp::Set(Some(elem_path_ref(next())?), elem_value(next())),
-        ("d", 0) => WireOp::Delete(None),
-        ("d", 1) => WireOp::Delete(Some(elem_path_ref(next())?)),
-        ("a", 1) => WireOp::Append(None, elem_text(next())?),
-        ("a", 2) => {
-            let path = elem_path_ref(next())?;
-            WireOp::Append(Some(path), elem_text(next())?)
-        }
-        ("t", 1) => WireOp::Truncate(None, elem_count(next(), "count")?),
-        ("t", 2) => {
-            let path = elem_path_ref(next())?;
-            WireOp::Truncate(Some(path), elem_count(next(), "count")?)
-        }
-        ("p", 3 | 4) => WireOp::Splice {
-            path: if n == 4 {
-                Some(elem_path_ref(next())?)
-            } else {
-                None
-            },
-            index: elem_count(next(), "index")?,
-            remove: elem_count(next(), "remove")?,
-            items: elem_items(next())?,
-        },
-        ("r", _) => return Err(arity_of(&verb, n, "2")),
-        ("#", _) => return Err(arity_of(&verb, n, "3")),
-        ("s" | "a" | "t", _) => return Err(arity_of(&verb, n, "2 or 3")),
-        ("d", _) => return Err(arity_of(&verb, n, "1 or 2")),
-        ("p", _) => return Err(arity_of(&verb, n, "4 or 5")),
-        _ => return Err(ErrorKind::UnknownVerb(verb).into()),
-    };
-    Ok(op)
-}
-
-fn arity_of(verb: &str, n: usize, expected: &'static str) -> Error {
-    ErrorKind::Arity {
-        verb: verb.to_owned(),
-        found: n + 1,
-        expected,
-    }
-    .into()
-}
-
-fn elem_value(elem: Elem) -> Value {
-    match elem {
-        Elem::Val(v) => v,
-        Elem::Ref(_) | Elem::Skip(_) => Value::Null,
-    }
-}
-
-fn elem_count(elem: Elem, field: &'static str) -> Result<usize> {
-    match elem {
-        Elem::Val(v) => count(v, field),
-        Elem::Ref(Ref::Number(n)) => count(Value::Number(n), field),
-        // Counts are always read whole (an error quotes them); nothing else reaches here.
-        Elem::Ref(_) | Elem::Skip(_) => count(Value::Null, field),
-    }
-}
-
-fn elem_path_ref(elem: Elem) -> Result<PathRef> {
-    match elem {
-        Elem::Val(v) => path_ref(v),
-        Elem::Ref(Ref::Number(n)) => Ok(PathRef::Id(count(Value::Number(n), "id")?)),
-        Elem::Ref(Ref::Path(p)) => Ok(PathRef::Path(p?)),
-        Elem::Ref(Ref::Other(found)) | Elem::Skip(found) => Err(not_a_path(found)),
-    }
-}
-
-fn elem_path(elem: Elem) -> Result<Path> {
-    match elem {
-        Elem::Val(v) => path(v),
-        Elem::Ref(Ref::Number(_)) => Err(not_a_path("a number")),
-        Elem::Ref(Ref::Path(p)) => p,
-        Elem::Ref(Ref::Other(found)) | Elem::Skip(found) => Err(not_a_path(found)),
-    }
-}
-
-fn not_a_path(found: &str) -> Error {
+/// A path element that is not an array of segments.
+pub(crate) fn not_a_path(found: &str) -> Error {
     ErrorKind::InvalidPath(format!("expected an array of segments, found {found}")).into()
-}
-
-fn elem_text(elem: Elem) -> Result<String> {
-    match elem {
-        Elem::Val(v) => text(v),
-        Elem::Ref(Ref::Other("a string")) | Elem::Skip("a string") => Ok(String::new()),
-        Elem::Ref(_) | Elem::Skip(_) => Err(ErrorKind::TextNotString.into()),
-    }
-}
-
-fn elem_items(elem: Elem) -> Result<Vec<Value>> {
-    match elem {
-        Elem::Val(v) => items(v),
-        Elem::Skip("an array") => Ok(Vec::new()),
-        Elem::Ref(_) | Elem::Skip(_) => Err(ErrorKind::ItemsNotArray.into()),
-    }
 }
 
 /// Refuses a path longer than [`MAX_PATH_SEGMENTS`], before looking at its segments.
@@ -437,8 +258,8 @@ pub(crate) fn check_paths(op: &Op) -> Result<()> {
     Ok(())
 }
 
-// The grammars are the types' `Deserialize` and `from_value`: parsing is validation, and it
-// lives here, above the types it builds.
+// The decoded grammar is `Op`'s `Deserialize` and `from_value`: parsing is validation, and
+// it lives here, above the type it builds.
 
 impl Op {
     /// Builds an op from its JSON tuple, validating it with the decoded grammar.
@@ -455,24 +276,6 @@ impl<'de> Deserialize<'de> for Op {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Op, D::Error> {
         let value = Value::deserialize(d)?;
         op(value).map_err(serde::de::Error::custom)
-    }
-}
-
-impl WireOp {
-    /// Builds a wire op from its JSON tuple, validating it with the wire grammar.
-    ///
-    /// # Errors
-    ///
-    /// Unknown verb, wrong arity, a bad path, id or count, a reserved segment.
-    pub fn from_value(value: Value) -> crate::Result<WireOp> {
-        wire_op(value)
-    }
-}
-
-impl<'de> Deserialize<'de> for WireOp {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<WireOp, D::Error> {
-        let value = Value::deserialize(d)?;
-        wire_op(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -534,18 +337,5 @@ mod tests {
             kind(json!(["s", ["xs", 9_007_199_254_740_992u64], 1])),
             ErrorKind::InvalidPath(_)
         ));
-        assert!(wire_op(json!(["#", 9_007_199_254_740_992u64, ["a"]])).is_err());
-    }
-
-    #[test]
-    fn wire_grammar_is_separate() {
-        assert!(wire_op(json!(["s", 1])).is_ok());
-        assert!(op(json!(["s", 1])).is_err());
-        assert!(matches!(
-            wire_op(json!(["s", []])),
-            Ok(WireOp::Set(None, Value::Array(_)))
-        ));
-        assert!(wire_op(json!(["#", 0, ["__proto__"]])).is_err());
-        assert!(wire_op(json!(["a", 0, 5])).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! tuple and each path, so no `Value` of the batch or of a tuple is ever built.
 //!
 //! The outcome is exactly that of parsing the whole text into a `Value` and validating it
-//! afterwards (`validate::wire_batch_from_value`, then the decoder): a JSON syntax error
+//! afterwards (`grammar::wire_batch_from_value`, then the decoder): a JSON syntax error
 //! anywhere wins over every grammar error, and the first op that breaks the wire grammar wins
 //! over a decoding error (an unknown id, say) at an earlier op. So the visitors never stop at
 //! a grammar error: they record it and parse the rest of the text, building nothing. Every
@@ -27,7 +27,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::path::{Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
-use crate::validate::{self, Elem, Ref};
+use crate::validate;
+use crate::wire::grammar::{self, Elem, Ref};
 use crate::wire::op::{PathRef, WireOp};
 
 /// What an op's elements are read into.
@@ -93,7 +94,7 @@ pub(crate) fn parse(
     }
 }
 
-/// The wire ops of `json`: the outcome of `validate::wire_batch_from_value` on the parsed text,
+/// The wire ops of `json`: the outcome of `grammar::wire_batch_from_value` on the parsed text,
 /// parsed straight into wire ops, no JSON tree of the batch built.
 pub(crate) fn wire_batch(json: &str) -> Result<Vec<WireOp>> {
     let mut ops = Vec::new();
@@ -159,7 +160,7 @@ impl<'de> Visitor<'de> for BatchVisitor<'_, '_> {
             let Some(tuple) = seq.next_element_seed(TupleSeed(mode))? else {
                 return Ok(());
             };
-            match tuple.and_then(|(verb, elems, n)| validate::wire_op_from_elems(verb, elems, n)) {
+            match tuple.and_then(|(verb, elems, n)| grammar::wire_op_from_elems(verb, elems, n)) {
                 Err(e) => state.grammar = Some(e.at_op(i)),
                 Ok(op) if state.sink_failed.is_none() => {
                     if let Err(e) = (state.sink)(i, op) {
@@ -181,7 +182,7 @@ impl<'de> Visitor<'de> for BatchVisitor<'_, '_> {
         // Already a tree: the tree's grammar on every op first, then the sink, as for text.
         let mut ops = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            match validate::wire_op(item) {
+            match grammar::wire_op(item) {
                 Ok(op) => ops.push(op),
                 Err(e) => {
                     state.grammar = Some(e.at_op(i));
@@ -1054,7 +1055,7 @@ mod tests {
                 // The wire grammar alone (what a store's check reads), without the decoder.
                 let tree_wire = serde_json::from_str::<Value>(text)
                     .map_err(Error::from)
-                    .and_then(validate::wire_batch_from_value);
+                    .and_then(grammar::wire_batch_from_value);
                 let wire = wire_batch(text);
                 prop_assert_eq!(outcome(&wire), outcome(&tree_wire), "{}", text);
                 if let (Ok(wire), Ok(tree_wire)) = (&wire, &tree_wire) {
@@ -1114,7 +1115,7 @@ mod tests {
                 let wire = wire_batch(&text);
                 let tree_wire = serde_json::from_str::<Value>(&text)
                     .map_err(Error::from)
-                    .and_then(validate::wire_batch_from_value);
+                    .and_then(grammar::wire_batch_from_value);
                 assert_eq!(outcome(&wire), outcome(&tree_wire), "{text}");
             }
         }

@@ -7,6 +7,7 @@ use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
 use crate::validate;
 use crate::wire::de::{self, Mode};
+use crate::wire::grammar;
 use crate::wire::op::{PathRef, WireOp};
 use crate::wire::{table, MAX_IDS, MAX_ID_PATH_UNITS};
 
@@ -127,7 +128,7 @@ impl Decoder {
     /// As [`decode_str`](Decoder::decode_str).
     pub fn decode_value(&mut self, value: Value) -> Result<Vec<Op>> {
         self.check_poisoned()?;
-        match validate::wire_batch_from_value(value) {
+        match grammar::wire_batch_from_value(value) {
             Ok(batch) => self.decode(batch),
             Err(e) => Err(self.poison(e)),
         }

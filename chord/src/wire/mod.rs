@@ -38,6 +38,7 @@
 pub(crate) mod de;
 mod decoder;
 pub(crate) mod encoder;
+pub(crate) mod grammar;
 pub(crate) mod op;
 pub(crate) mod table;
 
