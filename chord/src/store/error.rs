@@ -107,6 +107,48 @@ pub enum Error {
         /// The log file.
         path: PathBuf,
     },
+    /// The store ends before a seq it acknowledged as durable: the seq in its acknowledged
+    /// mark (`<store path>-ack`, written after each flush) is past the store's last record.
+    /// Records it acknowledged are gone, cut off the end (a JSONL log that lost its last
+    /// lines, SQLite dropping a damaged WAL frame and every later one), which checksums and
+    /// links cannot see. Nothing was changed: restore the store from a copy, or, to accept
+    /// it as it is, delete the mark file.
+    #[error("{}: seq {acknowledged} was acknowledged as durable, but the store ends at {}: acknowledged records are lost (restore it from a copy, or delete {} to accept it as it is)", .path.display(), .found.map_or_else(|| "no record".to_owned(), |s| format!("seq {s}")), .mark.display())]
+    RolledBack {
+        /// The store's file.
+        path: PathBuf,
+        /// The highest seq the store acknowledged as durable, as its mark holds it.
+        acknowledged: u64,
+        /// The seq of the store's last record, `None` for no record.
+        found: Option<u64>,
+        /// The mark's file.
+        mark: PathBuf,
+    },
+    /// A store's acknowledged mark (`<store path>-ack`) does not read as one. Nothing was
+    /// changed; a mark can be deleted, which gives up the check of that open.
+    #[error("{}: corrupt acknowledged mark: {reason}", .path.display())]
+    CorruptMark {
+        /// The mark's file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A record would be longer than the record bound: [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES),
+    /// or the smaller bound of a [`LogWriter`](super::LogWriter)
+    /// ([`LogWriter::max_record_bytes`](super::LogWriter::max_record_bytes)). Nothing was
+    /// stored. A value whose base batch outgrows the bound is best split over several
+    /// addresses, or kept smaller.
+    #[error("{address}: a record of {size} bytes (batch and tag{}) is over the record bound of {bound} bytes", if *.base { ", a base batch" } else { "" })]
+    RecordTooLarge {
+        /// The address it was for.
+        address: Address,
+        /// Its size: the batch text's bytes plus the tag's.
+        size: usize,
+        /// The bound it broke.
+        bound: usize,
+        /// Whether it was a base batch (an `r` of the whole value).
+        base: bool,
+    },
     /// The store was opened for reading only.
     #[error("{}: the store was opened read-only", .path.display())]
     ReadOnly {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::mark::Mark;
 use super::{Durability, Error, Result};
 
 /// A backend's flush: makes everything written so far durable and returns the highest seq
@@ -39,6 +40,8 @@ struct State {
     stop: bool,
     /// Set when a flush failed: nothing acknowledged after it can be trusted.
     poisoned: Option<String>,
+    /// The store's acknowledged mark, advanced to `durable` after each flush.
+    mark: Option<Mark>,
 }
 
 impl Shared {
@@ -48,8 +51,14 @@ impl Shared {
 }
 
 impl Syncer {
-    /// A syncer for a store whose records up to `durable` are already on disk.
-    pub(crate) fn new(policy: Durability, durable: u64, flush: Flush) -> Syncer {
+    /// A syncer for a store whose records up to `durable` are already on disk, advancing
+    /// the store's acknowledged `mark` after each flush.
+    pub(crate) fn new(
+        policy: Durability,
+        durable: u64,
+        flush: Flush,
+        mark: Option<Mark>,
+    ) -> Syncer {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 written: durable,
@@ -58,6 +67,7 @@ impl Syncer {
                 deadline: None,
                 stop: false,
                 poisoned: None,
+                mark,
             }),
             wake: Condvar::new(),
         });
@@ -137,6 +147,11 @@ impl Syncer {
         Ok(self.durable())
     }
 
+    /// Takes the acknowledged mark out, for a syncer that replaces this one.
+    pub(crate) fn take_mark(&self) -> Option<Mark> {
+        self.shared.lock().mark.take()
+    }
+
     /// The last seq on disk.
     pub(crate) fn durable(&self) -> Option<u64> {
         Some(self.shared.lock().durable).filter(|&s| s > 0)
@@ -148,14 +163,20 @@ impl Syncer {
     }
 }
 
-/// Records a flush's outcome: the new durable seq, or the poison.
+/// Records a flush's outcome: the new durable seq, written to the acknowledged mark, or the
+/// poison.
 fn finish(shared: &Shared, result: Result<u64>) -> Result<()> {
     let mut state = shared.lock();
+    let result = result.and_then(|seq| {
+        state.durable = state.durable.max(seq);
+        let durable = state.durable;
+        state
+            .mark
+            .as_mut()
+            .map_or(Ok(()), |mark| mark.advance(durable))
+    });
     match result {
-        Ok(seq) => {
-            state.durable = state.durable.max(seq);
-            Ok(())
-        }
+        Ok(()) => Ok(()),
         Err(e) => {
             state.poisoned.get_or_insert_with(|| e.to_string());
             Err(e)

@@ -62,6 +62,7 @@ mod durable;
 mod error;
 mod group;
 mod jsonl;
+mod mark;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use super::group::Syncer;
+use super::mark::{self, Mark};
 use super::record::{self, address_crc, newest_mismatch, record_crc, to_sql, Fetched, Row};
 use super::{
     regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page, ReadOptions,
@@ -184,7 +185,11 @@ impl SqliteStore {
         };
         setup?;
         finish.map_err(sql("open"))?;
+        let acknowledged = mark::read(&path)?;
         let state = load(&path, &conn)?;
+        let found = Some(state.last_seq).filter(|&s| s > 0);
+        mark::check(&path, acknowledged, found)?;
+        let mark = Mark::open(&path, acknowledged, found)?;
         let conn = Arc::new(Mutex::new(Conn {
             conn,
             in_tx: false,
@@ -206,7 +211,7 @@ impl SqliteStore {
             Ok(target.max(c.last_seq))
         });
         Ok(SqliteStore {
-            syncer: Syncer::new(durability, state.last_seq, flush),
+            syncer: Syncer::new(durability, state.last_seq, flush, Some(mark)),
             path,
             conn,
             durability,

@@ -194,9 +194,10 @@ impl JsonlStore {
         // on inside the lease it holds, as it would have without compacting.
         fresh.next_seq = self.next_seq;
         let flush = super::flush_for(&fresh.path, &fresh.file)?;
+        let mark = self.writer()?.syncer.take_mark();
         fresh.writer = Some(Writer {
             durability,
-            syncer: Syncer::new(durability, fresh.last_seq, flush),
+            syncer: Syncer::new(durability, fresh.last_seq, flush, mark),
         });
         // The old file's handle (and its lock on the old, unlinked file) goes with `old`.
         let old = std::mem::replace(self, fresh);

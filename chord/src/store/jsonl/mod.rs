@@ -12,6 +12,7 @@ use std::sync::Arc;
 use self::line::{Line, RecordLine};
 use super::group::Flush;
 use super::group::Syncer;
+use super::mark::{self, Mark};
 use super::{regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page};
 use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 
@@ -286,7 +287,10 @@ impl JsonlStore {
         let path = path.as_ref().to_path_buf();
         let (file, existed) = open_locked(&path)?;
         compact::remove_stale(&path)?;
+        let acknowledged = mark::read(&path)?;
         let mut store = JsonlStore::load(path, file, &mut |_, _| {})?;
+        let found = Some(store.last_seq).filter(|&s| s > 0);
+        mark::check(&store.path, acknowledged, found)?;
         if let Some(torn) = store.torn {
             store
                 .file
@@ -321,9 +325,10 @@ impl JsonlStore {
             sync_parent(&store.path)?;
         }
         let flush = flush_for(&store.path, &store.file)?;
+        let mark = Mark::open(&store.path, acknowledged, found)?;
         store.writer = Some(Writer {
             durability,
-            syncer: Syncer::new(durability, store.last_seq, flush),
+            syncer: Syncer::new(durability, store.last_seq, flush, Some(mark)),
         });
         Ok(store)
     }
@@ -358,7 +363,16 @@ impl JsonlStore {
         regular_file(&path)?;
         let file = File::open(&path).map_err(io_error(&path, "open"))?;
         check_opened(&path, &file)?;
-        JsonlStore::load(path, file, &mut progress)
+        // The mark first: a writer advances it only after its records are durable, so what
+        // is read after it holds at least that much.
+        let acknowledged = mark::read(&path)?;
+        let store = JsonlStore::load(path, file, &mut progress)?;
+        mark::check(
+            &store.path,
+            acknowledged,
+            Some(store.last_seq).filter(|&s| s > 0),
+        )?;
+        Ok(store)
     }
 
     /// The log's path.
@@ -1033,7 +1047,7 @@ fn io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> E
 }
 
 /// Flushes the directory entry of a newly created file.
-fn sync_parent(path: &Path) -> Result<()> {
+pub(super) fn sync_parent(path: &Path) -> Result<()> {
     #[cfg(unix)]
     {
         let parent = match path.parent() {

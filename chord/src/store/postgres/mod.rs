@@ -242,7 +242,7 @@ impl PostgresBuilder {
             Ok(target.max(w.last_seq))
         });
         Ok(PostgresStore {
-            syncer: Some(Syncer::new(durability, durable, flush)),
+            syncer: Some(Syncer::new(durability, durable, flush, None)),
             writer: Some(writer),
             shared,
             durability,
