@@ -614,8 +614,21 @@ function utf8Len(s) {
 class Batch {
   constructor(limits) {
     this.limits = limits;
-    /** @type {Array<() => void>} inverses, run last first */
+    /**
+     * The inverses of the changes made, run last first: a flat log of `UNDO_STRIDE` slots
+     * an entry (what to undo, the container, a key or index, a value, a count), so that an
+     * entry costs a few words and no closure.
+     * @type {unknown[]}
+     */
     this.undo = [];
+    /**
+     * Object members whose string `a` or `t` has changed in this batch, with the appends
+     * since the string was last made flat: the first change records the string it had (a
+     * later one needs no entry, since a member's key never moves and every other change to it
+     * records its own), and a string built by many appends is made flat now and then.
+     * @type {Map<object, Map<string, number>>}
+     */
+    this.texts = new Map();
     this.work = 0;
     /** @type {Set<object>} objects whose key order a delete recorded in this batch */
     this.ordered = new Set();
@@ -641,8 +654,45 @@ class Batch {
     byKey.set(last, [s, bytes]);
   }
 
+  /** Records one inverse: see `undoEntry` for what each kind takes. */
+  log(kind, target, key, value, count) {
+    this.undo.push(kind, target, key, value, count);
+  }
+
   rollback() {
-    for (let j = this.undo.length - 1; j >= 0; j--) this.undo[j]();
+    const u = this.undo;
+    for (let j = u.length - UNDO_STRIDE; j >= 0; j -= UNDO_STRIDE) undoEntry(u[j], u[j + 1], u[j + 2], u[j + 3], u[j + 4]);
+  }
+}
+
+const UNDO_STRIDE = 5;
+const UNDO_LENGTH = 0;
+const UNDO_SET = 1;
+const UNDO_DEFINE = 2;
+const UNDO_DELETE = 3;
+const UNDO_SPLICE = 4;
+const UNDO_ORDER = 5;
+
+/** Runs one inverse of the undo log. */
+function undoEntry(kind, target, key, value, count) {
+  switch (kind) {
+    case UNDO_LENGTH: // an element written one past the end
+      target.length = key;
+      break;
+    case UNDO_SET: // an element overwritten
+      target[key] = value;
+      break;
+    case UNDO_DEFINE: // a member overwritten or deleted
+      define(target, key, value);
+      break;
+    case UNDO_DELETE: // a member added
+      delete target[key];
+      break;
+    case UNDO_SPLICE: // `count` elements at `key` that were `value`
+      splice(target, key, count, value);
+      break;
+    default: // UNDO_ORDER: the key order before this batch's first delete
+      restoreOrder(target, value);
   }
 }
 
@@ -658,7 +708,7 @@ function walkCost(path) {
 
 /** Applies one op, pushing its inverse onto the batch's undo log; returns the (possibly new) root. */
 function step(root, op, batch) {
-  const { limits, undo } = batch;
+  const { limits } = batch;
   const verb = op[0];
   if (verb === 'r') return copyJson(op[1], 0, limits);
   if (root === undefined) throw fail('NoValue');
@@ -673,18 +723,19 @@ function step(root, op, batch) {
       if (i === parent.length) {
         checkLen(i + 1, limits);
         define(parent, String(i), value);
-        undo.push(() => (parent.length = i));
+        batch.log(UNDO_LENGTH, parent, i);
       } else {
         const previous = parent[i];
         parent[i] = value;
-        undo.push(() => (parent[i] = previous));
+        batch.log(UNDO_SET, parent, i, previous);
       }
     } else if (isObject(parent)) {
       const key = String(last);
       const had = Object.hasOwn(parent, key);
       const previous = had ? parent[key] : undefined;
       define(parent, key, value);
-      undo.push(had ? () => define(parent, key, previous) : () => delete parent[key]);
+      if (had) batch.log(UNDO_DEFINE, parent, key, previous);
+      else batch.log(UNDO_DELETE, parent, key);
     } else {
       throw fail('NotAContainer', { found: jsonType(parent) });
     }
@@ -694,8 +745,7 @@ function step(root, op, batch) {
       const i = indexOf(last, parent.length);
       if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
       batch.spend(parent.length - i - 1);
-      const removed = splice(parent, i, 1, []);
-      undo.push(() => splice(parent, i, 0, removed));
+      batch.log(UNDO_SPLICE, parent, i, splice(parent, i, 1, []), 0);
     } else if (isObject(parent)) {
       const key = String(last);
       if (Object.hasOwn(parent, key)) {
@@ -707,11 +757,11 @@ function step(root, op, batch) {
           const order = Object.keys(parent);
           batch.spend(order.length);
           batch.ordered.add(parent);
-          undo.push(() => restoreOrder(parent, order));
+          batch.log(UNDO_ORDER, parent, undefined, order);
         }
         const value = parent[key];
         delete parent[key];
-        undo.push(() => define(parent, key, value));
+        batch.log(UNDO_DEFINE, parent, key, value);
       }
     } else {
       throw fail('NotAContainer', { found: jsonType(parent) });
@@ -743,9 +793,25 @@ function step(root, op, batch) {
       batch.spend(n >= s.length ? 0 : s.length - n);
       next = n >= s.length ? '' : s.slice(n);
     }
-    const write = (v) => (Array.isArray(parent) ? (parent[last] = v) : define(parent, String(last), v));
-    write(next);
-    undo.push(() => write(s));
+    if (Array.isArray(parent)) {
+      parent[last] = next;
+      batch.log(UNDO_SET, parent, last, s);
+    } else {
+      const key = String(last);
+      let members = batch.texts.get(parent);
+      if (members === undefined) batch.texts.set(parent, (members = new Map()));
+      const appends = members.get(key);
+      // A string of many appends is a rope of one node each; made flat once the nodes
+      // would outweigh its text, which costs each append a bounded share of the copying.
+      if (verb === 'a' && (appends ?? 0) * 32 > next.length) {
+        next.charCodeAt(0);
+        members.set(key, 0);
+      } else {
+        members.set(key, (appends ?? 0) + 1);
+      }
+      define(parent, key, next);
+      if (appends === undefined) batch.log(UNDO_DEFINE, parent, key, s);
+    }
   } else {
     const inserted = op[4].map((item) => copyJson(item, path.length + 1, limits));
     const arr = walk(root, path, path.length);
@@ -754,8 +820,7 @@ function step(root, op, batch) {
     const remove = Math.min(op[3], arr.length - index);
     if (inserted.length > remove) checkLen(arr.length - remove + inserted.length, limits);
     batch.spend(remove + inserted.length + (inserted.length === remove ? 0 : arr.length - index - remove));
-    const removed = splice(arr, index, remove, inserted);
-    undo.push(() => splice(arr, index, inserted.length, removed));
+    batch.log(UNDO_SPLICE, arr, index, splice(arr, index, remove, inserted), inserted.length);
   }
   return root;
 }
