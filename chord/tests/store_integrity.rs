@@ -422,10 +422,15 @@ fn records_longer_than_the_maximum_are_refused() {
     let text = "x".repeat(MAX_RECORD_BYTES);
     let batch = format!("[[\"r\",\"{text}\"]]");
     let err = log.append(&a, &batch, Some(BASE)).unwrap_err();
-    assert!(matches!(err, Error::InvalidBatch { .. }), "{err}");
+    assert!(
+        matches!(err, Error::RecordTooLarge { size, bound: MAX_RECORD_BYTES, base: true, .. }
+            if size == batch.len() + BASE.len()),
+        "{err}"
+    );
     assert!(log.is_empty());
-    // Just under the bound for the batch, but the line's own fields push it over.
-    let batch = format!("[[\"r\",\"{}\"]]", &text[..MAX_RECORD_BYTES - 10]);
+    // Batch and tag exactly at the bound, but the line's own fields push it over.
+    let batch = format!("[[\"r\",\"{}\"]]", &text[..MAX_RECORD_BYTES - 14]);
+    assert_eq!(batch.len() + BASE.len(), MAX_RECORD_BYTES);
     let err = log.append(&a, &batch, Some(BASE)).unwrap_err();
     assert!(matches!(err, Error::InvalidBatch { .. }), "{err}");
     assert!(log.is_empty());

@@ -77,8 +77,9 @@ impl<'a> CheckedBatch<'a> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidBatch`] for text that is not one line of parseable JSON array text, is
-    /// too long, or is tagged [`BASE`] without starting with an `r`; [`Error::Unrecoverable`]
+    /// [`Error::RecordTooLarge`] for text longer than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES)
+    /// with its tag; [`Error::InvalidBatch`] for text that is not one line of parseable JSON
+    /// array text, or is tagged [`BASE`] without starting with an `r`; [`Error::Unrecoverable`]
     /// for a batch that breaks the wire grammar, the decoder's rules or a static bound.
     pub fn new(address: &Address, text: &'a str, tag: Option<&'a str>) -> Result<Self> {
         batch(address, text, tag)?;
@@ -86,9 +87,14 @@ impl<'a> CheckedBatch<'a> {
     }
 
     /// Text a [`LogWriter`](super::LogWriter)'s encoder wrote for ops that passed [`ops`]:
-    /// valid by construction, so only its size is checked.
-    pub(crate) fn encoded(text: &'a str, tag: Option<&'a str>) -> Result<Self> {
-        size(text, tag)?;
+    /// valid by construction, so only its size is checked, against the writer's `bound`.
+    pub(crate) fn encoded(
+        address: &Address,
+        text: &'a str,
+        tag: Option<&'a str>,
+        bound: usize,
+    ) -> Result<Self> {
+        size(address, text, tag, bound)?;
         Ok(CheckedBatch { text, tag })
     }
 
@@ -103,14 +109,15 @@ impl<'a> CheckedBatch<'a> {
     }
 }
 
-/// Refuses a record longer than [`MAX_RECORD_BYTES`].
-fn size(batch: &str, tag: Option<&str>) -> Result<()> {
+/// Refuses a record longer than `bound` (at most [`MAX_RECORD_BYTES`]).
+fn size(address: &Address, batch: &str, tag: Option<&str>, bound: usize) -> Result<()> {
     let size = batch.len() + tag.map_or(0, str::len);
-    if size > MAX_RECORD_BYTES {
-        return Err(Error::InvalidBatch {
-            reason: format!(
-                "{size} bytes of batch and tag; a record holds at most {MAX_RECORD_BYTES}"
-            ),
+    if size > bound.min(MAX_RECORD_BYTES) {
+        return Err(Error::RecordTooLarge {
+            address: address.clone(),
+            size,
+            bound: bound.min(MAX_RECORD_BYTES),
+            base: tag == Some(BASE),
         });
     }
     Ok(())
@@ -119,7 +126,7 @@ fn size(batch: &str, tag: Option<&str>) -> Result<()> {
 /// The checks of [`CheckedBatch::new`].
 fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
     let invalid = |reason: String| Err(Error::InvalidBatch { reason });
-    size(batch, tag)?;
+    size(address, batch, tag, MAX_RECORD_BYTES)?;
     if batch.contains('\n') {
         return invalid("a batch must be JSON text on one line".into());
     }

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 
 use super::{recover, Address, Error, LogWriter, Result, Store};
 use crate::tracker::{Tracked, Tracker};
+use crate::{is_base, Op};
 
 /// A tracked value whose every flush is appended to a durable log, with the writer's
 /// [`Checkpoint`](super::Checkpoint) policy answered by base batches, so that recovery replays
@@ -48,6 +49,9 @@ pub struct Durable<T, S: Store> {
     tracker: Tracker<T>,
     writer: LogWriter<S>,
     address: Address,
+    /// Changes the tracker flushed that the log does not hold yet: those of a flush whose
+    /// checkpoint base was over the record bound, appended with the next flush's.
+    unstored: Vec<Op>,
 }
 
 impl<T: Tracked, S: Store> Durable<T, S> {
@@ -57,6 +61,7 @@ impl<T: Tracked, S: Store> Durable<T, S> {
             tracker: Tracker::new(value),
             writer,
             address,
+            unstored: Vec::new(),
         }
     }
 
@@ -96,6 +101,7 @@ impl<T: Tracked, S: Store> Durable<T, S> {
             tracker,
             writer,
             address,
+            unstored: Vec::new(),
         })
     }
 
@@ -111,24 +117,54 @@ impl<T: Tracked, S: Store> Durable<T, S> {
     /// When the record is on disk is the store's [`Durability`](super::Durability); see
     /// [`Store::durable_seq`] and [`sync`](Durable::sync).
     ///
+    /// **A value over the record bound.** Every record fits the writer's record bound
+    /// ([`LogWriter::max_record_bytes`], at most
+    /// [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES)). When the checkpoint policy asks for a
+    /// base and the whole value no longer fits, this flush returns [`Error::RecordTooLarge`]
+    /// (`base: true`, with the bound and the size) and stores nothing; its changes are kept
+    /// and go with the next flush, which appends them as changes, as do the flushes after it:
+    /// the value goes on being written, and recovery replays back to the last base that fit.
+    /// The policy tries a base again one interval later, and once the value is back under the
+    /// bound the base is written and the policy holds again. To stay under it: keep the
+    /// value smaller (e.g. `keep_last` on text that grows), or split it over several
+    /// addresses, one `Durable` each.
+    ///
     /// # Errors
     ///
     /// [`Error::Flush`] when the value cannot be carried as JSON (nothing is stored, the
-    /// changes stay recorded), or the store's error. After a store error the next flush is a
-    /// base batch, so the log never misses a change that was not stored.
+    /// changes stay recorded); [`Error::RecordTooLarge`] for a checkpoint base over the record
+    /// bound (above: the changes are kept); otherwise the store's error, or
+    /// [`Error::RecordTooLarge`] for a batch of changes, or a first base, that is itself over
+    /// the bound. After those the next flush is a base batch, so the log never misses a change
+    /// that was not stored: while the value is over the bound, such flushes fail.
     pub fn flush(&mut self) -> Result<Option<u64>> {
-        let ops = self.tracker.flush().map_err(|source| Error::Flush {
+        let mut ops = self.tracker.flush().map_err(|source| Error::Flush {
             address: self.address.clone(),
             source,
         })?;
+        if !self.unstored.is_empty() && !is_base(&ops) {
+            // Ops apply in order: the kept ones, then this flush's.
+            let mut all = std::mem::take(&mut self.unstored);
+            all.append(&mut ops);
+            ops = all;
+        }
+        self.unstored.clear();
         let tracker = &self.tracker;
         let current = || crate::tracker::to_json(tracker.get(), &crate::Path::root());
         let stored = self
             .writer
             .append_checkpointed(&self.address, &ops, current);
-        if stored.is_err() {
+        match &stored {
+            // The checkpoint base did not fit and the writer put the checkpoint off: the
+            // changes themselves were not tried, and go with the next flush.
+            Err(Error::RecordTooLarge { base: true, .. })
+                if !is_base(&ops) && !self.writer.wants_base(&self.address) =>
+            {
+                self.unstored = ops;
+            }
             // The tracker accepted these ops but the log did not: start over from a base.
-            self.tracker.rebase();
+            Err(_) => self.tracker.rebase(),
+            Ok(_) => {}
         }
         stored
     }

@@ -462,9 +462,13 @@ impl<S: Store + ?Sized> Store for Box<S> {
 /// crashed writer may have handed out are never handed out again.
 pub(crate) const LEASE: u64 = 1024;
 
-/// The longest record a store takes: a JSONL line (seq, address, tag, batch, checksum; an
-/// address definition line too), or a record's batch plus its tag in SQLite. Appends beyond it
-/// are refused ([`Error::InvalidBatch`]); reading a JSONL log never holds a longer line in
+/// The longest record a store takes: a record's batch text plus its tag, and in a JSONL log
+/// the whole line (seq, address, tag, batch, checksum; an address definition line too).
+/// Appends beyond it are refused before anything is written: [`Error::RecordTooLarge`] for
+/// batch and tag, [`Error::InvalidBatch`] for a JSONL line that only its own fields push over.
+/// A [`LogWriter`] can hold its records to a smaller bound
+/// ([`LogWriter::max_record_bytes`]); a value whose base batch no longer fits is best split
+/// over several addresses (see [`Durable::flush`]). Reading a JSONL log never holds a longer line in
 /// memory: a complete line beyond it is [`Error::Corrupt`], an unterminated last one is a torn
 /// tail (it was never acknowledged, since no append could have written it).
 pub const MAX_RECORD_BYTES: usize = 64 << 20;

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::MAX_RECORD_BYTES;
 use super::{check, Address, CheckedBatch, Error, ReadOptions, Result, Store, BASE};
 use crate::error::ErrorKind;
 use crate::{is_base, Encoder, Op};
@@ -11,6 +12,12 @@ use crate::{is_base, Encoder, Op};
 ///
 /// The writer never rewrites a batch itself: [`LogWriter::wants_base`] says when the policy
 /// asks for a base, and the producer answers with one (a tracker's `rebase()` then `flush()`).
+///
+/// A checkpoint is a record like any other, so it must fit the record bound
+/// ([`LogWriter::max_record_bytes`]). When the value has outgrown it, the base is not written
+/// ([`LogWriter::append_checkpointed`] reports [`Error::RecordTooLarge`]) and the policy asks
+/// again one interval later; meanwhile batches of changes go on being appended, and recovery
+/// replays more than the policy says, up to the next base that fits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Checkpoint {
     /// Only ask for the first base batch of a value; recovery replays the whole history
@@ -68,6 +75,8 @@ pub struct LogWriter<S: Store> {
     store: S,
     policy: Checkpoint,
     streams: HashMap<Address, Stream>,
+    /// The longest record it appends, batch and tag: at most [`MAX_RECORD_BYTES`].
+    bound: usize,
 }
 
 /// One address's encoder and where the checkpoint policy stands.
@@ -121,7 +130,41 @@ impl<S: Store> LogWriter<S> {
             store,
             policy,
             streams: HashMap::new(),
+            bound: MAX_RECORD_BYTES,
         }
+    }
+
+    /// Sets the longest record this writer appends (batch text and tag, in bytes):
+    /// [`MAX_RECORD_BYTES`] by default, which is also the most any store takes, so a larger
+    /// `bytes` is taken as [`MAX_RECORD_BYTES`]. A batch over it is refused before it reaches
+    /// the store ([`Error::RecordTooLarge`]).
+    ///
+    /// A smaller bound keeps every record, and so every base batch a reader or recovery
+    /// loads at once, small; it also makes a value that outgrows the bound testable without
+    /// megabytes of data.
+    ///
+    /// ```
+    /// use chord::store::{Address, Checkpoint, Durability, Error, JsonlStore, LogWriter};
+    /// use chord::Op;
+    /// use serde_json::json;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend)?;
+    /// let mut log = LogWriter::new(store, Checkpoint::Never).max_record_bytes(64);
+    /// let at = Address::new("tools", "build");
+    /// let err = log.append(&at, &[Op::Replace(json!({ "out": "x".repeat(64) }))]).unwrap_err();
+    /// assert!(matches!(err, Error::RecordTooLarge { bound: 64, base: true, .. }), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_record_bytes(mut self, bytes: usize) -> LogWriter<S> {
+        self.bound = bytes.min(MAX_RECORD_BYTES);
+        self
+    }
+
+    /// The longest record this writer appends (see
+    /// [`max_record_bytes`](LogWriter::max_record_bytes)).
+    pub fn record_bound(&self) -> usize {
+        self.bound
     }
 
     /// Encodes `batch` with `address`'s encoder, tags it [`BASE`] when it starts with `r`, and
@@ -150,7 +193,9 @@ impl<S: Store> LogWriter<S> {
     /// # Errors
     ///
     /// [`Error::Unrecoverable`](super::Error::Unrecoverable) for a batch recovery could not
-    /// apply: nothing is stored and the encoder is untouched. Otherwise the store's error;
+    /// apply: nothing is stored and the encoder is untouched. [`Error::RecordTooLarge`] for a
+    /// batch whose encoded text and tag are over the record bound
+    /// ([`max_record_bytes`](LogWriter::max_record_bytes)). Otherwise the store's error;
     /// the address's encoder is then dropped and the next batch starts a fresh one, so no
     /// later batch refers to a path id whose definition was not stored.
     pub fn append(&mut self, address: &Address, batch: &[Op]) -> Result<Option<u64>> {
@@ -179,8 +224,11 @@ impl<S: Store> LogWriter<S> {
             return Err(unrecoverable(crate::Error::at_op(first, 0)));
         }
         let wire = stream.encoder.encode(batch).to_json();
-        let checked = CheckedBatch::encoded(&wire, base.then_some(BASE))?;
-        match self.store.append_checked(address, checked) {
+        // The encoder has taken the batch's path ids as sent: whatever stops the batch from
+        // here on drops the encoder, below.
+        let stored = CheckedBatch::encoded(address, &wire, base.then_some(BASE), self.bound)
+            .and_then(|checked| self.store.append_checked(address, checked));
+        match stored {
             Ok(seq) => {
                 stream.since.record(base, wire.len());
                 Ok(Some(seq))
@@ -197,9 +245,17 @@ impl<S: Store> LogWriter<S> {
     /// Either way the stored history ends at the same value, and the producer's live replicas
     /// keep receiving `batch` itself: checkpoints are a concern of the log only.
     ///
+    /// A base that does not fit the record bound is not written: this call returns
+    /// [`Error::RecordTooLarge`] (with `base: true`) and stores nothing, `batch` included, so
+    /// the caller still holds the changes and appends them with its next batch (a
+    /// [`Durable`](super::Durable) does); the policy asks for a base again one interval later
+    /// (after as many batches or bytes as the policy counts), not on every call, so a value
+    /// over the bound costs one failed base per interval, and appending changes goes on.
+    ///
     /// # Errors
     ///
-    /// [`Error::Flush`](super::Error::Flush) when `current` fails; otherwise as
+    /// [`Error::Flush`](super::Error::Flush) when `current` fails; [`Error::RecordTooLarge`]
+    /// when the base it would write is over the record bound; otherwise as
     /// [`append`](LogWriter::append).
     ///
     /// # Examples
@@ -235,7 +291,26 @@ impl<S: Store> LogWriter<S> {
             address: address.clone(),
             source,
         })?;
-        self.append(address, &[Op::Replace(value)])
+        let has_base = match self.streams.get(address) {
+            Some(stream) => stream.since.has_base,
+            None => since_base(&self.store, address, self.policy)?.has_base,
+        };
+        let stored = self.append(address, &[Op::Replace(value)]);
+        if let (Err(Error::RecordTooLarge { .. }), true) = (&stored, has_base) {
+            // The log keeps its last base; count the interval again from here, with a fresh
+            // encoder (the failed base took the old one's ids).
+            let since = Since {
+                has_base: true,
+                batches: 0,
+                bytes: 0,
+            };
+            let stream = Stream {
+                encoder: Encoder::new(),
+                since,
+            };
+            self.streams.insert(address.clone(), stream);
+        }
+        stored
     }
 
     /// Whether the checkpoint policy asks for a base batch as `address`'s next batch. Always
