@@ -363,6 +363,18 @@ fn refused_nesting() -> usize {
         (3..total).all(|t| !refused(t)),
         "every shallower batch decodes"
     );
+    // chord's replica splits an SSE data event (an array of batches) into each batch's raw
+    // text before decoding it, so the event's own array does not count against a batch,
+    // as in the JavaScript replica, which checks each batch from its own array.
+    let deepest = format!(
+        r##"[["r",{}0{}]]"##,
+        "[".repeat(total - 3),
+        "]".repeat(total - 3)
+    );
+    let event = format!("[{deepest},{deepest}]");
+    let batches: Vec<&serde_json::value::RawValue> =
+        serde_json::from_str(&event).expect("an event of the deepest batches splits");
+    assert_eq!(batches.len(), 2);
     total
 }
 
