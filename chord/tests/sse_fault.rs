@@ -173,7 +173,7 @@ fn replicas_behind_a_faulty_network_converge() {
     };
     let store = JsonlStore::open(dir.path().join("log.jsonl"), grouped).unwrap();
     // Enough bases kept that no replica's offset is ever dropped: every break resumes.
-    let log = streams::Builder::new()
+    let log = streams::LogBuilder::new()
         .retention(Retention::Bases(1_000))
         .tail_records(64)
         .build(store);

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter, Store};
-use chord::streams::{Builder, Compaction, Log, Retention, Streams, BASE_OFFSET_HEADER};
+use chord::streams::{Compaction, Log, LogBuilder, Retention, Streams, BASE_OFFSET_HEADER};
 use chord::{apply, is_base, path, Decoder, Op};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -24,13 +24,13 @@ struct Fixture {
 impl Fixture {
     fn new(retention: Retention, tail_records: usize) -> Fixture {
         Fixture::with(
-            Builder::new()
+            LogBuilder::new()
                 .retention(retention)
                 .tail_records(tail_records),
         )
     }
 
-    fn with(builder: Builder) -> Fixture {
+    fn with(builder: LogBuilder) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let store =
             JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
@@ -240,7 +240,7 @@ fn stored_seqs(f: &Fixture) -> Vec<u64> {
 async fn compaction_removes_what_retention_no_longer_serves_and_gone_stays_gone() {
     // A cache of 2 records: older reads go to the store.
     let mut f = Fixture::with(
-        Builder::new()
+        LogBuilder::new()
             .retention(Retention::Bases(2))
             .tail_records(2)
             .compaction(Compaction::EveryBases(1)),
@@ -321,7 +321,7 @@ async fn compaction_removes_what_retention_no_longer_serves_and_gone_stays_gone(
 #[tokio::test]
 async fn a_reader_in_a_range_compacted_behind_the_cache_gets_gone_not_a_gap() {
     let mut f = Fixture::with(
-        Builder::new()
+        LogBuilder::new()
             .retention(Retention::Bases(3))
             .tail_records(1)
             .compaction(Compaction::Off),
@@ -359,7 +359,7 @@ async fn a_reader_in_a_range_compacted_behind_the_cache_gets_gone_not_a_gap() {
 /// Over any backend: the log compacts on its retention, the route answers 410 in the
 /// compacted range and serves the rest, the state as written.
 fn compacted_route_serves_the_rest<S: Store + Send + 'static>(store: S) {
-    let log = Builder::new()
+    let log = LogBuilder::new()
         .retention(Retention::Bases(2))
         .tail_records(2)
         .compaction(Compaction::EveryBases(1))

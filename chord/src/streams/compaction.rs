@@ -18,11 +18,11 @@
 /// ([`Log::compaction_failure`](super::Log::compaction_failure) says why it failed).
 ///
 /// ```
-/// use chord::streams::{Builder, Compaction};
+/// use chord::streams::{LogBuilder, Compaction};
 /// assert_eq!(Compaction::default(), Compaction::EveryBases(4));
 /// # let dir = tempfile::tempdir()?;
 /// # let store = chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?;
-/// let log = Builder::new().compaction(Compaction::EveryBases(1)).build(store);
+/// let log = LogBuilder::new().compaction(Compaction::EveryBases(1)).build(store);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use tokio::time::{sleep_until, Instant};
 
-use super::memory::{Backend, Config, State, Stream};
+use super::memory::{Backend, Config, MemoryStream, State};
 use super::offset::Start;
 use super::sse::{self, Changes, Feed, Next, SseBody, Timing};
 use super::{frame, Offset};
@@ -173,7 +173,7 @@ fn messages(json: bool, body: &[u8], creating: bool) -> Result<Vec<Bytes>, Refus
 }
 
 /// The headers every response for a stream carries.
-fn meta(h: &mut HeaderMap, stream: &Stream, state: &State) {
+fn meta(h: &mut HeaderMap, stream: &MemoryStream, state: &State) {
     if let Ok(v) = HeaderValue::from_str(&stream.config.content_type) {
         h.insert(header::CONTENT_TYPE, v);
     }
@@ -321,7 +321,7 @@ pub(super) fn create(
             "the stream would be too large\n",
         );
     }
-    let fresh = Stream::new(config.clone());
+    let fresh = MemoryStream::new(config.clone());
     {
         let mut state = fresh.lock();
         state.bytes = size;
@@ -413,7 +413,7 @@ fn producer(headers: &HeaderMap) -> Result<Option<Producer>, Refusal> {
 /// `POST` (append, close) on a stream the backend holds.
 pub(super) fn append(
     backend: &dyn Backend,
-    stream: &Arc<Stream>,
+    stream: &Arc<MemoryStream>,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
@@ -600,7 +600,7 @@ pub(super) fn gone() -> Response {
 }
 
 /// `HEAD`.
-pub(super) fn head(stream: &Stream) -> Response {
+pub(super) fn head(stream: &MemoryStream) -> Response {
     let mut r = Response::new(Body::empty());
     meta(r.headers_mut(), stream, &stream.lock());
     r.headers_mut()
@@ -654,7 +654,7 @@ fn resolve(state: &State, start: Start) -> Result<u64, Refusal> {
 
 /// A catch-up or long-poll read: `None` when long-polling and there is nothing yet.
 fn read_response(
-    stream: &Stream,
+    stream: &MemoryStream,
     after: u64,
     cache_control: &HeaderValue,
     request: &HeaderMap,
@@ -726,7 +726,7 @@ pub(super) struct Get<'a> {
 }
 
 /// `GET`: catch-up, long-poll or SSE.
-pub(super) async fn get(stream: Arc<Stream>, get: Get<'_>) -> Response {
+pub(super) async fn get(stream: Arc<MemoryStream>, get: Get<'_>) -> Response {
     stream.touch();
     let after = match resolve(&stream.lock(), get.start) {
         Ok(a) => a,
@@ -814,7 +814,7 @@ fn textual(content_type: &str) -> bool {
     content_type.starts_with("text/") || content_type == "application/json"
 }
 
-fn data_event(out: &mut Vec<u8>, stream: &Stream, messages: &[Bytes]) {
+fn data_event(out: &mut Vec<u8>, stream: &MemoryStream, messages: &[Bytes]) {
     out.extend_from_slice(b"event: data\n");
     if textual(&stream.config.content_type) {
         let body = body_of(stream.json(), messages);
@@ -849,7 +849,7 @@ fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, cl
 }
 
 /// An SSE response, polled by the connection as every SSE read is ([`SseBody`]).
-fn sse(stream: Arc<Stream>, after: u64, echoed: Option<u64>, timing: Timing) -> Response {
+fn sse(stream: Arc<MemoryStream>, after: u64, echoed: Option<u64>, timing: Timing) -> Response {
     let binary = !textual(&stream.config.content_type);
     let feed = StreamFeed {
         changes: Changes::new(stream.subscribe()),
@@ -873,7 +873,7 @@ fn sse(stream: Arc<Stream>, after: u64, echoed: Option<u64>, timing: Timing) -> 
 
 /// The SSE events of one reader of a stream the backend holds.
 struct StreamFeed {
-    stream: Arc<Stream>,
+    stream: Arc<MemoryStream>,
     after: u64,
     echoed: Option<u64>,
     changes: Changes,

@@ -13,13 +13,13 @@ use crate::store::{
     Result, Store, BASE,
 };
 
-/// The default [`Builder::tail_records`].
+/// The default [`LogBuilder::tail_records`].
 pub const DEFAULT_TAIL_RECORDS: usize = 1024;
 
-/// The default [`Builder::tail_bytes`].
+/// The default [`LogBuilder::tail_bytes`].
 pub const DEFAULT_TAIL_BYTES: usize = 8 << 20;
 
-/// The default [`Builder::follow_idle`].
+/// The default [`LogBuilder::follow_idle`].
 pub const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
 
 /// How long a follower waits on the store before it looks whether it is still wanted.
@@ -36,9 +36,9 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 ///
 /// Cost: an append takes the store's lock (as the store's own append would need `&mut`),
 /// then pushes one shared entry to the address's cache and wakes its readers. Memory per
-/// address read: at most [`tail_records`](Builder::tail_records) records and
-/// [`tail_bytes`](Builder::tail_bytes) bytes. An append of a base record may also compact its
-/// address to the retention, as the [`Compaction`] policy says ([`Builder::compaction`]): for
+/// address read: at most [`tail_records`](LogBuilder::tail_records) records and
+/// [`tail_bytes`](LogBuilder::tail_bytes) bytes. An append of a base record may also compact its
+/// address to the retention, as the [`Compaction`] policy says ([`LogBuilder::compaction`]): for
 /// a `JsonlStore`, a rewrite of the file while the store's lock is held.
 ///
 /// # A store shared by several nodes
@@ -51,7 +51,7 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 ///   or `live=long-poll`), which reads the records the store commits
 ///   ([`LiveSource::follow`]: for PostgreSQL, `LISTEN`/`NOTIFY`, no polling), whoever wrote
 ///   them, and adds each to the cache in seq order. It stops once the address has had no
-///   live reader for [`follow_idle`](Builder::follow_idle).
+///   live reader for [`follow_idle`](LogBuilder::follow_idle).
 /// - **By this log's appends**, as above, for an address it writes (from its first
 ///   successful append, until an append to it fails): its readers get a record as soon as
 ///   it is stored, before the follower reads it back. At the first append the cache is
@@ -150,23 +150,23 @@ pub(crate) struct Want {
 /// Configures a [`Log`]: its retention and the size of its tail caches.
 ///
 /// ```
-/// use chord::streams::{Builder, Retention};
+/// use chord::streams::{LogBuilder, Retention};
 /// # let dir = tempfile::tempdir()?;
 /// # let store = chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?;
-/// let log = Builder::new().retention(Retention::Bases(8)).tail_records(256).build(store);
+/// let log = LogBuilder::new().retention(Retention::Bases(8)).tail_records(256).build(store);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 #[must_use]
-pub struct Builder {
+pub struct LogBuilder {
     bounds: Bounds,
     follow_idle: Duration,
     compaction: Compaction,
 }
 
-impl Default for Builder {
+impl Default for LogBuilder {
     fn default() -> Self {
-        Builder {
+        LogBuilder {
             bounds: Bounds {
                 records: DEFAULT_TAIL_RECORDS,
                 bytes: DEFAULT_TAIL_BYTES,
@@ -178,28 +178,28 @@ impl Default for Builder {
     }
 }
 
-impl Builder {
+impl LogBuilder {
     /// The defaults: [`Retention::default`], [`DEFAULT_TAIL_RECORDS`], [`DEFAULT_TAIL_BYTES`].
-    pub fn new() -> Builder {
-        Builder::default()
+    pub fn new() -> LogBuilder {
+        LogBuilder::default()
     }
 
     /// What readers may still read ([`Retention::default`] when not set).
-    pub fn retention(mut self, retention: Retention) -> Builder {
+    pub fn retention(mut self, retention: Retention) -> LogBuilder {
         self.bounds.bases = retention.bases();
         self
     }
 
     /// At most this many records in each address's tail cache (at least 1; default
     /// [`DEFAULT_TAIL_RECORDS`]).
-    pub fn tail_records(mut self, records: usize) -> Builder {
+    pub fn tail_records(mut self, records: usize) -> LogBuilder {
         self.bounds.records = records.max(1);
         self
     }
 
     /// At most this many bytes of batches in each address's tail cache (default
     /// [`DEFAULT_TAIL_BYTES`]); the newest record is kept whatever its size.
-    pub fn tail_bytes(mut self, bytes: usize) -> Builder {
+    pub fn tail_bytes(mut self, bytes: usize) -> LogBuilder {
         self.bounds.bytes = bytes;
         self
     }
@@ -207,14 +207,14 @@ impl Builder {
     /// Over a store shared by several nodes: how long a follower of an address keeps
     /// running once no live reader waits on it (default [`DEFAULT_FOLLOW_IDLE`]); see
     /// [`Log`].
-    pub fn follow_idle(mut self, idle: Duration) -> Builder {
+    pub fn follow_idle(mut self, idle: Duration) -> LogBuilder {
         self.follow_idle = idle;
         self
     }
 
     /// When the records the retention no longer serves are removed from the store
     /// ([`Compaction::default`] when not set).
-    pub fn compaction(mut self, compaction: Compaction) -> Builder {
+    pub fn compaction(mut self, compaction: Compaction) -> LogBuilder {
         self.compaction = compaction;
         self
     }
@@ -243,7 +243,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<S: Store> Log<S> {
     /// A log over `store` with the default retention and tail caches.
     pub fn new(store: S) -> Log<S> {
-        Builder::default().build(store)
+        LogBuilder::default().build(store)
     }
 
     /// Runs `f` with the store, locked (appends wait meanwhile).
@@ -831,7 +831,7 @@ mod tests {
         let a = Address::new("lanes", "main");
         let s0 = other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
         let s1 = other.append(&a, &set(1), None).unwrap();
-        let log = Builder::new()
+        let log = LogBuilder::new()
             .follow_idle(Duration::from_millis(20))
             .build(db.clone());
         let shared = &log.shared;
@@ -859,7 +859,7 @@ mod tests {
         let mut other = db.clone();
         let a = Address::new("lanes", "main");
         let s0 = other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
-        let mut log = Builder::new().build(db.clone());
+        let mut log = LogBuilder::new().build(db.clone());
         let tail = log.shared.tail(&a, LIVE).unwrap().unwrap();
         let _reader = tail.subscribe();
         // Another node writes while the follower is behind; then this log takes over.
@@ -883,7 +883,7 @@ mod tests {
         let a = Address::new("lanes", "main");
         other.append(&a, r#"[["r",{"n":0}]]"#, Some(BASE)).unwrap();
         let s1 = other.append(&a, &set(1), None).unwrap();
-        let log = Builder::new().build(db.clone());
+        let log = LogBuilder::new().build(db.clone());
         let tail = log.shared.tail(&a, LIVE).unwrap().unwrap();
         let _reader = tail.subscribe();
         db.0.frozen.store(true, Ordering::Release);
@@ -921,7 +921,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store =
             JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
-        let log = Builder::new()
+        let log = LogBuilder::new()
             .retention(Retention::Bases(1))
             .compaction(Compaction::EveryBases(2))
             .build(store);
@@ -953,7 +953,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store =
             JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
-        let log = Builder::new()
+        let log = LogBuilder::new()
             .retention(Retention::Bases(1))
             .compaction(Compaction::Off)
             .build(store);
@@ -970,7 +970,7 @@ mod tests {
     #[test]
     fn a_failed_compaction_fails_no_append_and_is_told() {
         let db = Db::new();
-        let log = Builder::new()
+        let log = LogBuilder::new()
             .retention(Retention::Bases(1))
             .compaction(Compaction::EveryBases(1))
             .build(Failing(db));

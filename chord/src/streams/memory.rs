@@ -19,19 +19,23 @@ pub const DEFAULT_MAX_STREAM_BYTES: usize = 64 << 20;
 /// Where the protocol streams that are not chord logs live: created by `PUT`, written by
 /// `POST`, removed by `DELETE` (see [`Streams::backend`](super::Streams::backend)).
 ///
-/// A backend holds [`Stream`]s by address; the router does the protocol (framing, closure,
+/// A backend holds [`MemoryStream`]s by address; the router does the protocol (framing, closure,
 /// producers, expiry) on them, under each stream's own lock.
 pub trait Backend: Send + Sync + 'static {
     /// The stream at `address`, if any.
-    fn get(&self, address: &Address) -> Option<Arc<Stream>>;
+    fn get(&self, address: &Address) -> Option<Arc<MemoryStream>>;
 
     /// Adds `stream` at `address` unless one is there already: returns the stream now at
     /// `address` and whether it is the one passed.
     ///
     /// # Errors
     ///
-    /// [`Full`] when the backend holds as many streams as it may.
-    fn insert(&self, address: &Address, stream: Stream) -> Result<(Arc<Stream>, bool), Full>;
+    /// [`TooManyStreams`] when the backend holds as many streams as it may.
+    fn insert(
+        &self,
+        address: &Address,
+        stream: MemoryStream,
+    ) -> Result<(Arc<MemoryStream>, bool), TooManyStreams>;
 
     /// Removes the stream at `address`; whether there was one.
     fn remove(&self, address: &Address) -> bool;
@@ -43,7 +47,7 @@ pub trait Backend: Send + Sync + 'static {
 /// A backend holds as many streams as it may.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the server holds as many streams as it may")]
-pub struct Full;
+pub struct TooManyStreams;
 
 /// A [`Backend`] in memory: streams last as long as the process. Bounded: at most
 /// [`max_streams`](Memory::max_streams) streams of at most
@@ -55,7 +59,7 @@ pub struct Full;
 /// ```
 #[derive(Debug)]
 pub struct Memory {
-    streams: Mutex<HashMap<Address, Arc<Stream>>>,
+    streams: Mutex<HashMap<Address, Arc<MemoryStream>>>,
     max_streams: usize,
     max_stream_bytes: usize,
 }
@@ -97,7 +101,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Backend for Memory {
-    fn get(&self, address: &Address) -> Option<Arc<Stream>> {
+    fn get(&self, address: &Address) -> Option<Arc<MemoryStream>> {
         let mut streams = lock(&self.streams);
         let stream = streams.get(address)?;
         if stream.expired() {
@@ -107,7 +111,11 @@ impl Backend for Memory {
         Some(Arc::clone(stream))
     }
 
-    fn insert(&self, address: &Address, stream: Stream) -> Result<(Arc<Stream>, bool), Full> {
+    fn insert(
+        &self,
+        address: &Address,
+        stream: MemoryStream,
+    ) -> Result<(Arc<MemoryStream>, bool), TooManyStreams> {
         let mut streams = lock(&self.streams);
         if let Some(there) = streams.get(address) {
             if !there.expired() {
@@ -117,7 +125,7 @@ impl Backend for Memory {
         if streams.len() >= self.max_streams {
             streams.retain(|_, s| !s.expired());
             if streams.len() >= self.max_streams {
-                return Err(Full);
+                return Err(TooManyStreams);
             }
         }
         let stream = Arc::new(stream);
@@ -151,7 +159,7 @@ pub(crate) struct Config {
 
 /// One protocol stream: its configuration, messages, closure and producers.
 #[derive(Debug)]
-pub struct Stream {
+pub struct MemoryStream {
     pub(crate) config: Config,
     pub(crate) state: Mutex<State>,
     changes: watch::Sender<u64>,
@@ -178,12 +186,12 @@ pub(crate) struct State {
     pub(crate) deleted: bool,
 }
 
-impl Stream {
-    pub(crate) fn new(config: Config) -> Stream {
+impl MemoryStream {
+    pub(crate) fn new(config: Config) -> MemoryStream {
         let idle_until = config
             .ttl
             .map(|t| SystemTime::now() + Duration::from_secs(t));
-        Stream {
+        MemoryStream {
             config,
             state: Mutex::new(State {
                 idle_until,

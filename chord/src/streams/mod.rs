@@ -76,9 +76,11 @@ mod tail;
 mod write;
 
 pub use self::compaction::Compaction;
-pub use self::log::{Builder, Log, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_RECORDS};
+pub use self::log::{
+    Log, LogBuilder, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_RECORDS,
+};
 pub use self::memory::{
-    Backend, Full, Memory, Stream, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,
+    Backend, Memory, MemoryStream, TooManyStreams, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,
 };
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
@@ -87,4 +89,4 @@ pub use self::router::{
     DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE, WRITE_BODY_LIMIT,
 };
 pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};
-pub use self::write::{Write, WriteRequest};
+pub use self::write::{WriteKind, WriteRequest};

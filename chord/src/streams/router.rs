@@ -24,7 +24,7 @@ use super::memory::Backend;
 use super::offset::Start;
 use super::sse::{self, Changes, Feed, Next, Pending, SseBody, Timing};
 use super::tail::{Entry, Found, Tail};
-use super::write::{self, Authorize, Write, WriteRequest};
+use super::write::{self, Authorize, WriteKind, WriteRequest};
 use super::{frame, Log, Offset};
 use crate::store::{Address, Record, Store};
 
@@ -462,9 +462,9 @@ async fn serve_address(
     let address = Address::new(namespace, key);
     let write = match method {
         Method::GET | Method::HEAD => None,
-        Method::PUT => Some(Write::Create),
-        Method::POST => Some(Write::Append),
-        Method::DELETE => Some(Write::Delete),
+        Method::PUT => Some(WriteKind::Create),
+        Method::POST => Some(WriteKind::Append),
+        Method::DELETE => Some(WriteKind::Delete),
         _ => return write::not_allowed(),
     };
     if let Some(write) = write {
@@ -492,7 +492,7 @@ async fn serve_address(
                     .get("stream-forked-from")
                     .map(|v| fork_source(uri.path(), &address, v.to_str().unwrap_or("")));
                 let mut r = match (write, found) {
-                    (Write::Create, _) => generic::create(
+                    (WriteKind::Create, _) => generic::create(
                         &**backend,
                         &address,
                         fork,
@@ -500,10 +500,12 @@ async fn serve_address(
                         &headers,
                         &body,
                     ),
-                    (Write::Append | Write::Delete, Some(_)) if deleted => generic::gone(),
-                    (Write::Append, Some(s)) => generic::append(&**backend, &s, &headers, &body),
-                    (Write::Delete, _) => generic::delete(&**backend, &address),
-                    (Write::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
+                    (WriteKind::Append | WriteKind::Delete, Some(_)) if deleted => generic::gone(),
+                    (WriteKind::Append, Some(s)) => {
+                        generic::append(&**backend, &s, &headers, &body)
+                    }
+                    (WriteKind::Delete, _) => generic::delete(&**backend, &address),
+                    (WriteKind::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
                 };
                 security(r.headers_mut());
                 return r;
@@ -566,7 +568,7 @@ async fn serve_address(
 
 async fn read_generic(
     streams: &Streams,
-    stream: Arc<super::memory::Stream>,
+    stream: Arc<super::memory::MemoryStream>,
     method: &Method,
     query: &HashMap<String, String>,
     headers: &HeaderMap,

@@ -16,7 +16,7 @@ use crate::store::{Address, CheckedBatch};
 /// What the protocol's write side may be asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Write {
+pub enum WriteKind {
     /// `PUT`: create a stream (or confirm it exists).
     Create,
     /// `POST`: append messages (each a wire batch), or close.
@@ -30,7 +30,7 @@ pub enum Write {
 #[non_exhaustive]
 pub struct WriteRequest<'a> {
     /// What it asks.
-    pub write: Write,
+    pub write: WriteKind,
     /// The stream it asks it of.
     pub address: &'a Address,
     /// Its headers (`Authorization`, cookies, ...).
@@ -54,17 +54,17 @@ pub(super) fn not_allowed() -> Response {
 pub(super) async fn handle(
     source: Arc<dyn Source>,
     tail: Option<Arc<Tail>>,
-    write: Write,
+    write: WriteKind,
     address: &Address,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
     match write {
-        Write::Delete => status(
+        WriteKind::Delete => status(
             StatusCode::METHOD_NOT_ALLOWED,
             "a chord log is append-only: streams are not deleted\n",
         ),
-        Write::Create if tail.is_some() => {
+        WriteKind::Create if tail.is_some() => {
             if !is_json(headers) {
                 return status(StatusCode::CONFLICT, "the stream is application/json\n");
             }
@@ -73,8 +73,8 @@ pub(super) async fn handle(
             }
             done(StatusCode::OK, tail.map_or(0, |t| t.position().last))
         }
-        Write::Create | Write::Append => {
-            if write == Write::Append && tail.is_none() {
+        WriteKind::Create | WriteKind::Append => {
+            if write == WriteKind::Append && tail.is_none() {
                 return status(StatusCode::NOT_FOUND, "no such stream\n");
             }
             if is_closing(headers) {
@@ -105,7 +105,7 @@ pub(super) async fn handle(
                 Ok(last)
             };
             match tokio::task::spawn_blocking(append).await {
-                Ok(Ok(last)) if write == Write::Create => done(StatusCode::CREATED, last),
+                Ok(Ok(last)) if write == WriteKind::Create => done(StatusCode::CREATED, last),
                 Ok(Ok(last)) => done(StatusCode::NO_CONTENT, last),
                 Ok(Err(why)) => status(StatusCode::BAD_REQUEST, format!("{why}\n")),
                 Err(_) => status(StatusCode::INTERNAL_SERVER_ERROR, "append cancelled\n"),
