@@ -176,7 +176,7 @@ fn rolled_back<T: std::fmt::Debug>(
             },
         ) => {
             assert_eq!(acknowledged, acked, "{trial}: {err}");
-            assert!(found.map_or(true, |f| f < acked), "{trial}: {err}");
+            assert!(found.is_none_or(|f| f < acked), "{trial}: {err}");
             let text = err.to_string();
             assert!(text.contains(&path.display().to_string()), "{text}");
             assert!(

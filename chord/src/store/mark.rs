@@ -116,7 +116,7 @@ pub(crate) fn read(store: &Path) -> Result<Option<u64>> {
 /// [`Error::RolledBack`] when it ends before.
 pub(crate) fn check(store: &Path, acknowledged: Option<u64>, found: Option<u64>) -> Result<()> {
     match acknowledged {
-        Some(acknowledged) if found.map_or(true, |found| found < acknowledged) => {
+        Some(acknowledged) if found.is_none_or(|found| found < acknowledged) => {
             Err(Error::RolledBack {
                 path: store.to_path_buf(),
                 acknowledged,
