@@ -17,6 +17,53 @@
 //! bytes, and a continuity check finds a record that is missing; a damaged or missing record
 //! is an error naming where it is, never a different state. See each backend for its format.
 //!
+//! **Nor is a store that ends early.** Checksums and links cannot see records cut off the
+//! *end*: a JSONL log that lost its last lines, or a SQLite database whose `-wal` file lost or
+//! damaged a frame (SQLite then drops that frame and every later one, and the database reads
+//! as a consistent older one). So [`JsonlStore`] and `SqliteStore` keep an *acknowledged
+//! mark* beside their file, `<path>-ack`: the highest seq they reported durable
+//! ([`Store::durable_seq`]), rewritten after each flush. A store found ending before its mark
+//! is [`Error::RolledBack`] at open, read-only opens included, naming the store, the
+//! acknowledged seq and the seq found; nothing is changed. Restore the store from a copy, or
+//! delete the mark to accept the store as it is.
+//!
+//! # What each store detects
+//!
+//! | Damage | [`JsonlStore`] | `SqliteStore` | `PostgresStore` |
+//! |---|---|---|---|
+//! | a changed byte in a record | yes: its line's checksum | yes: its row's checksum | yes: its row's checksum |
+//! | a record missing, moved or duplicated between others | yes: the checksums are chained line to line | yes: `prev` and `last` links | yes: `prev` and `last` links |
+//! | records cut off the end, torn or whole | yes: the mark | yes (`-wal` damage): the mark | no: PostgreSQL's own durability |
+//! | a torn last line a crash left (never acknowledged) | cut off by a writer, ignored by a reader | (SQLite's transactions) | (PostgreSQL's transactions) |
+//!
+//! What none of them detects:
+//!
+//! - **A store and its mark replaced together**, e.g. both restored from an older copy; and a
+//!   store without a mark (copied without it, or written before marks existed) is not checked
+//!   at its first open, which writes one.
+//! - **A cut after a power loss that also lost the mark's latest writes.** The mark is
+//!   written to the operating system after each flush (one positioned 40-byte write, with no
+//!   `fsync` of its own, which would double the cost of an
+//!   [`EveryAppend`](Durability::EveryAppend) append), so it survives the process dying at
+//!   once; it is flushed to disk when it is created and when the store is dropped. After a
+//!   power loss it may hold an older seq, and the check starts from there. It is never ahead
+//!   of the store, so it never raises a false alarm.
+//! - **PostgreSQL going back to an older state** (a restore from a backup, a failover to a
+//!   replica that had not received the last commits): that database is consistent, and chord
+//!   keeps no mark for a store that several nodes share. Whether a committed record survives
+//!   is PostgreSQL's durability (`fsync`, `synchronous_commit`, replication).
+//!
+//! SQLite's checksum VFS (`cksumvfs`) would not help here: it is not in the SQLite that
+//! rusqlite bundles, and it checks pages as they are read, while a `-wal` frame whose own
+//! checksum fails is dropped before any of its pages is read.
+//!
+//! The trials in `chord/tests/store_rollback.rs`: a writer process appends 60 records under
+//! [`Durability::EveryAppend`] and is killed with SIGKILL; then each of 300 single-bit flips at
+//! random offsets of the `-wal` file and 300 cuts of it to a random length, and each cut of
+//! the JSONL log inside its last line or at one of the four line boundaries before it
+//! (read-only and writer opens), is [`Error::RolledBack`] with the acknowledged seq, and the
+//! undamaged files open with every record.
+//!
 //! Recovery ([`recover`]) reads backwards to the last base record and applies forward with a
 //! fresh [`Decoder`](crate::Decoder), so its cost is bounded by the distance to the last base
 //! batch, not by the length of the history. A [`Checkpoint`] policy on the writer turns "at

@@ -66,6 +66,10 @@ const MAX_SEQ: u64 = i64::MAX as u64;
 /// format version is [`Error::Version`], and nothing is changed.
 ///
 /// The database runs in WAL mode with `synchronous = FULL`, so a committed append is on disk.
+/// SQLite drops a `-wal` frame that does not verify, and every frame after it, and then reads
+/// as the consistent database it was before them: the acknowledged mark beside the database
+/// (`<path>-ack`, see the [module documentation](crate::store#what-each-store-detects)) makes
+/// that [`Error::RolledBack`] at open instead of an older state.
 /// Under [`Durability::EveryAppend`] each append is its own transaction; under
 /// [`Durability::Grouped`] appends share a transaction that commits by the stated bound.
 /// The connection holds SQLite's exclusive lock for its whole life: a second writer gets
@@ -156,8 +160,10 @@ impl SqliteStore {
     /// [`Error::NotAFile`] when the path is a FIFO, device or directory; [`Error::Locked`]
     /// when another connection holds the database; [`Error::Version`] for a database of
     /// another format version; [`Error::CorruptDatabase`] when its address table or
-    /// metadata does not check out; [`Error::Sqlite`] when it cannot be opened or is not a
-    /// chord database.
+    /// metadata does not check out; [`Error::RolledBack`] when the database ends before the
+    /// seq its acknowledged mark holds, [`Error::CorruptMark`] when the mark does not read as
+    /// one ([`Error::Io`] when it cannot be read or written); [`Error::Sqlite`] when it cannot
+    /// be opened or is not a chord database.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
         regular_file(&path)?;

@@ -47,8 +47,10 @@ use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 /// starts from 0). A changed bit anywhere fails that line's checksum; a missing, duplicated or
 /// moved line fails the next line's. Either is [`Error::Corrupt`], naming the file, the line
 /// and what is wrong: a damaged log is never read as a different state. One loss cannot be
-/// seen in the file itself: complete lines cut off the end at a line boundary look like
-/// appends that never happened.
+/// seen in the file itself: lines cut off the end look like appends that never happened (a
+/// cut at a line boundary) or a torn write (a cut inside the last line). The acknowledged
+/// mark beside the log (`<path>-ack`, see the [module documentation](crate::store#what-each-store-detects))
+/// sees it: a log ending before the seq it acknowledged is [`Error::RolledBack`] at open.
 ///
 /// **Torn tail.** What a process that died in the middle of a write left behind is the last
 /// line without its `\n`. An append is acknowledged only once its whole line, `\n` included,
@@ -281,8 +283,10 @@ impl JsonlStore {
     /// [`Error::NotAFile`] when the path is a FIFO, device or directory; [`Error::Locked`]
     /// when another writer has the log open; [`Error::Version`] for a log of another format
     /// version; [`Error::Corrupt`] for a damaged or missing line (file, line and reason), or a
-    /// file that is not a chord log; [`Error::Io`] when the file cannot be opened, read,
-    /// repaired or flushed. A failed open changes nothing.
+    /// file that is not a chord log; [`Error::RolledBack`] when the log ends before the seq its
+    /// acknowledged mark holds, [`Error::CorruptMark`] when the mark does not read as one;
+    /// [`Error::Io`] when the file cannot be opened, read, repaired or flushed, or the mark
+    /// cannot be read or written. A failed open changes nothing.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<JsonlStore> {
         let path = path.as_ref().to_path_buf();
         let (file, existed) = open_locked(&path)?;
@@ -342,8 +346,9 @@ impl JsonlStore {
     /// # Errors
     ///
     /// [`Error::NotAFile`] when the path is a FIFO, device or directory (refused before it is
-    /// opened, so a FIFO never blocks); [`Error::Version`], [`Error::Corrupt`] as
-    /// [`open`](JsonlStore::open); [`Error::Io`] when the file cannot be opened or read.
+    /// opened, so a FIFO never blocks); [`Error::Version`], [`Error::Corrupt`],
+    /// [`Error::RolledBack`], [`Error::CorruptMark`] as [`open`](JsonlStore::open);
+    /// [`Error::Io`] when the file or its mark cannot be opened or read.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<JsonlStore> {
         JsonlStore::open_read_only_with_progress(path, |_, _| {})
     }
