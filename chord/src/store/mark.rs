@@ -62,11 +62,25 @@ fn text(seq: u64) -> String {
 
 /// Reads the mark beside `store`: `None` when there is none (no file, or an empty one).
 ///
+/// A reader may read the line while a writer rewrites it (the operating system does not make
+/// the two atomic for each other), so a line that does not verify is read again, up to
+/// three times, before it is an error.
+///
 /// # Errors
 ///
 /// [`Error::CorruptMark`] for a file that does not read as a mark; [`Error::Io`] when it
 /// cannot be read.
 pub(crate) fn read(store: &Path) -> Result<Option<u64>> {
+    let mut attempt = 0;
+    loop {
+        match read_once(store) {
+            Err(Error::CorruptMark { .. }) if attempt < 2 => attempt += 1,
+            read => return read,
+        }
+    }
+}
+
+fn read_once(store: &Path) -> Result<Option<u64>> {
     let path = path_for(store);
     let mut bytes = Vec::with_capacity(LEN);
     match File::open(&path) {

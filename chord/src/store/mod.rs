@@ -340,6 +340,7 @@ pub trait Store {
     ///
     /// # Errors
     ///
+    /// [`Error::RecordTooLarge`] when `batch` and `tag` are longer than [`MAX_RECORD_BYTES`];
     /// [`Error::InvalidBatch`] when `batch` is not one line of JSON array text recovery can
     /// parse; [`Error::Unrecoverable`] when recovery could never decode or apply it;
     /// [`Error::SeqsExhausted`] when no seq is left; [`Error::ReadOnly`] on a store opened for
