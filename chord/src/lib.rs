@@ -342,12 +342,18 @@
 //!   [`Store::durable_seq`](store::Store::durable_seq) says what has reached the disk.
 //! - **Acknowledged means recoverable.** An append that returns `Ok` stored a batch recovery
 //!   can read back: the store parses it as recovery will and checks it against the wire grammar
-//!   and the bounds that hold whatever the state; records over
-//!   [`MAX_RECORD_BYTES`](store::MAX_RECORD_BYTES) (64 MiB) are refused.
+//!   and the bounds that hold whatever the state; a record over
+//!   [`MAX_RECORD_BYTES`](store::MAX_RECORD_BYTES) (64 MiB, lower with
+//!   [`LogWriter::max_record_bytes`](store::LogWriter::max_record_bytes)) is refused
+//!   ([`store::Error::RecordTooLarge`]).
 //! - **Damage is never silent.** Every JSONL line ends with a CRC-32C chained from the previous
 //!   line's; SQLite and PostgreSQL records carry a CRC-32C and a link to their address's
 //!   previous record. A flipped bit, a missing, duplicated or moved record is an error naming
 //!   where it is, never another state. A torn last line (never acknowledged) is cut off on open.
+//!   What no checksum can see, a clean cut at the end (a JSONL log that lost its last lines, a
+//!   SQLite WAL that lost a frame), the *acknowledged mark* does: a small `<path>-ack` file
+//!   beside a JSONL or SQLite store holds the highest seq reported durable, and a store that
+//!   ends before it is [`store::Error::RolledBack`] at open.
 //! - **Compaction.** [`Store::compact`](store::Store::compact) removes an address's records
 //!   before its n-th newest base batch. JSONL rewrites the file crash-safely (a temporary file,
 //!   fsync, rename, directory fsync; seqs unchanged), so it costs `O(file size)`; SQLite and
