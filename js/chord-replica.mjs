@@ -328,37 +328,43 @@ export const MAX_WIRE_NESTING = 128;
  * Refuses what `JSON.parse` accepts but chord's decoder (serde_json) does not, so that both
  * replicas fail the same batch at the same stage: strings and keys with a lone surrogate
  * (`"\ud800"`), numbers out of range (`1e400` parses to `Infinity`), and nesting of
- * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, iterative (a hostile
- * batch cannot overflow the stack), holding one stack entry per container not yet visited.
+ * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, depth first and iterative
+ * (a hostile batch cannot overflow the stack), holding one frame per open container: at
+ * most `MAX_WIRE_NESTING`, however many ops the batch has.
  */
 function checkWireJson(batch) {
   if (typeof batch !== 'object' || batch === null) return checkScalar(batch);
+  const keysOf = (node) => (Array.isArray(node) ? null : Object.keys(node));
   const nodes = [batch];
-  const depths = [1];
+  const keyLists = [keysOf(batch)];
+  const next = [0];
   while (nodes.length > 0) {
-    const node = nodes.pop();
-    const depth = depths.pop();
-    if (depth >= MAX_WIRE_NESTING) {
-      throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
+    const top = nodes.length - 1;
+    const node = nodes[top];
+    const keys = keyLists[top];
+    const i = next[top];
+    if (i === (keys === null ? node.length : keys.length)) {
+      nodes.pop();
+      keyLists.pop();
+      next.pop();
+      continue;
     }
-    const array = Array.isArray(node);
-    const keys = array ? null : Object.keys(node);
-    const n = array ? node.length : keys.length;
-    for (let i = 0; i < n; i++) {
-      let v;
-      if (array) {
-        v = node[i];
-      } else {
-        const key = keys[i];
-        if (!key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
-        v = node[key];
-      }
-      if (typeof v === 'object' && v !== null) {
-        nodes.push(v);
-        depths.push(depth + 1);
-      } else {
-        checkScalar(v);
-      }
+    next[top] = i + 1;
+    let v;
+    if (keys === null) {
+      v = node[i];
+    } else {
+      if (!keys[i].isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
+      v = node[keys[i]];
+    }
+    if (typeof v !== 'object' || v === null) {
+      checkScalar(v);
+    } else if (nodes.length + 1 >= MAX_WIRE_NESTING) {
+      throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
+    } else {
+      nodes.push(v);
+      keyLists.push(keysOf(v));
+      next.push(0);
     }
   }
 }
@@ -622,13 +628,14 @@ class Batch {
      */
     this.undo = [];
     /**
-     * Object members whose string `a` or `t` has changed in this batch, with the appends
-     * since the string was last made flat: the first change records the string it had (a
-     * later one needs no entry, since a member's key never moves and every other change to it
-     * records its own), and a string built by many appends is made flat now and then.
-     * @type {Map<object, Map<string, number>>}
+     * The object member the last `a` or `t` changed, and the appends since its string was
+     * last made flat. A run of changes to one member (short forms such as `["a", "x"]`)
+     * records the string it had once, at its first change: a later one needs no entry,
+     * since a member's key never moves and every other change to it records its own. A
+     * string built by many appends is made flat now and then.
+     * @type {{ parent: object | null, key: string, appends: number }}
      */
-    this.texts = new Map();
+    this.text = { parent: null, key: '', appends: 0 };
     this.work = 0;
     /** @type {Set<object>} objects whose key order a delete recorded in this batch */
     this.ordered = new Set();
@@ -798,19 +805,20 @@ function step(root, op, batch) {
       batch.log(UNDO_SET, parent, last, s);
     } else {
       const key = String(last);
-      let members = batch.texts.get(parent);
-      if (members === undefined) batch.texts.set(parent, (members = new Map()));
-      const appends = members.get(key);
+      const run = batch.text;
+      const again = run.parent === parent && run.key === key;
       // A string of many appends is a rope of one node each; made flat once the nodes
       // would outweigh its text, which costs each append a bounded share of the copying.
-      if (verb === 'a' && (appends ?? 0) * 32 > next.length) {
+      let appends = again ? run.appends + 1 : 1;
+      if (verb === 'a' && appends * 32 > next.length) {
         next.charCodeAt(0);
-        members.set(key, 0);
-      } else {
-        members.set(key, (appends ?? 0) + 1);
+        appends = 0;
       }
       define(parent, key, next);
-      if (appends === undefined) batch.log(UNDO_DEFINE, parent, key, s);
+      if (!again) batch.log(UNDO_DEFINE, parent, key, s);
+      run.parent = parent;
+      run.key = key;
+      run.appends = appends;
     }
   } else {
     const inserted = op[4].map((item) => copyJson(item, path.length + 1, limits));
