@@ -6,19 +6,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::follower::Follower;
+use super::handle::Replica;
+use super::settings::Settings;
 use super::stats::Counters;
 use super::target::Target;
-use super::{Error, Replica, State};
-
-/// The default backoff before the first resubscription after a break.
-pub const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(50);
-/// The default longest backoff between resubscriptions.
-pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
-/// The default time without a byte (events or keep-alive comments) after which a stream
-/// counts as broken: three of the endpoint's default keep-alive intervals.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(45);
-/// The default largest event accepted.
-pub const DEFAULT_MAX_EVENT: usize = 64 << 20;
+use super::{Error, State};
 
 /// Configures a [`Replica`]: backoff, idle timeout, event size bound.
 ///
@@ -36,44 +28,51 @@ pub const DEFAULT_MAX_EVENT: usize = 64 << 20;
 #[must_use]
 pub struct Builder {
     url: String,
-    pub(super) backoff_min: Duration,
-    pub(super) backoff_max: Duration,
-    pub(super) idle_timeout: Duration,
-    pub(super) max_event: usize,
+    settings: Settings,
+}
+
+impl Replica {
+    /// Follows the stream at `url` (e.g. `http://127.0.0.1:8080/streams/lanes/main`) with the
+    /// default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidUrl`]; [`Error::NoRuntime`] outside a Tokio runtime.
+    pub fn connect(url: &str) -> Result<Replica, Error> {
+        Replica::builder(url).connect()
+    }
+
+    /// Configures a replica of the stream at `url`.
+    pub fn builder(url: &str) -> Builder {
+        Builder {
+            url: url.to_owned(),
+            settings: Settings::default(),
+        }
+    }
 }
 
 impl Builder {
-    /// A replica of the stream at `url` with the default settings, not started yet.
-    pub(super) fn new(url: &str) -> Builder {
-        Builder {
-            url: url.to_owned(),
-            backoff_min: DEFAULT_BACKOFF_MIN,
-            backoff_max: DEFAULT_BACKOFF_MAX,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            max_event: DEFAULT_MAX_EVENT,
-        }
-    }
-
     /// The backoff before resubscribing: `min` after a subscription that delivered its base
     /// batch, doubling on each failed attempt up to `max`, each spread by ±50% so that many
     /// replicas broken at once do not return at once.
     pub fn backoff(mut self, min: Duration, max: Duration) -> Builder {
-        self.backoff_min = min;
-        self.backoff_max = max.max(min);
+        self.settings.backoff_min = min;
+        self.settings.backoff_max = max.max(min);
         self
     }
 
     /// How long a stream may stay silent before it counts as broken (default
-    /// [`DEFAULT_IDLE_TIMEOUT`]); keep it above the server's keep-alive interval.
+    /// [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT)); keep it above the server's keep-alive interval.
     pub fn idle_timeout(mut self, timeout: Duration) -> Builder {
-        self.idle_timeout = timeout;
+        self.settings.idle_timeout = timeout;
         self
     }
 
-    /// The largest event accepted, in bytes (default [`DEFAULT_MAX_EVENT`]); a larger one
+    /// The largest event accepted, in bytes (default
+    /// [`DEFAULT_MAX_EVENT`](super::DEFAULT_MAX_EVENT)); a larger one
     /// breaks the subscription.
     pub fn max_event(mut self, bytes: usize) -> Builder {
-        self.max_event = bytes;
+        self.settings.max_event = bytes;
         self
     }
 
@@ -89,7 +88,7 @@ impl Builder {
         let stats = Arc::new(Counters::default());
         let follower = Follower {
             target,
-            config: self,
+            config: self.settings,
             state: tx,
             stats: Arc::clone(&stats),
         };

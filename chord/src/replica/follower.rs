@@ -18,9 +18,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::events::{Dispatched, Parser};
+use super::settings::Settings;
 use super::stats::Counters;
 use super::target::Target;
-use super::{Break, Builder, State};
+use super::{Break, State};
 use crate::{apply, is_base, Decoder};
 
 /// The header naming the offset before the latest base batch (see `streams`).
@@ -29,7 +30,7 @@ const BASE_OFFSET: &str = "chord-base-offset";
 /// The task behind a [`Replica`](super::Replica).
 pub(super) struct Follower {
     pub(super) target: Target,
-    pub(super) config: Builder,
+    pub(super) config: Settings,
     pub(super) state: watch::Sender<State>,
     pub(super) stats: Arc<Counters>,
 }

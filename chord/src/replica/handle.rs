@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::stats::Counters;
-use super::{Builder, Error, State, Stats};
+use super::{State, Stats};
 
 /// A replica of one value, following its stream over HTTP; see the
 /// [module docs](crate::replica).
@@ -31,21 +31,6 @@ impl fmt::Debug for Replica {
 }
 
 impl Replica {
-    /// Follows the stream at `url` (e.g. `http://127.0.0.1:8080/streams/lanes/main`) with the
-    /// default settings.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidUrl`]; [`Error::NoRuntime`] outside a Tokio runtime.
-    pub fn connect(url: &str) -> Result<Replica, Error> {
-        Replica::builder(url).connect()
-    }
-
-    /// Configures a replica of the stream at `url`.
-    pub fn builder(url: &str) -> Builder {
-        Builder::new(url)
-    }
-
     /// The current value (a clone); `None` before the first base batch.
     pub fn value(&self) -> Option<Value> {
         self.state.borrow().value.clone()
