@@ -234,12 +234,15 @@ fn write_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
 fn write_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !buf.is_empty() {
-        let n = file.seek_write(buf, offset)?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
+        match file.seek_write(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        buf = &buf[n..];
-        offset += n as u64;
     }
     Ok(())
 }
