@@ -391,7 +391,7 @@ pub trait Store {
     fn durable_seq(&self) -> Option<u64>;
 
     /// Removes `address`'s records before its `keep_bases`-th newest base record: what a
-    /// retention policy no longer serves ([`Retention`](crate::streams::Retention) in feature
+    /// retention policy no longer serves (`streams::Retention`, in feature
     /// `streams`). The kept base and every record after it stay, byte for byte, with their seqs;
     /// other addresses are untouched; nothing is removed when the address has fewer than
     /// `keep_bases` base records. Seqs are never reused: appends go on past the newest seq
