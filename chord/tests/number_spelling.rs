@@ -1,7 +1,8 @@
 //! How encoded payloads spell numbers, next to how JavaScript's `JSON.stringify` spells the
 //! same values (listed in the crate docs under "Where chord differs from the TypeScript
-//! reference"). chord writes serde_json's spellings so that a Rust replica decodes exactly the `serde_json::Value` the producer
-//! serialized (`1.0` stays a float; `1` would come back as an integer and compare unequal);
+//! reference"). chord writes serde_json's spellings so that a Rust replica decodes exactly
+//! the `serde_json::Value` the producer serialized (`1.0` stays a float; `1` would come back
+//! as an integer and compare unequal);
 //! every spelling parses to the same number in JavaScript, so the replicas' values agree even
 //! where the bytes do not.
 
