@@ -10,8 +10,6 @@
 //! `@durable-streams` to `js/node_modules/`, so the blocks' imports resolve as in a project
 //! that installed the package.
 
-#![cfg(feature = "live")]
-
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
 mod agent_lane;
