@@ -192,20 +192,21 @@ function serving(bodies) {
 
 const event = (name, data) => `event: ${name}\ndata: ${data}\n\n`;
 
-test('a control event whose streamNextOffset is not an offset is a BadOffset error', async () => {
-  for (const offset of ['42', 'null', '"a b"', '"x\\r\\ny"', '"a/b"', '""', '["a"]']) {
-    const { fetch } = serving([event('data', '[[["r",1]]]') + event('control', `{"streamNextOffset":${offset}}`)]);
+test('a control event whose streamNextOffset is missing or not an offset is a BadOffset error; one not JSON, a Control error', async () => {
+  const controls = ['42', 'null', '"a b"', '"x\\r\\ny"', '"a/b"', '""', '["a"]'].map((o) => `{"streamNextOffset":${o}}`);
+  for (const control of [...controls, '{}', '{"streamnextoffset":"1"}', '[1]', '"0000000000000001"']) {
+    const { fetch } = serving([event('data', '[[["r",1]]]') + event('control', control)]);
     const seen = [];
     await assert.rejects(
       (async () => {
         for await (const chunk of sseTransport({ url: 'http://x/s', offset: '-1', fetch })) seen.push(chunk);
       })(),
       (e) => e instanceof StreamEventError && e.kind === 'BadOffset',
-      offset,
+      control,
     );
-    assert.deepEqual(seen, [], `${offset}: nothing delivered before the bad control event`);
+    assert.deepEqual(seen, [], `${control}: nothing delivered before the bad control event`);
   }
-  const { fetch } = serving([event('control', '[1]')]);
+  const { fetch } = serving([event('control', '{"streamNextOffset":')]);
   await assert.rejects(
     (async () => {
       for await (const chunk of sseTransport({ url: 'http://x/s', offset: '-1', fetch })) void chunk;
