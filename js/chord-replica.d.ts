@@ -160,7 +160,7 @@ export const DEFAULT_MAX_EVENT: number;
 
 /**
  * An event stream that cannot be read, or a control event that breaks the protocol:
- * `TooLarge` (over `maxEvent` bytes, `max` says the bound), `NotUtf8`, `Control` (not JSON),
+ * `TooLarge` (over `maxEvent` bytes, `max` says the bound), `NotUtf8`, `Control` (not a JSON object),
  * `BadOffset` (`streamNextOffset` is missing or not an offset; `follow` starts over from the
  * latest base). `follow` retries the others from the offset it holds.
  */

@@ -1119,7 +1119,7 @@ export const DEFAULT_MAX_EVENT = 64 * 1024 * 1024;
 /**
  * A stream of events that cannot be read, or a control event that breaks the protocol.
  * `kind` says which: `"TooLarge"` (a line or an event's data over `max` bytes), `"NotUtf8"`
- * (a line that is not UTF-8), `"Control"` (a control event that is not JSON) or
+ * (a line that is not UTF-8), `"Control"` (a control event that is not a JSON object) or
  * `"BadOffset"` (its `streamNextOffset` is missing or not an offset: see {@link validOffset}). `follow`
  * resumes after the first three, as chord's replica does, and starts over from the latest
  * base after a `"BadOffset"`, since the position it was given cannot be trusted.
@@ -1291,7 +1291,7 @@ export class EventParser {
  *
  * `maxEvent` (default {@link DEFAULT_MAX_EVENT}) bounds a line and an event's data in bytes;
  * a larger one ends the transport with a `StreamEventError` of kind `TooLarge`. A control
- * event that is not JSON is a `Control` error; one whose `streamNextOffset` is missing or
+ * event that is not a JSON object is a `Control` error; one whose `streamNextOffset` is missing or
  * not a valid offset ({@link validOffset}), a `BadOffset` error.
  * @type {Transport}
  */
@@ -1339,8 +1339,8 @@ export async function* sseTransport({
           } catch (e) {
             throw new StreamEventError('Control', `a control event is not JSON: ${e.message}`);
           }
-          // Anything but an object has no offset: a missing one is a bad one, as in chord.
-          const next = isObject(control) && Object.hasOwn(control, 'streamNextOffset') ? control.streamNextOffset : undefined;
+          if (!isObject(control)) throw new StreamEventError('Control', 'a control event is not a JSON object');
+          const next = Object.hasOwn(control, 'streamNextOffset') ? control.streamNextOffset : undefined;
           if (!validOffset(next)) {
             const shown = next === undefined ? 'missing' : typeof next === 'string' ? JSON.stringify(next.slice(0, 64)) : jsonType(next);
             throw new StreamEventError('BadOffset', `a control event's streamNextOffset is not an offset: ${shown}`);
