@@ -345,6 +345,17 @@ fn stream(events: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// `stream(events)`, then a batch whose `control` event says `next` (JSON text) is the
+/// offset after it.
+fn stream_then_offset(events: &[&[u8]], batch: &[u8], next: &str) -> Vec<u8> {
+    let mut out = stream(events);
+    out.extend_from_slice(b"event: data\ndata: [");
+    out.extend_from_slice(batch);
+    out.extend_from_slice(b"]\n\nevent: control\ndata: ");
+    out.extend_from_slice(format!("{{\"streamNextOffset\":{next}}}\n\n").as_bytes());
+    out
+}
+
 /// What breaks, the response that breaks it, the break seen, then (starts, resumes).
 type Case = (&'static str, Vec<u8>, Break, (u64, u64));
 
@@ -423,6 +434,30 @@ fn every_kind_of_break_ends_in_a_resume_or_a_restart() {
             (1, 1),
         ),
         ("a stream that ends", stream(&[base]), Break::Ended, (1, 1)),
+        (
+            "an offset with a space",
+            stream_then_offset(&[base], br#"[["s",["n"],7]]"#, r#""0000 0001""#),
+            Break::BadOffset(String::new()),
+            (2, 0),
+        ),
+        (
+            "an offset with a CR/LF",
+            stream_then_offset(&[base], br#"[["s",["n"],7]]"#, r#""1\r\nX-Evil: 1""#),
+            Break::BadOffset(String::new()),
+            (2, 0),
+        ),
+        (
+            "an offset that is a number",
+            stream_then_offset(&[base], br#"[["s",["n"],7]]"#, "2"),
+            Break::BadOffset(String::new()),
+            (2, 0),
+        ),
+        (
+            "no offset",
+            stream_then_offset(&[base], br#"[["s",["n"],7]]"#, "null"),
+            Break::BadOffset(String::new()),
+            (2, 0),
+        ),
         (
             "a stream cut inside an event",
             {

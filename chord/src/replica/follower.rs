@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::events::{Dispatched, Parser};
+use super::offset;
 use super::settings::Settings;
 use super::stats::Counters;
 use super::target::Target;
@@ -135,13 +136,12 @@ impl Follower {
             "control" => {
                 let control: serde_json::Value = serde_json::from_str(&event.data)
                     .map_err(|e| Break::Events(format!("a control event: {e}")))?;
-                let next = control
-                    .get("streamNextOffset")
-                    .and_then(serde_json::Value::as_str)
-                    .ok_or_else(|| {
-                        Break::Events("a control event without streamNextOffset".into())
-                    })?
-                    .to_owned();
+                // Checked before anything is applied: a bad one is never held, and the
+                // batches it would stand for are not applied either.
+                if !control.is_object() {
+                    return Err(Break::Events("a control event is not a JSON object".into()));
+                }
+                let next = offset::check("streamNextOffset", control.get("streamNextOffset"))?;
                 if !*delivered {
                     // Counted, and the replica marked live, before its batches are applied:
                     // whoever sees the value change also sees the counters that go with it.
@@ -265,10 +265,13 @@ impl Follower {
                 if head.status() != StatusCode::OK {
                     return Err(Break::Status(head.status().as_u16()));
                 }
-                head.headers()
-                    .get(BASE_OFFSET)
-                    .and_then(|v| v.to_str().ok())
-                    .map_or_else(|| "-1".to_owned(), str::to_owned)
+                match head.headers().get(BASE_OFFSET) {
+                    None => "-1".to_owned(),
+                    Some(v) => {
+                        let text = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                        offset::check(BASE_OFFSET, Some(&text.into()))?
+                    }
+                }
             }
         };
         let joiner = if self.target.path.contains('?') {
@@ -276,7 +279,11 @@ impl Follower {
         } else {
             '?'
         };
-        let path = format!("{}{joiner}offset={offset}&live=sse", self.target.path);
+        let path = format!(
+            "{}{joiner}offset={}&live=sse",
+            self.target.path,
+            offset::query(&offset)
+        );
         let response = self.send(&mut connection, Method::GET, &path).await?;
         let status = response.status();
         if status != StatusCode::OK {

@@ -13,7 +13,9 @@
 //! backoff and *resumes* from that offset with the same decoder: it receives only the batches
 //! it missed, no base batch. It starts again from the latest base with a fresh decoder only
 //! when the server answers `410 Gone` (the offset is before the oldest base kept) or `404`,
-//! or a batch did not decode or apply ([`Break::restarts`]). Meanwhile it keeps its value,
+//! the server handed out an offset that is not one (a `streamNextOffset` outside the
+//! protocol's grammar: it is never sent back), or a batch did not decode or apply
+//! ([`Break::restarts`]). Meanwhile it keeps its value,
 //! marked not [`live`](State::live).
 //!
 //! Plain `http://` only: put TLS in front of the server, or follow the stream with another
@@ -42,6 +44,7 @@ mod error;
 mod events;
 mod follower;
 mod handle;
+mod offset;
 mod settings;
 mod state;
 mod stats;

@@ -58,16 +58,26 @@ pub enum Break {
     /// A batch did not apply to the replica's value.
     #[error("a batch did not apply: {0}")]
     Apply(String),
+    /// The server handed out an offset that is not one by the protocol's grammar (a
+    /// `streamNextOffset`, or a `Chord-Base-Offset` header): the position it names cannot be
+    /// trusted, so the replica restarts from the latest base batch.
+    #[error("the server sent a bad offset: {0}")]
+    BadOffset(String),
 }
 
 impl Break {
     /// Whether the replica must start again from the latest base batch: the server no longer
-    /// serves its offset (410) or the stream (404), or its decoder or value can no longer be
-    /// trusted. Other breaks resume from the offset held.
+    /// serves its offset (410) or the stream (404), it handed out a bad offset, or the
+    /// replica's decoder or value can no longer be trusted. Other breaks resume from the
+    /// offset held.
     pub fn restarts(&self) -> bool {
         matches!(
             self,
-            Break::Status(404 | 410) | Break::Decode(_) | Break::NotBase | Break::Apply(_)
+            Break::Status(404 | 410)
+                | Break::Decode(_)
+                | Break::NotBase
+                | Break::Apply(_)
+                | Break::BadOffset(_)
         )
     }
 }
