@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use tokio::time::{sleep_until, Instant};
 
-use super::memory::{Backend, Config, MemoryStream, State};
+use super::memory::{Backend, Config, MemoryStream, State, MAX_TTL};
 use super::offset::Start;
 use super::sse::{self, Changes, Feed, Next, SseBody, Timing};
 use super::{frame, Offset};
@@ -207,7 +207,13 @@ pub(super) fn create(
     let mut ttl = match header_str(headers, "stream-ttl") {
         None => None,
         Some(v) => match parse_ttl(v.trim()) {
-            Some(t) => Some(t),
+            Some(t) if t <= MAX_TTL.as_secs() => Some(t),
+            Some(_) => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    format!("Stream-TTL over the maximum of {} s\n", MAX_TTL.as_secs()),
+                )
+            }
             None => return text(StatusCode::BAD_REQUEST, "malformed Stream-TTL\n"),
         },
     };

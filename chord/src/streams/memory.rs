@@ -16,6 +16,11 @@ pub const DEFAULT_MAX_STREAMS: usize = 10_000;
 /// The default [`Memory::max_stream_bytes`].
 pub const DEFAULT_MAX_STREAM_BYTES: usize = 64 << 20;
 
+/// The longest `Stream-TTL` a stream may be created with: 36,500 days (100 years of 365
+/// days). A longer one answers 400, so that no idle deadline lies beyond what the clock can
+/// represent.
+pub const MAX_TTL: Duration = Duration::from_secs(36_500 * 86_400);
+
 /// Where the protocol streams that are not chord logs live: created by `PUT`, written by
 /// `POST`, removed by `DELETE` (see [`Streams::backend`](super::Streams::backend)).
 ///
@@ -94,6 +99,12 @@ impl Memory {
         self.max_stream_bytes = n;
         self
     }
+}
+
+/// When a stream with a TTL of `ttl` seconds, touched now, expires: `None` (never) when that
+/// lies beyond what [`SystemTime`] represents, which [`MAX_TTL`] keeps from happening.
+fn idle_deadline(ttl: u64) -> Option<SystemTime> {
+    SystemTime::now().checked_add(Duration::from_secs(ttl))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -188,9 +199,7 @@ pub(crate) struct State {
 
 impl MemoryStream {
     pub(crate) fn new(config: Config) -> MemoryStream {
-        let idle_until = config
-            .ttl
-            .map(|t| SystemTime::now() + Duration::from_secs(t));
+        let idle_until = config.ttl.and_then(idle_deadline);
         MemoryStream {
             config,
             state: Mutex::new(State {
@@ -222,7 +231,7 @@ impl MemoryStream {
     /// Resets the TTL countdown (a read or a write).
     pub(crate) fn touch(&self) {
         if let Some(ttl) = self.config.ttl {
-            self.lock().idle_until = Some(SystemTime::now() + Duration::from_secs(ttl));
+            self.lock().idle_until = idle_deadline(ttl);
         }
     }
 

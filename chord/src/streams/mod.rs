@@ -58,9 +58,35 @@
 //! - A fork offset of `-1` or of the form `0…0_0…0` means the start of the source stream.
 //!   The suite sends the reference server's own offset format for that; the protocol leaves
 //!   offsets a server did not issue undefined, so chord gives this one its obvious meaning.
-//! - With the write side on, a request body of up to [`WRITE_BODY_LIMIT`] (16 MiB) is read
-//!   (the suite appends 10 MB at once); with it off, 4 KiB, so that no reader can make the
-//!   server buffer a body.
+//! - With the write side on, an authorized request body of up to [`WRITE_BODY_LIMIT`]
+//!   (16 MiB) is read (the suite appends 10 MB at once).
+//!
+//! # Bounds on requests
+//!
+//! Nothing a client sends is read before it is authorized, and every number it sends is
+//! range-checked. With their defaults:
+//!
+//! | bound | default | set by |
+//! | --- | --- | --- |
+//! | body of a request not authorized to write (reads, refused writes, write side off) | never read: answered at once, then the connection closes | — |
+//! | body of an authorized write | 16 MiB ([`WRITE_BODY_LIMIT`]); a larger `Content-Length` answers 413 before a byte is read | [`Streams::max_body`] |
+//! | bytes of request bodies held at once, all requests together | 64 MiB ([`DEFAULT_BODY_BUDGET`]) | [`Streams::body_budget`] |
+//! | wait for room in that budget, then 503 with `Retry-After` | 5 s ([`DEFAULT_BODY_WAIT`]) | [`Streams::body_wait`] |
+//! | time a body may take to arrive, then 408 | 30 s ([`DEFAULT_BODY_TIMEOUT`]) | [`Streams::body_timeout`] |
+//! | request headers arriving, per connection | 30 s | [`Server`] |
+//! | `Stream-TTL` | 36,500 days ([`MAX_TTL`]); more answers 400 | — |
+//! | `Producer-Epoch`, `Producer-Seq` | 2^53 − 1; more answers 400 | — |
+//! | namespace or key | [`MAX_NAME`] bytes | — |
+//!
+//! The authorization hook ([`Streams::writes`]) sees the request line and headers
+//! ([`WriteRequest`]); a request it refuses answers 403 with its body unread. An authorized
+//! body's bytes are reserved in the budget before they are read (all of a `Content-Length` at
+//! once), so the bodies buffered never hold more than the budget. A malformed or
+//! out-of-range number in a header or the query (`Stream-TTL`, `Stream-Expires-At`, `offset`,
+//! `Stream-Fork-Offset`, `Stream-Fork-Sub-Offset`, `Producer-Epoch`, `Producer-Seq`) answers
+//! 400 naming it. A malformed `Content-Length` is answered 400 by the HTTP layer before
+//! routing (and by the router, naming it, when driven in process). A `cursor` is only a cache
+//! key: one that is not a number is ignored.
 
 mod compaction;
 mod frame;
@@ -81,12 +107,16 @@ pub use self::log::{
 };
 pub use self::memory::{
     Backend, Memory, MemoryStream, TooManyStreams, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,
+    MAX_TTL,
 };
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{
     stream_path, Streams, BASE_OFFSET_HEADER, DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE,
-    DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE, WRITE_BODY_LIMIT,
+    DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE,
 };
 pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};
-pub use self::write::{WriteKind, WriteRequest};
+pub use self::write::{
+    WriteKind, WriteRequest, DEFAULT_BODY_BUDGET, DEFAULT_BODY_TIMEOUT, DEFAULT_BODY_WAIT,
+    WRITE_BODY_LIMIT,
+};

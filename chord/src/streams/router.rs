@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes as BodyBytes};
+use axum::body::Body;
 use axum::extract::rejection::PathRejection;
-use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +23,7 @@ use super::memory::Backend;
 use super::offset::Start;
 use super::sse::{self, Changes, Feed, Next, Pending, SseBody, Timing};
 use super::tail::{Entry, Found, Tail};
-use super::write::{self, Authorize, WriteKind, WriteRequest};
+use super::write::{self, Authorize, Bodies, WriteKind, WriteRequest};
 use super::{frame, Log, Offset};
 use crate::store::{Address, Record, Store};
 
@@ -106,6 +105,7 @@ pub struct Streams {
     coalesce: Duration,
     cache_control: HeaderValue,
     authorize: Option<Authorize>,
+    bodies: Bodies,
     backend: Option<Arc<dyn Backend>>,
 }
 
@@ -130,6 +130,7 @@ impl Streams {
             coalesce: Duration::ZERO,
             cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
             authorize: None,
+            bodies: Bodies::default(),
             backend: None,
         }
     }
@@ -200,7 +201,11 @@ impl Streams {
 
     /// Enables the protocol's write side: `PUT` (create, or confirm), `POST` (append wire
     /// batches; the body is one JSON array of them), nothing else. Every request goes through
-    /// `authorize` first; one it refuses answers 403 and changes nothing.
+    /// `authorize` first, which sees its request line and headers ([`WriteRequest`]); one it
+    /// refuses answers 403 at once, before a byte of its body is read, and changes nothing.
+    /// An authorized request's body is then read within the router's bounds
+    /// ([`max_body`](Streams::max_body), [`body_budget`](Streams::body_budget),
+    /// [`body_timeout`](Streams::body_timeout), [`body_wait`](Streams::body_wait)).
     ///
     /// Appends go to the log like a producer's, checked as [`Store::append`] checks them.
     /// Only for streams no producer in the process writes to: a [`LogWriter`]'s encoder does
@@ -215,14 +220,55 @@ impl Streams {
         self
     }
 
-    /// The largest request body read: [`WRITE_BODY_LIMIT`] with the write side on, a few
-    /// kilobytes otherwise (reads carry no body, so nobody can make the server buffer one).
-    fn body_limit(&self) -> DefaultBodyLimit {
-        DefaultBodyLimit::max(if self.authorize.is_some() {
-            WRITE_BODY_LIMIT
-        } else {
-            4096
-        })
+    /// The largest request body an authorized write reads (default
+    /// [`WRITE_BODY_LIMIT`](super::WRITE_BODY_LIMIT), at most `u32::MAX`): a `Content-Length`
+    /// over it answers 413 before a byte is read, and so does a body of unknown length once it
+    /// passes it. No other request's body is ever read.
+    pub fn max_body(mut self, bytes: usize) -> Streams {
+        self.bodies.set_max(bytes);
+        self
+    }
+
+    /// The bytes of request bodies the router holds at once, across all its requests
+    /// (default [`DEFAULT_BODY_BUDGET`](super::DEFAULT_BODY_BUDGET); clones of these
+    /// `Streams`, and every router made from them, share one budget). A body's bytes are reserved before they are read: all of its
+    /// `Content-Length` at once, a body of unknown length in steps that double. A request
+    /// that finds no room within [`body_wait`](Streams::body_wait) answers 503 with
+    /// `Retry-After`; one larger than the whole budget answers 413.
+    ///
+    /// ```
+    /// # use chord::streams::{Log, Streams};
+    /// # use chord::store::JsonlStore;
+    /// # use std::time::Duration;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let log = Log::new(JsonlStore::open(dir.path().join("log.jsonl"), Default::default())?);
+    /// // Small appends from many writers: 1 MiB each, 32 MiB in all, 10 s to send one.
+    /// let streams = Streams::new(&log)
+    ///     .writes(|_| true)
+    ///     .max_body(1 << 20)
+    ///     .body_budget(32 << 20)
+    ///     .body_timeout(Duration::from_secs(10));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn body_budget(mut self, bytes: usize) -> Streams {
+        self.bodies.set_budget(bytes);
+        self
+    }
+
+    /// How long an authorized request's body may take to arrive once its reading starts
+    /// (default [`DEFAULT_BODY_TIMEOUT`](super::DEFAULT_BODY_TIMEOUT)); a slower one answers
+    /// 408 and its connection closes.
+    pub fn body_timeout(mut self, timeout: Duration) -> Streams {
+        self.bodies.timeout = timeout;
+        self
+    }
+
+    /// How long an authorized request waits for room in the
+    /// [`body_budget`](Streams::body_budget) before it answers 503 (default
+    /// [`DEFAULT_BODY_WAIT`](super::DEFAULT_BODY_WAIT)).
+    pub fn body_wait(mut self, wait: Duration) -> Streams {
+        self.bodies.wait = wait;
+        self
     }
 
     /// The timing of this router's SSE responses.
@@ -236,10 +282,8 @@ impl Streams {
 
     /// The router: [`ROUTE`]. Add routes to it, or nest it under a prefix.
     pub fn router(self) -> Router {
-        let limit = self.body_limit();
         Router::new()
             .route(ROUTE, any(handle))
-            .layer(limit)
             .with_state(Arc::new(self))
     }
 
@@ -255,7 +299,6 @@ impl Streams {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn namespace_router(self, prefix: &str, namespace: &str) -> Router {
-        let limit = self.body_limit();
         let namespace: Arc<str> = namespace.into();
         let streams = Arc::new(self);
         let serve = move |method: Method,
@@ -263,7 +306,7 @@ impl Streams {
                           query: Query<HashMap<String, String>>,
                           uri: Uri,
                           headers: HeaderMap,
-                          body: BodyBytes| {
+                          body: Body| {
             let streams = Arc::clone(&streams);
             let namespace = Arc::clone(&namespace);
             async move {
@@ -282,14 +325,9 @@ impl Streams {
                 .await
             }
         };
-        Router::new()
-            .route(&format!("{prefix}/{{key}}"), any(serve))
-            .layer(limit)
+        Router::new().route(&format!("{prefix}/{{key}}"), any(serve))
     }
 }
-
-/// The largest request body the write side reads (16 MiB): an append beyond answers 413.
-pub const WRITE_BODY_LIMIT: usize = 16 << 20;
 
 /// The path of `address`'s stream under [`ROUTE`], percent-encoded.
 ///
@@ -436,7 +474,7 @@ async fn handle(
     Query(query): Query<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
-    body: BodyBytes,
+    body: Body,
 ) -> Response {
     let Ok(Path(names)) = path else {
         return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
@@ -451,7 +489,7 @@ async fn serve_address(
     Query(query): Query<HashMap<String, String>>,
     uri: &Uri,
     headers: HeaderMap,
-    body: BodyBytes,
+    body: Body,
 ) -> Response {
     if method == Method::OPTIONS {
         return preflight();
@@ -471,15 +509,27 @@ async fn serve_address(
         let request = WriteRequest {
             write,
             address: &address,
+            uri,
             headers: &headers,
         };
+        // Authorized from the request line and headers alone: a refused request's body is
+        // never read, and its connection closes after the answer.
         match &streams.authorize {
             None => return write::not_allowed(),
             Some(authorize) if !authorize(&request) => {
-                return plain(StatusCode::FORBIDDEN, "not authorized\n")
+                let mut r = write::unread(StatusCode::FORBIDDEN, "not authorized\n");
+                security(r.headers_mut());
+                return r;
             }
             Some(_) => {}
         }
+        let body = match write::read_body(&streams.bodies, &headers, body).await {
+            Ok(body) => body,
+            Err(mut r) => {
+                security(r.headers_mut());
+                return r;
+            }
+        };
         let tail = match load(&streams, &address, Want::default()).await {
             Ok(tail) => tail,
             Err(response) => return *response,

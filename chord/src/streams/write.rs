@@ -1,12 +1,19 @@
 //! The protocol's write side: off unless [`Streams::writes`](super::Streams::writes) enables
 //! it, and then every request is authorized first.
 
+use std::future::poll_fn;
+use std::ops::Deref;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
+use http_body::Body as _;
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{timeout, timeout_at, Instant};
 
 use super::log::Source;
 use super::tail::Tail;
@@ -33,15 +40,210 @@ pub struct WriteRequest<'a> {
     pub write: WriteKind,
     /// The stream it asks it of.
     pub address: &'a Address,
+    /// Its URI as sent, query included.
+    pub uri: &'a Uri,
     /// Its headers (`Authorization`, cookies, ...).
     pub headers: &'a HeaderMap,
 }
 
 pub(super) type Authorize = Arc<dyn Fn(&WriteRequest<'_>) -> bool + Send + Sync>;
 
+/// The default [`Streams::max_body`](super::Streams::max_body): the largest request body the
+/// write side reads (16 MiB).
+pub const WRITE_BODY_LIMIT: usize = 16 << 20;
+
+/// The default [`Streams::body_budget`](super::Streams::body_budget): the bytes of request
+/// bodies a router holds at once, across all its requests (64 MiB).
+pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
+
+/// The default [`Streams::body_timeout`](super::Streams::body_timeout): how long a request
+/// body may take to arrive once its reading starts (30 s).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default [`Streams::body_wait`](super::Streams::body_wait): how long a request waits
+/// for room in the body budget before it is answered 503 (5 s).
+pub const DEFAULT_BODY_WAIT: Duration = Duration::from_secs(5);
+
+/// The bounds on request bodies, and the budget of bytes they share.
+#[derive(Clone, Debug)]
+pub(super) struct Bodies {
+    /// The largest body read.
+    max: usize,
+    /// How long a body may take.
+    pub(super) timeout: Duration,
+    /// How long a request waits for room.
+    pub(super) wait: Duration,
+    /// The budget's size in bytes.
+    budget: usize,
+    /// One permit per byte of the budget: a body's bytes are reserved before they are read.
+    room: Arc<Semaphore>,
+}
+
+impl Default for Bodies {
+    fn default() -> Self {
+        Bodies {
+            max: WRITE_BODY_LIMIT,
+            timeout: DEFAULT_BODY_TIMEOUT,
+            wait: DEFAULT_BODY_WAIT,
+            budget: DEFAULT_BODY_BUDGET,
+            room: Arc::new(Semaphore::new(DEFAULT_BODY_BUDGET)),
+        }
+    }
+}
+
+impl Bodies {
+    /// Sets the largest body read; at most `u32::MAX` bytes (what one reservation can take).
+    pub(super) fn set_max(&mut self, bytes: usize) {
+        self.max = bytes.min(u32::MAX as usize);
+    }
+
+    /// Sets the budget (a fresh one, shared by the clones made after).
+    pub(super) fn set_budget(&mut self, bytes: usize) {
+        self.budget = bytes.clamp(1, Semaphore::MAX_PERMITS);
+        self.room = Arc::new(Semaphore::new(self.budget));
+    }
+
+    /// The largest body that can be read: the bound, or the whole budget if smaller.
+    fn limit(&self) -> usize {
+        self.max.min(self.budget)
+    }
+
+    /// Room for `bytes` more, waited for at most [`wait`](Bodies::wait).
+    async fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit, Response> {
+        let n = u32::try_from(bytes).map_err(|_| self.too_large())?;
+        match timeout(self.wait, Arc::clone(&self.room).acquire_many_owned(n)).await {
+            Ok(Ok(permit)) => Ok(permit),
+            // The semaphore is never closed; a closed one is answered as a full one.
+            Ok(Err(_)) | Err(_) => {
+                let mut r = unread(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server holds as many request bodies as it may: retry later\n",
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                Err(r)
+            }
+        }
+    }
+
+    fn too_large(&self) -> Response {
+        unread(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over {} bytes\n", self.limit()),
+        )
+    }
+
+    /// The bytes of the budget held now.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.budget - self.room.available_permits()
+    }
+}
+
+/// A request body read whole, holding its room in the budget until dropped.
+pub(super) struct Held {
+    bytes: Vec<u8>,
+    _room: OwnedSemaphorePermit,
+}
+
+impl Deref for Held {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Reads `body` whole within `bodies`' bounds: 413 before a byte is read when its
+/// `Content-Length` (or the body's own size hint) is over the bound, or once the bytes read
+/// pass it; 503 when no room frees up in the budget within its wait; 408 when the body takes
+/// longer than its timeout; 400 when the connection fails mid-body.
+///
+/// A body's bytes are reserved in the budget before they are read: all of a
+/// `Content-Length` at once, a body of unknown length in steps that double (so the buffer
+/// never holds more than its reservation). `http_body_util::Limited` bounds the bytes of one
+/// body but cannot take them from a budget shared across requests, so the loop does both.
+pub(super) async fn read_body(
+    bodies: &Bodies,
+    headers: &HeaderMap,
+    mut body: Body,
+) -> Result<Held, Response> {
+    let limit = bodies.limit();
+    let announced = match headers.get(header::CONTENT_LENGTH) {
+        None => body.size_hint().exact(),
+        Some(v) => match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            Some(n) => Some(n),
+            None => {
+                return Err(unread(
+                    StatusCode::BAD_REQUEST,
+                    "malformed Content-Length\n",
+                ))
+            }
+        },
+    };
+    let least = announced.unwrap_or(0).max(body.size_hint().lower());
+    let Some(least) = usize::try_from(least).ok().filter(|n| *n <= limit) else {
+        return Err(bodies.too_large());
+    };
+    let mut room = bodies.reserve(least).await?;
+    let mut bytes = Vec::with_capacity(least);
+    let deadline = Instant::now() + bodies.timeout;
+    let read = async {
+        while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+            let frame = frame.map_err(|e| {
+                unread(
+                    StatusCode::BAD_REQUEST,
+                    format!("reading the request body: {e}\n"),
+                )
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            let len = bytes.len() + data.len();
+            if len > limit {
+                return Err(bodies.too_large());
+            }
+            if len > bytes.capacity() {
+                let target = len
+                    .checked_next_power_of_two()
+                    .unwrap_or(len)
+                    .clamp(len, limit);
+                room.merge(
+                    bodies
+                        .reserve(target.saturating_sub(room.num_permits()))
+                        .await?,
+                );
+                bytes.reserve_exact(target - bytes.len());
+            }
+            bytes.extend_from_slice(&data);
+        }
+        Ok(())
+    };
+    match timeout_at(deadline, read).await {
+        Ok(Ok(())) => Ok(Held { bytes, _room: room }),
+        Ok(Err(r)) => Err(r),
+        Err(_) => Err(unread(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} ms\n",
+                bodies.timeout.as_millis()
+            ),
+        )),
+    }
+}
+
+/// A refusal of a request whose body may be left unread: the connection closes after it, so
+/// that the rest of the body is never read as the next request.
+pub(super) fn unread(code: StatusCode, text: impl Into<String>) -> Response {
+    let mut r = status(code, text);
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 /// The answer when the write side is off.
 pub(super) fn not_allowed() -> Response {
-    let mut r = status(
+    let mut r = unread(
         StatusCode::METHOD_NOT_ALLOWED,
         "this server serves the read path only\n",
     );
