@@ -29,12 +29,16 @@
 //!
 //! # What each store detects
 //!
-//! | Damage | [`JsonlStore`] | `SqliteStore` | `PostgresStore` |
-//! |---|---|---|---|
-//! | a changed byte in a record | yes: its line's checksum | yes: its row's checksum | yes: its row's checksum |
-//! | a record missing, moved or duplicated between others | yes: the checksums are chained line to line | yes: `prev` and `last` links | yes: `prev` and `last` links |
-//! | records cut off the end, torn or whole | yes: the mark | yes (`-wal` damage): the mark | no: PostgreSQL's own durability |
-//! | a torn last line a crash left (never acknowledged) | cut off by a writer, ignored by a reader | (SQLite's transactions) | (PostgreSQL's transactions) |
+//! - **A changed byte in a record**: every store, by the checksum of its JSONL line or of
+//!   its row.
+//! - **A record missing, moved or duplicated between others**: every store (a JSONL log chains
+//!   its checksums line to line; the databases link each record to the one before it and each
+//!   address to its newest).
+//! - **Records cut off the end**, torn or whole, after a crash: [`JsonlStore`] and
+//!   `SqliteStore` (damage to its `-wal`), by the mark; not `PostgresStore`, where
+//!   PostgreSQL's own durability decides.
+//! - **A torn last line a crash left** (never acknowledged): a JSONL writer cuts it off and a
+//!   reader ignores it; the databases' transactions never leave one.
 //!
 //! What none of them detects:
 //!
@@ -42,8 +46,8 @@
 //!   store without a mark (copied without it, or written before marks existed) is not checked
 //!   at its first open, which writes one.
 //! - **A cut after a power loss that also lost the mark's latest writes.** The mark is
-//!   written to the operating system after each flush (one positioned 40-byte write, with no
-//!   `fsync` of its own, which would double the cost of an
+//!   written to the operating system after each flush (one positioned 40-byte write; an
+//!   `fsync` of its own would add a second flush to disk to every
 //!   [`EveryAppend`](Durability::EveryAppend) append), so it survives the process dying at
 //!   once; it is flushed to disk when it is created and when the store is dropped. After a
 //!   power loss it may hold an older seq, and the check starts from there. It is never ahead
@@ -60,8 +64,9 @@
 //! The trials in `chord/tests/store_rollback.rs`: a writer process appends 60 records under
 //! [`Durability::EveryAppend`] and is killed with SIGKILL; then each of 300 single-bit flips at
 //! random offsets of the `-wal` file and 300 cuts of it to a random length, and each cut of
-//! the JSONL log inside its last line or at one of the four line boundaries before it
-//! (read-only and writer opens), is [`Error::RolledBack`] with the acknowledged seq, and the
+//! the JSONL log inside its last line (but the cut of its `\n` alone, which leaves the
+//! complete record) or at one of the four line boundaries before it (read-only and writer
+//! opens), is [`Error::RolledBack`] with the acknowledged seq, and the
 //! undamaged files open with every record.
 //!
 //! Recovery ([`recover`]) reads backwards to the last base record and applies forward with a
@@ -516,9 +521,9 @@ pub(crate) const LEASE: u64 = 1024;
 /// batch and tag, [`Error::InvalidBatch`] for a JSONL line that only its own fields push over.
 /// A [`LogWriter`] can hold its records to a smaller bound
 /// ([`LogWriter::max_record_bytes`]); a value whose base batch no longer fits is best split
-/// over several addresses (see [`Durable::flush`]). Reading a JSONL log never holds a longer line in
-/// memory: a complete line beyond it is [`Error::Corrupt`], an unterminated last one is a torn
-/// tail (it was never acknowledged, since no append could have written it).
+/// over several addresses (see [`Durable::flush`]). Reading a JSONL log never holds a longer
+/// line in memory: a complete line beyond it is [`Error::Corrupt`], an unterminated last one
+/// is a torn tail (it was never acknowledged, since no append could have written it).
 pub const MAX_RECORD_BYTES: usize = 64 << 20;
 
 /// Whether `path` names an existing regular file (following symbolic links): `false` when

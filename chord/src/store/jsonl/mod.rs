@@ -49,8 +49,9 @@ use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
 /// and what is wrong: a damaged log is never read as a different state. One loss cannot be
 /// seen in the file itself: lines cut off the end look like appends that never happened (a
 /// cut at a line boundary) or a torn write (a cut inside the last line). The acknowledged
-/// mark beside the log (`<path>-ack`, see the [module documentation](crate::store#what-each-store-detects))
-/// sees it: a log ending before the seq it acknowledged is [`Error::RolledBack`] at open.
+/// mark beside the log (`<path>-ack`, see
+/// [what each store detects](crate::store#what-each-store-detects)) sees it: a log ending
+/// before the seq it acknowledged is [`Error::RolledBack`] at open.
 ///
 /// **Torn tail.** What a process that died in the middle of a write left behind is the last
 /// line without its `\n`. An append is acknowledged only once its whole line, `\n` included,
