@@ -61,11 +61,12 @@ export function measure(name, n) {
   let ops = createDecoder().decodeText(text);
   const decoded = live() - before;
   // The peak is inside `apply`, with the batch's undo log: one more op, whose path measures
-  // the heap whenever `apply` reads it (after every other op has applied), and then fails.
+  // the heap whenever `apply` reads its length (when it checks the op and when it walks it,
+  // after every other op has applied), and then fails.
   let applied = 0;
   const probe = new Proxy(['no such', 'member'], {
     get(target, key, receiver) {
-      applied = Math.max(applied, live() - before);
+      if (key === 'length') applied = Math.max(applied, live() - before);
       return Reflect.get(target, key, receiver);
     },
   });
