@@ -400,10 +400,12 @@ const IN_PLACE = Symbol('decode in place');
  * later batches may use ids the failed one defined. Start again from a base batch with a
  * fresh decoder. Decoded ops share their values with the wire batch; `apply` copies them.
  *
- * Decoded ops share their resolved paths too: an inline path is copied once and frozen, and
- * every op that reuses it (a short form, an interned id, in this batch or a later one) holds
- * that same frozen array. So a decoded batch takes memory proportional to its wire text, never
- * to the number of reuses times the path's length.
+ * Decoded ops share their resolved paths too: an inline path is frozen once (`decode` copies
+ * it first, `decodeText` freezes the array it parsed), and every op that reuses it (a short
+ * form, an interned id, in this batch or a later one) holds that same frozen array. So a
+ * decoded batch takes memory proportional to its wire text, never to the number of reuses
+ * times the path's length. `decodeText` decodes the batch it parsed in place: its ops are the
+ * parsed tuples, so decoding adds little to `JSON.parse`'s tree.
  * @returns {Decoder}
  */
 export function createDecoder() {
