@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::tail::{Bounds, Tail};
+use hashlink::LinkedHashMap;
+
+use super::tail::{Bounds, Tail, Usage, TAIL_OVERHEAD};
 use super::{Compaction, Retention};
 use crate::store::{
     Address, CheckedBatch, Compacted, Error, LiveSource, LiveTail, Page, ReadOptions, Record,
@@ -18,6 +20,9 @@ pub const DEFAULT_TAIL_RECORDS: usize = 1024;
 
 /// The default [`LogBuilder::tail_bytes`].
 pub const DEFAULT_TAIL_BYTES: usize = 8 << 20;
+
+/// The default [`LogBuilder::tail_cache_bytes`]: eight addresses' full tail caches.
+pub const DEFAULT_TAIL_CACHE_BYTES: usize = 64 << 20;
 
 /// The default [`LogBuilder::follow_idle`].
 pub const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
@@ -37,7 +42,9 @@ const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// Cost: an append takes the store's lock (as the store's own append would need `&mut`),
 /// then pushes one shared entry to the address's cache and wakes its readers. Memory per
 /// address read: at most [`tail_records`](LogBuilder::tail_records) records and
-/// [`tail_bytes`](LogBuilder::tail_bytes) bytes. An append of a base record may also compact its
+/// [`tail_bytes`](LogBuilder::tail_bytes) bytes. Memory of all the caches together: at most
+/// [`tail_cache_bytes`](LogBuilder::tail_cache_bytes), as [`cached_bytes`](Log::cached_bytes)
+/// counts it; past it the least recently read addresses' caches go first. An append of a base record may also compact its
 /// address to the retention, as the [`Compaction`] policy says ([`LogBuilder::compaction`]): for
 /// a `JsonlStore`, a rewrite of the file while the store's lock is held.
 ///
@@ -107,6 +114,10 @@ pub(crate) struct Shared<S> {
     store: Mutex<S>,
     index: Mutex<Index>,
     bounds: Bounds,
+    /// What every tail cache holds, together.
+    usage: Arc<Usage>,
+    /// The most `usage` may reach (see [`LogBuilder::tail_cache_bytes`]).
+    cache_bytes: usize,
     /// The store's live source: `Some` for a store other processes write to.
     live: Option<Arc<dyn LiveSource>>,
     follow_idle: Duration,
@@ -118,7 +129,11 @@ pub(crate) struct Shared<S> {
 /// The tail caches and who feeds them. Locked after the store, never before.
 #[derive(Default)]
 struct Index {
-    tails: HashMap<Address, Arc<Tail>>,
+    /// The loaded tails, the least recently used first: a read moves its address to the back,
+    /// and [`Shared::trim`] evicts from the front. A map with its own order (rather than an
+    /// LRU cache that evicts by count) since what goes is decided by bytes, and a tail still in
+    /// use by a reader or a follower is emptied rather than dropped.
+    tails: LinkedHashMap<Address, Arc<Tail>>,
     /// Addresses whose cache this log's appends feed (shared stores only).
     own: HashSet<Address>,
     /// The running followers (shared stores only).
@@ -160,6 +175,7 @@ pub(crate) struct Want {
 #[must_use]
 pub struct LogBuilder {
     bounds: Bounds,
+    cache_bytes: usize,
     follow_idle: Duration,
     compaction: Compaction,
 }
@@ -172,6 +188,7 @@ impl Default for LogBuilder {
                 bytes: DEFAULT_TAIL_BYTES,
                 bases: Retention::default().bases(),
             },
+            cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
             follow_idle: DEFAULT_FOLLOW_IDLE,
             compaction: Compaction::default(),
         }
@@ -179,7 +196,8 @@ impl Default for LogBuilder {
 }
 
 impl LogBuilder {
-    /// The defaults: [`Retention::default`], [`DEFAULT_TAIL_RECORDS`], [`DEFAULT_TAIL_BYTES`].
+    /// The defaults: [`Retention::default`], [`DEFAULT_TAIL_RECORDS`], [`DEFAULT_TAIL_BYTES`],
+    /// [`DEFAULT_TAIL_CACHE_BYTES`].
     pub fn new() -> LogBuilder {
         LogBuilder::default()
     }
@@ -201,6 +219,28 @@ impl LogBuilder {
     /// [`DEFAULT_TAIL_BYTES`]); the newest record is kept whatever its size.
     pub fn tail_bytes(mut self, bytes: usize) -> LogBuilder {
         self.bounds.bytes = bytes;
+        self
+    }
+
+    /// At most this many bytes in all the tail caches together (default
+    /// [`DEFAULT_TAIL_CACHE_BYTES`]), as [`Log::cached_bytes`] counts them: each cache's
+    /// records with their framed events, and a few hundred bytes per address loaded. Past it,
+    /// the caches of the least recently read addresses are emptied first (an address nobody
+    /// reads or follows now is forgotten, and loaded again from the store by its next read);
+    /// only the newest record of the address just read or written is kept whatever its size.
+    /// An address's cache never holds more than this either, whatever
+    /// [`tail_bytes`](LogBuilder::tail_bytes) says.
+    ///
+    /// ```
+    /// use chord::streams::LogBuilder;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let store = chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?;
+    /// let log = LogBuilder::new().tail_cache_bytes(16 << 20).build(store);
+    /// assert_eq!(log.cached_bytes(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tail_cache_bytes(mut self, bytes: usize) -> LogBuilder {
+        self.cache_bytes = bytes;
         self
     }
 
@@ -226,7 +266,12 @@ impl LogBuilder {
             shared: Arc::new_cyclic(|me| Shared {
                 store: Mutex::new(store),
                 index: Mutex::new(Index::default()),
-                bounds: self.bounds,
+                bounds: Bounds {
+                    bytes: self.bounds.bytes.min(self.cache_bytes),
+                    ..self.bounds
+                },
+                usage: Arc::default(),
+                cache_bytes: self.cache_bytes,
                 live,
                 follow_idle: self.follow_idle,
                 compaction: self.compaction,
@@ -261,10 +306,54 @@ impl<S: Store> Log<S> {
         self.shared.compact(&mut lock(&self.shared.store), address)
     }
 
+    /// The bytes all the tail caches hold now, as they count them (see
+    /// [`LogBuilder::tail_cache_bytes`]): the records with their framed events, and what each
+    /// loaded address holds beside them.
+    pub fn cached_bytes(&self) -> usize {
+        self.shared.usage.bytes()
+    }
+
     /// Why the last automatic compaction failed (see [`Compaction`]), when it did; cleared by
     /// the next one that succeeds.
     pub fn compaction_failure(&self) -> Option<String> {
         lock(&self.shared.index).compaction_failure.clone()
+    }
+}
+
+impl<S> Shared<S> {
+    /// Empties tail caches, the least recently used first, until all of them together hold
+    /// at most the log's bound. `keep` (the address just read or written) goes last, and
+    /// keeps its newest record. A tail only the index holds (no reader waiting, no follower,
+    /// no read in progress: every other handle is cloned under the index's lock, which the
+    /// caller holds) is forgotten; one still held is emptied, and its readers read the store.
+    fn trim(&self, index: &mut Index, keep: Option<&Address>) {
+        let Some(mut over) = self.usage.bytes().checked_sub(self.cache_bytes) else {
+            return;
+        };
+        let mut forget = Vec::new();
+        for (address, tail) in index.tails.iter() {
+            if over == 0 {
+                break;
+            }
+            if Some(address) == keep {
+                continue;
+            }
+            let freed = if Arc::strong_count(tail) == 1 {
+                forget.push(address.clone());
+                tail.cost()
+            } else {
+                tail.free(usize::MAX, false)
+            };
+            over = over.saturating_sub(freed);
+        }
+        for address in &forget {
+            index.tails.remove(address);
+        }
+        if let Some(tail) = keep.and_then(|a| index.tails.get(a)) {
+            if over > 0 {
+                tail.free(over, true);
+            }
+        }
     }
 }
 
@@ -279,13 +368,23 @@ impl<S: Store + Send + 'static> Shared<S> {
         if let Some(tail) = self.fed_tail(address, want) {
             return Ok(Some(tail));
         }
+        let tail = self.load_tail(address, want);
+        if let Ok(Some(_)) = &tail {
+            self.trim(&mut lock(&self.index), Some(address));
+        }
+        tail
+    }
+
+    /// [`tail`](Shared::tail) when the cache cannot answer alone: loads, catches up, starts
+    /// the follower.
+    fn load_tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>> {
         // Appends wait while the tail loads, so none slips between the read and the insert.
         let store = lock(&self.store);
         let mut index = lock(&self.index);
         let shared = self.live.is_some();
         let own = index.own.contains(address);
         let mut following = index.followers.contains_key(address);
-        let tail = match index.tails.get(address) {
+        let tail = match index.tails.to_back(address) {
             Some(tail) if !shared || following || own => Arc::clone(tail),
             _ => {
                 // Not loaded yet, or nobody fed it since it was: read it afresh (a follower
@@ -297,7 +396,9 @@ impl<S: Store + Send + 'static> Shared<S> {
                     index.tails.remove(address);
                     return Ok(None);
                 }
-                let tail = Arc::new(Tail::load(self.bounds, newest));
+                let fixed = TAIL_OVERHEAD + address.namespace.len() + address.key.len();
+                let usage = Arc::clone(&self.usage);
+                let tail = Arc::new(Tail::load(self.bounds, usage, fixed, newest));
                 index.tails.insert(address.clone(), Arc::clone(&tail));
                 tail
             }
@@ -331,7 +432,7 @@ impl<S: Store + Send + 'static> Shared<S> {
     /// read needed, and no wait for an append in progress.
     fn fed_tail(&self, address: &Address, want: Want) -> Option<Arc<Tail>> {
         let mut index = lock(&self.index);
-        let tail = Arc::clone(index.tails.get(address)?);
+        let tail = Arc::clone(index.tails.to_back(address)?);
         if self.live.is_none() {
             return Some(tail);
         }
@@ -509,8 +610,9 @@ impl<S: Store> Shared<S> {
             index.own.insert(address.clone());
         }
         let base = batch.tag() == Some(BASE);
-        if let Some(tail) = index.tails.get(address) {
+        if let Some(tail) = index.tails.to_back(address) {
             tail.push(seq, base, batch.text());
+            self.trim(&mut index, Some(address));
         }
         let due = base && self.compaction_due(&mut index, address);
         if due {
@@ -582,6 +684,9 @@ impl<S> Follower<S> {
                 Ok(records) => {
                     backoff = Duration::from_millis(10);
                     self.tail.extend(&records);
+                    if let Some(log) = self.log.upgrade() {
+                        log.trim(&mut lock(&log.index), Some(&self.address));
+                    }
                 }
                 Err(_) => {
                     // The store is away (a restart, a cut connection): the tail keeps its
@@ -1007,5 +1112,58 @@ mod tests {
                 address: address.clone(),
             })
         }
+    }
+
+    #[test]
+    fn the_caches_together_stay_within_their_bound_least_recently_read_out_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonlStore::open(dir.path().join("l"), Durability::default()).unwrap();
+        let bound = 64 << 10;
+        let mut log = LogBuilder::new().tail_cache_bytes(bound).build(store);
+        let addr = |i: usize| Address::new("many", format!("a{i}"));
+        // 40 addresses of about 8 KiB each: five times the bound in all.
+        let text = format!(r#"[["r",{{"s":"{}"}}]]"#, "x".repeat(1000));
+        let change = format!(r#"[["s",["s"],"{}"]]"#, "y".repeat(1000));
+        for i in 0..40 {
+            log.append(&addr(i), &text, Some(BASE)).unwrap();
+            for _ in 1..8 {
+                log.append(&addr(i), &change, None).unwrap();
+            }
+        }
+        assert_eq!(log.cached_bytes(), 0, "nothing is cached before a read");
+        let held = log.shared.tail(&addr(0), Want::default()).unwrap().unwrap();
+        assert_eq!(seqs(&held, 0).len(), 8, "all of a0 is cached");
+        let mut most = 0;
+        for i in 1..40 {
+            log.shared.tail(&addr(i), Want::default()).unwrap().unwrap();
+            most = most.max(log.cached_bytes());
+            // a1 is read again each time: the most recently used but one.
+            if i > 1 {
+                log.shared.tail(&addr(1), Want::default()).unwrap().unwrap();
+            }
+        }
+        assert!(most <= bound, "{most} > {bound}");
+        assert!(most > bound / 2, "the caches were used: {most}");
+        let index = lock(&log.shared.index);
+        let a1 = index.tails.get(&addr(1)).expect("a1 was read last but one");
+        assert_eq!(seqs(a1, 0).len(), 8, "a1 keeps all its records");
+        assert!(index.tails.contains_key(&addr(39)), "the last one read");
+        for i in 2..20 {
+            assert!(!index.tails.contains_key(&addr(i)), "a{i} was forgotten");
+        }
+        // a0's tail is held (as a reader would hold it): emptied, not forgotten.
+        assert!(Arc::ptr_eq(index.tails.get(&addr(0)).unwrap(), &held));
+        assert!(matches!(
+            held.read(0, 1 << 20),
+            super::super::tail::Found::Miss
+        ));
+        drop(index);
+        // What the index forgot is no longer counted; what the held tail holds beside its
+        // entries goes when it is dropped.
+        let before = log.cached_bytes();
+        drop(held);
+        assert!(log.cached_bytes() == before, "a0 is still in the index");
+        lock(&log.shared.index).tails.clear();
+        assert_eq!(log.cached_bytes(), 0, "every byte counted is given back");
     }
 }

@@ -1,7 +1,11 @@
 //! The tail cache of one address's log: its newest records, shared by every reader, each
 //! framed once; where retention stands; and the signal that a record arrived.
+//!
+//! Every tail of a log adds what it holds to one [`Usage`], which the log keeps under its
+//! bound by evicting the least recently used tails (see `log.rs`).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
@@ -22,6 +26,8 @@ pub(crate) struct Entry {
     /// A `data` event with this batch and the `control` event saying the reader is up to
     /// date at it: what every live reader at the tail is sent, the same bytes for all.
     pub(crate) live: Bytes,
+    /// The capacity of the buffer behind `live`.
+    live_capacity: usize,
 }
 
 impl Entry {
@@ -33,6 +39,7 @@ impl Entry {
             seq,
             prev,
             batch: batch.into(),
+            live_capacity: live.capacity(),
             live: Bytes::from(live),
         }
     }
@@ -41,8 +48,43 @@ impl Entry {
         Entry::new(record.seq, prev, &record.batch)
     }
 
+    /// The heap this entry holds while cached: its batch, its events (the buffer's capacity,
+    /// which `Bytes` keeps), the shared allocation holding it, the `Bytes` header and its
+    /// slot in the cache.
     fn cost(&self) -> usize {
-        self.batch.len() + self.live.len() + 64
+        self.batch.len()
+            + self.live_capacity
+            + std::mem::size_of::<Entry>()
+            + 2 * std::mem::size_of::<usize>()
+            + BYTES_HEADER
+            + std::mem::size_of::<Arc<Entry>>()
+    }
+}
+
+/// What `Bytes` allocates beside a buffer whose length is not its capacity.
+const BYTES_HEADER: usize = 32;
+
+/// What a tail holds beside its entries, counted once per tail: the tail, its state and
+/// watch channel, and its place in the log's map, without the address's text (counted
+/// separately) or the kept bases (counted per base).
+pub(crate) const TAIL_OVERHEAD: usize = 512;
+
+/// The bytes the tail caches of one log hold together, each tail adding and removing its own.
+#[derive(Debug, Default)]
+pub(crate) struct Usage(AtomicUsize);
+
+impl Usage {
+    /// The bytes held now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, bytes: usize) {
+        self.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn sub(&self, bytes: usize) {
+        self.0.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
 
@@ -70,6 +112,8 @@ pub(crate) enum Found {
 pub(crate) struct Tail {
     state: Mutex<State>,
     last: watch::Sender<u64>,
+    /// What this tail adds to its log's usage beside its entries.
+    fixed: usize,
 }
 
 #[derive(Debug)]
@@ -77,7 +121,9 @@ struct State {
     bounds: Bounds,
     /// The address's newest records, contiguous, oldest first.
     entries: VecDeque<Arc<Entry>>,
+    /// What `entries` cost ([`Entry::cost`]), also counted in `usage`.
     bytes: usize,
+    usage: Arc<Usage>,
     /// The kept base records: (seq, seq of the record before it), oldest first.
     bases: VecDeque<(u64, u64)>,
     /// The newest record retention dropped (0: none); readers start after it.
@@ -101,16 +147,49 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+impl State {
+    fn push_back(&mut self, entry: Arc<Entry>) {
+        let cost = entry.cost();
+        self.bytes += cost;
+        self.usage.add(cost);
+        self.entries.push_back(entry);
+    }
+
+    fn push_front(&mut self, entry: Arc<Entry>) {
+        let cost = entry.cost();
+        self.bytes += cost;
+        self.usage.add(cost);
+        self.entries.push_front(entry);
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(e) = self.entries.pop_front() {
+            let cost = e.cost();
+            self.bytes -= cost;
+            self.usage.sub(cost);
+        }
+    }
+}
+
 impl Tail {
     /// A tail built from the address's newest records, newest first (as a descending read
     /// gives them), each with the seq of the record before it. Only the newest that fit the
-    /// bounds need their batch text.
-    pub(crate) fn load(bounds: Bounds, newest_first: Vec<(Record, u64)>) -> Tail {
+    /// bounds need their batch text. What it holds is added to `usage`, `fixed` bytes (what
+    /// it holds beside its entries) included, until it is dropped.
+    pub(crate) fn load(
+        bounds: Bounds,
+        usage: Arc<Usage>,
+        fixed: usize,
+        newest_first: Vec<(Record, u64)>,
+    ) -> Tail {
         let last = newest_first.first().map_or(0, |(r, _)| r.seq);
+        let fixed = fixed + bounds.bases * std::mem::size_of::<(u64, u64)>();
+        usage.add(fixed);
         let mut state = State {
             bounds,
             entries: VecDeque::new(),
             bytes: 0,
+            usage,
             bases: VecDeque::new(),
             floor: 0,
             last,
@@ -127,9 +206,7 @@ impl Tail {
                 || state.entries.len() >= bounds.records
                 || (!state.entries.is_empty() && state.bytes + record.batch.len() > bounds.bytes);
             if !full {
-                let entry = Entry::from_record(record, *prev);
-                state.bytes += entry.cost();
-                state.entries.push_front(Arc::new(entry));
+                state.push_front(Arc::new(Entry::from_record(record, *prev)));
             }
         }
         if state.bases.len() == bounds.bases {
@@ -137,12 +214,12 @@ impl Tail {
         }
         // Nothing before the floor is served: drop what the cache holds of it.
         while state.entries.front().is_some_and(|e| e.seq <= state.floor) {
-            let e = state.entries.pop_front().expect("checked");
-            state.bytes -= e.cost();
+            state.pop_front();
         }
         Tail {
             state: Mutex::new(state),
             last: watch::channel(last).0,
+            fixed,
         }
     }
 
@@ -165,16 +242,14 @@ impl Tail {
                 }
             }
             state.last = seq;
-            state.bytes += entry.cost();
-            state.entries.push_back(entry);
+            state.push_back(entry);
             let floor = state.floor;
             while state.entries.len() > 1
                 && (state.entries.len() > state.bounds.records
                     || state.bytes > state.bounds.bytes
                     || state.entries[0].seq <= floor)
             {
-                let e = state.entries.pop_front().expect("more than one");
-                state.bytes -= e.cost();
+                state.pop_front();
             }
         }
         self.last.send_replace(seq);
@@ -187,6 +262,23 @@ impl Tail {
         for r in records {
             self.push(r.seq, r.tag.as_deref() == Some(BASE), &r.batch);
         }
+    }
+
+    /// Drops the oldest entries until `bytes` are freed or none is left (but the newest, when
+    /// `keep_newest`); readers of what went read the store. Returns what was freed.
+    pub(crate) fn free(&self, bytes: usize, keep_newest: bool) -> usize {
+        let mut state = lock(&self.state);
+        let before = state.bytes;
+        let keep = usize::from(keep_newest);
+        while state.entries.len() > keep && before - state.bytes < bytes {
+            state.pop_front();
+        }
+        before - state.bytes
+    }
+
+    /// What this tail adds to its log's usage: its entries and what it holds beside them.
+    pub(crate) fn cost(&self) -> usize {
+        lock(&self.state).bytes + self.fixed
     }
 
     /// How many readers wait on this tail ([`subscribe`](Tail::subscribe)rs alive).
@@ -236,6 +328,13 @@ impl Tail {
     }
 }
 
+impl Drop for Tail {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        state.usage.sub(state.bytes + self.fixed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,7 +365,12 @@ mod tests {
             bytes: 1 << 20,
             bases: 2,
         };
-        let tail = Tail::load(bounds, vec![(record(2, false), 1), (record(1, true), 0)]);
+        let tail = Tail::load(
+            bounds,
+            Arc::default(),
+            0,
+            vec![(record(2, false), 1), (record(1, true), 0)],
+        );
         assert_eq!(seqs(tail.read(0, 1 << 20)), [1, 2]);
         tail.push(5, true, r#"[["r",5]]"#);
         tail.push(7, false, r#"[["s",["n"],7]]"#);
@@ -295,7 +399,12 @@ mod tests {
             bytes: 1 << 20,
             bases: 4,
         };
-        let tail = Tail::load(bounds, vec![(record(2, false), 1), (record(1, true), 0)]);
+        let tail = Tail::load(
+            bounds,
+            Arc::default(),
+            0,
+            vec![(record(2, false), 1), (record(1, true), 0)],
+        );
         assert!(tail.push(4, false, r#"[["s",["n"],4]]"#));
         assert!(!tail.push(4, false, r#"[["s",["n"],4]]"#), "a duplicate");
         assert!(!tail.push(3, false, r#"[["s",["n"],3]]"#), "an older one");
@@ -325,10 +434,45 @@ mod tests {
         // Newest first: 3 fits, 2 does not, 1 would fit again but must stay out.
         let tail = Tail::load(
             bounds,
+            Arc::default(),
+            0,
             vec![(record(3, false), 2), (big, 1), (record(1, true), 0)],
         );
         assert!(matches!(tail.read(0, 1 << 20), Found::Miss));
         assert!(matches!(tail.read(1, 1 << 20), Found::Miss));
         assert_eq!(seqs(tail.read(2, 1 << 20)), [3]);
+    }
+
+    #[test]
+    fn what_a_tail_holds_is_counted_in_its_usage_until_it_goes() {
+        let bounds = Bounds {
+            records: 10,
+            bytes: 1 << 20,
+            bases: 2,
+        };
+        let usage = Arc::new(Usage::default());
+        let tail = Tail::load(bounds, Arc::clone(&usage), 100, vec![(record(1, true), 0)]);
+        let one = usage.bytes();
+        // The fixed part, the kept bases' slots, and one entry of at least its batch and events.
+        assert!(one > 100 + 2 * 16 + 2 * r#"[["r",1]]"#.len(), "{one}");
+        assert_eq!(tail.cost(), one);
+        tail.push(2, false, r#"[["s",["n"],2]]"#);
+        tail.push(3, false, r#"[["s",["n"],3]]"#);
+        let three = usage.bytes();
+        assert!(three > one);
+        // Freeing keeps the newest when asked to, and says what it freed.
+        let freed = tail.free(usize::MAX, true);
+        assert_eq!(usage.bytes(), three - freed);
+        assert!(matches!(tail.read(0, 1 << 20), Found::Miss));
+        assert_eq!(seqs(tail.read(2, 1 << 20)), [3]);
+        tail.free(usize::MAX, false);
+        assert_eq!(
+            usage.bytes(),
+            100 + 2 * 16,
+            "the fixed part and the bases' slots"
+        );
+        assert!(matches!(tail.read(2, 1 << 20), Found::Miss));
+        drop(tail);
+        assert_eq!(usage.bytes(), 0);
     }
 }
