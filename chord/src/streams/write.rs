@@ -114,16 +114,17 @@ impl Bodies {
         match timeout(self.wait, Arc::clone(&self.room).acquire_many_owned(n)).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed; a closed one is answered as a full one.
-            Ok(Err(_)) | Err(_) => {
-                let mut r = unread(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server holds as many request bodies as it may: retry later\n",
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                Err(r)
-            }
+            Ok(Err(_)) | Err(_) => Err(busy()),
         }
+    }
+
+    /// Room for `bytes` more now, or none: a request that already holds room never waits
+    /// for more, so requests never wait on each other in a cycle.
+    fn grow(&self, bytes: usize) -> Result<OwnedSemaphorePermit, Response> {
+        let n = u32::try_from(bytes).map_err(|_| self.too_large())?;
+        Arc::clone(&self.room)
+            .try_acquire_many_owned(n)
+            .map_err(|_| busy())
     }
 
     fn too_large(&self) -> Response {
@@ -138,6 +139,17 @@ impl Bodies {
     fn held(&self) -> usize {
         self.budget - self.room.available_permits()
     }
+}
+
+/// The answer to a request that finds no room in the budget.
+fn busy() -> Response {
+    let mut r = unread(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server holds as many request bodies as it may: retry later\n",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 /// A request body read whole, holding its room in the budget until dropped.
@@ -160,8 +172,9 @@ impl Deref for Held {
 /// longer than its timeout; 400 when the connection fails mid-body.
 ///
 /// A body's bytes are reserved in the budget before they are read: all of a
-/// `Content-Length` at once, a body of unknown length in steps that double (so the buffer
-/// never holds more than its reservation). `http_body_util::Limited` bounds the bytes of one
+/// `Content-Length` at once (waiting for room), a body of unknown length in steps that double
+/// as its frames arrive, without waiting (503 when there is no room), so that the buffer
+/// never holds more than its reservation and no request holding room waits for more. `http_body_util::Limited` bounds the bytes of one
 /// body but cannot take them from a budget shared across requests, so the loop does both.
 pub(super) async fn read_body(
     bodies: &Bodies,
@@ -208,11 +221,7 @@ pub(super) async fn read_body(
                     .checked_next_power_of_two()
                     .unwrap_or(len)
                     .clamp(len, limit);
-                room.merge(
-                    bodies
-                        .reserve(target.saturating_sub(room.num_permits()))
-                        .await?,
-                );
+                room.merge(bodies.grow(target.saturating_sub(room.num_permits()))?);
                 bytes.reserve_exact(target - bytes.len());
             }
             bytes.extend_from_slice(&data);
@@ -373,4 +382,148 @@ fn done(code: StatusCode, last: u64) -> Response {
         HeaderValue::from_str(&Offset::from_seq(last).to_string()).expect("hex digits"),
     );
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::task::{Context, Poll};
+
+    use bytes::Bytes;
+    use http_body::{Frame, SizeHint};
+
+    /// What the test bodies have handed out, counted apart from the budget.
+    #[derive(Default)]
+    struct Ledger {
+        /// Bytes handed to readers whose bodies are not yet dropped.
+        buffered: AtomicUsize,
+        /// Bytes of frames handed out that their reader has not yet taken in (it polls again
+        /// once it has).
+        in_flight: AtomicUsize,
+        /// The most `buffered` seen at once.
+        peak: AtomicUsize,
+        /// Polls at which more bytes were taken in than the budget had reserved.
+        uncovered: AtomicUsize,
+    }
+
+    /// A body of `left` chunks of `size` bytes, one per poll after a pending one, that checks
+    /// at every poll that the bytes its readers have taken in are covered by the budget.
+    struct Paced {
+        left: usize,
+        size: usize,
+        announced: bool,
+        ledger: Arc<Ledger>,
+        bodies: Bodies,
+        waited: bool,
+        handed: usize,
+    }
+
+    impl http_body::Body for Paced {
+        type Data = Bytes;
+        type Error = Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            let ledger = Arc::clone(&self.ledger);
+            // Polled again: the last frame is in the reader's buffer now.
+            ledger
+                .in_flight
+                .fetch_sub(std::mem::take(&mut self.handed), SeqCst);
+            let buffered = ledger.buffered.load(SeqCst);
+            let taken_in = buffered - ledger.in_flight.load(SeqCst);
+            if taken_in > self.bodies.held() {
+                ledger.uncovered.fetch_add(1, SeqCst);
+            }
+            ledger.peak.fetch_max(buffered, SeqCst);
+            if self.left == 0 {
+                return Poll::Ready(None);
+            }
+            if !self.waited {
+                self.waited = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            self.waited = false;
+            self.left -= 1;
+            self.handed = self.size;
+            ledger.in_flight.fetch_add(self.size, SeqCst);
+            ledger.buffered.fetch_add(self.size, SeqCst);
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![b'x'; self.size])))))
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            if self.announced {
+                SizeHint::with_exact((self.left * self.size) as u64)
+            } else {
+                SizeHint::default()
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_bodies_never_hold_more_than_the_budget() {
+        const BUDGET: usize = 256 << 10;
+        const CHUNK: usize = 4 << 10;
+        const CHUNKS: usize = 12;
+        let mut bodies = Bodies {
+            wait: Duration::from_secs(60),
+            ..Bodies::default()
+        };
+        bodies.set_budget(BUDGET);
+        let ledger = Arc::new(Ledger::default());
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let body = Paced {
+                left: CHUNKS,
+                size: CHUNK,
+                announced: i % 4 != 0,
+                ledger: Arc::clone(&ledger),
+                bodies: bodies.clone(),
+                waited: false,
+                handed: 0,
+            };
+            let (bodies, ledger) = (bodies.clone(), Arc::clone(&ledger));
+            tasks.spawn(async move {
+                let held = read_body(&bodies, &HeaderMap::new(), Body::new(body)).await;
+                let held = match held {
+                    Ok(held) => held,
+                    Err(r) => return (i, Some(r.status())),
+                };
+                assert_eq!(held.len(), CHUNK * CHUNKS);
+                tokio::task::yield_now().await;
+                // Counted out before the room is given back.
+                ledger.buffered.fetch_sub(held.len(), SeqCst);
+                drop(held);
+                (i, None)
+            });
+        }
+        let mut refused = 0;
+        while let Some(done) = tasks.join_next().await {
+            let (i, status) = done.unwrap();
+            match status {
+                None => {}
+                // A body of unknown length does not wait for room it cannot get at once.
+                Some(StatusCode::SERVICE_UNAVAILABLE) if i % 4 == 0 => refused += 1,
+                Some(other) => panic!("body {i}: {other}"),
+            }
+        }
+        assert_eq!(ledger.uncovered.load(SeqCst), 0);
+        let peak = ledger.peak.load(SeqCst);
+        assert!(
+            peak <= BUDGET,
+            "{peak} bytes buffered at once over {BUDGET}"
+        );
+        // More was sent than the budget holds, so the budget was what held them back.
+        const { assert!(32 * CHUNK * CHUNKS > 4 * BUDGET) };
+        assert!(peak * 2 > BUDGET, "peak {peak} of {BUDGET}");
+        assert!(
+            refused < 8,
+            "{refused} of 8 bodies of unknown length refused"
+        );
+        assert_eq!(bodies.held(), 0, "all room given back");
+    }
 }
