@@ -352,3 +352,30 @@ fn a_damaged_mark_is_an_error() {
         }
     }
 }
+
+/// Compaction rewrites a JSONL log into a new file; the mark goes on with the new file.
+#[test]
+fn the_mark_goes_on_across_a_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.jsonl");
+    let a = address();
+    let mut store = JsonlStore::open(&path, Durability::EveryAppend).unwrap();
+    for n in 0..3 {
+        store
+            .append(&a, &format!(r#"[["r",{{"n":{n}}}]]"#), Some(BASE))
+            .unwrap();
+        store.append(&a, r#"[["s",["n"],9]]"#, None).unwrap();
+    }
+    assert_eq!(store.compact(&a, 1).unwrap().removed, 4);
+    let last = store.append(&a, r#"[["s",["n"],10]]"#, None).unwrap();
+    drop(store);
+    let log = fs::read(&path).unwrap();
+    let end = log[..log.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    fs::write(&path, &log[..end]).unwrap();
+    let found = rolled_back(JsonlStore::open_read_only(&path), &path, last, "compacted");
+    assert_eq!(found, Some(last - 1));
+}
