@@ -233,8 +233,8 @@ impl Streams {
     /// (default [`DEFAULT_BODY_BUDGET`](super::DEFAULT_BODY_BUDGET); clones of these
     /// `Streams`, and every router made from them, share one budget). A body's bytes are
     /// reserved before they are read: all of its `Content-Length` at once, waiting at most
-    /// [`body_wait`](Streams::body_wait) for room; a body of unknown length in steps that
-    /// double as it arrives, without waiting (a request holding room never waits for more, so
+    /// [`body_wait`](Streams::body_wait) for room; a body of unknown length 64 KiB first
+    /// (waiting likewise), then in steps that double as it arrives, without waiting (a request holding room never waits for more, so
     /// requests cannot wait on each other in a cycle). A request that finds no room answers
     /// 503 with `Retry-After`; one larger than the whole budget answers 413.
     ///

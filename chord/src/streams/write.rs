@@ -64,6 +64,9 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// for room in the body budget before it is answered 503 (5 s).
 pub const DEFAULT_BODY_WAIT: Duration = Duration::from_secs(5);
 
+/// The room a body of unknown length reserves before its first byte is read.
+const FIRST_STEP: usize = 64 << 10;
+
 /// The bounds on request bodies, and the budget of bytes they share.
 #[derive(Clone, Debug)]
 pub(super) struct Bodies {
@@ -172,9 +175,10 @@ impl Deref for Held {
 /// longer than its timeout; 400 when the connection fails mid-body.
 ///
 /// A body's bytes are reserved in the budget before they are read: all of a
-/// `Content-Length` at once (waiting for room), a body of unknown length in steps that double
-/// as its frames arrive, without waiting (503 when there is no room), so that the buffer
-/// never holds more than its reservation and no request holding room waits for more. `http_body_util::Limited` bounds the bytes of one
+/// `Content-Length` at once (waiting for room), a body of unknown length 64 KiB first (waiting
+/// likewise), then in steps that double as its frames arrive, without waiting (503 when there
+/// is no room), so that the buffer never holds more than its reservation and no request
+/// holding room waits for more. `http_body_util::Limited` bounds the bytes of one
 /// body but cannot take them from a budget shared across requests, so the loop does both.
 pub(super) async fn read_body(
     bodies: &Bodies,
@@ -198,8 +202,14 @@ pub(super) async fn read_body(
     let Some(least) = usize::try_from(least).ok().filter(|n| *n <= limit) else {
         return Err(bodies.too_large());
     };
-    let mut room = bodies.reserve(least).await?;
-    let mut bytes = Vec::with_capacity(least);
+    // A body of unknown length starts with a first step of room, waited for as a
+    // `Content-Length` is (it holds nothing yet, so waiting closes no cycle).
+    let first = match announced {
+        Some(_) => least,
+        None => least.max(FIRST_STEP).min(limit),
+    };
+    let mut room = bodies.reserve(first).await?;
+    let mut bytes = Vec::with_capacity(first);
     let deadline = Instant::now() + bodies.timeout;
     let read = async {
         while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
@@ -417,7 +427,22 @@ mod tests {
         ledger: Arc<Ledger>,
         bodies: Bodies,
         waited: bool,
+        /// The last frame handed out, until the reader polls again.
         handed: usize,
+        /// Every byte handed out.
+        total: usize,
+        ended: bool,
+    }
+
+    /// A body its reader dropped before the end (it refused the request): what it handed
+    /// out is gone with the reader's buffer.
+    impl Drop for Paced {
+        fn drop(&mut self) {
+            if !self.ended {
+                self.ledger.in_flight.fetch_sub(self.handed, SeqCst);
+                self.ledger.buffered.fetch_sub(self.total, SeqCst);
+            }
+        }
     }
 
     impl http_body::Body for Paced {
@@ -440,6 +465,7 @@ mod tests {
             }
             ledger.peak.fetch_max(buffered, SeqCst);
             if self.left == 0 {
+                self.ended = true;
                 return Poll::Ready(None);
             }
             if !self.waited {
@@ -450,6 +476,7 @@ mod tests {
             self.waited = false;
             self.left -= 1;
             self.handed = self.size;
+            self.total += self.size;
             ledger.in_flight.fetch_add(self.size, SeqCst);
             ledger.buffered.fetch_add(self.size, SeqCst);
             Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![b'x'; self.size])))))
@@ -466,8 +493,8 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_bodies_never_hold_more_than_the_budget() {
-        const BUDGET: usize = 256 << 10;
-        const CHUNK: usize = 4 << 10;
+        const BUDGET: usize = 512 << 10;
+        const CHUNK: usize = 8 << 10;
         const CHUNKS: usize = 12;
         let mut bodies = Bodies {
             wait: Duration::from_secs(60),
@@ -485,6 +512,8 @@ mod tests {
                 bodies: bodies.clone(),
                 waited: false,
                 handed: 0,
+                total: 0,
+                ended: false,
             };
             let (bodies, ledger) = (bodies.clone(), Arc::clone(&ledger));
             tasks.spawn(async move {
