@@ -434,6 +434,7 @@ proptest! {
             "producer-epoch", "producer-seq", "content-length", "stream-seq", "offset", "cursor",
         ]),
         value in prop_oneof![
+            any::<u64>().prop_map(|n| n.to_string()),
             "[0-9]{1,25}",
             "-?[0-9a-f]{1,20}",
             "[0-9]{4,6}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,12})?(Z|[+-][0-9]{2}:[0-9]{2})",
