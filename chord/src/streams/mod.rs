@@ -103,7 +103,8 @@ mod write;
 
 pub use self::compaction::Compaction;
 pub use self::log::{
-    Log, LogBuilder, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_RECORDS,
+    Log, LogBuilder, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_CACHE_BYTES,
+    DEFAULT_TAIL_RECORDS,
 };
 pub use self::memory::{
     Backend, Memory, MemoryStream, TooManyStreams, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,
