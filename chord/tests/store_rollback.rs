@@ -15,8 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use chord::store::{recover, Address, Durability, Error, JsonlStore, Store, BASE};
-use serde_json::json;
+use chord::store::{Address, Durability, Error, JsonlStore, Store, BASE};
 
 /// Records the writer appends before it is killed.
 const RECORDS: u64 = 60;
@@ -98,9 +97,11 @@ fn write_and_kill(path: &Path, kind: &str) -> u64 {
     acked.expect("the writer acknowledged nothing")
 }
 
-/// A small deterministic generator.
+/// A small deterministic generator (the SQLite trials').
+#[cfg(feature = "sqlite")]
 struct Rng(u64);
 
+#[cfg(feature = "sqlite")]
 impl Rng {
     fn below(&mut self, n: usize) -> usize {
         self.0 ^= self.0 << 13;
@@ -192,7 +193,8 @@ fn rolled_back<T: std::fmt::Debug>(
 #[cfg(feature = "sqlite")]
 #[test]
 fn damage_to_the_sqlite_wal_after_a_kill_is_an_error_at_open() {
-    use chord::store::SqliteStore;
+    use chord::store::{recover, SqliteStore};
+    use serde_json::json;
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.db");
