@@ -2,7 +2,6 @@
 //! addresses are read, measured both by the caches' own accounting
 //! ([`Log::cached_bytes`]) and by a counting global allocator (its own test binary, as a
 //! global allocator applies to the whole binary).
-#![cfg(feature = "streams")]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
