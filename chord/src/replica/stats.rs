@@ -8,8 +8,9 @@ use std::sync::{Mutex, PoisonError};
 #[non_exhaustive]
 pub struct Stats {
     /// Connections that started from the latest base batch (the first, and each restart after
-    /// a `410 Gone` or a batch that did not decode or apply) and received their first
-    /// `control` event (counted before its batches are applied).
+    /// a `410 Gone`, a bad offset, or a batch that did not decode or apply: see
+    /// [`Break::restarts`]) and received their first `control` event (counted before its
+    /// batches are applied).
     pub subscriptions: u64,
     /// Connections that resumed from the offset the replica held (no base batch) and
     /// received their first `control` event.
