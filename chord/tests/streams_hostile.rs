@@ -119,6 +119,9 @@ async fn a_stream_ttl_out_of_range_is_400_naming_it_and_the_maximum_is_served() 
     assert_eq!(status, StatusCode::NO_CONTENT);
 }
 
+/// A request (method, URI, headers) and the name its 400 must mention.
+type Case<'a> = (Method, &'a str, Vec<(&'a str, &'a str)>, &'a str);
+
 #[tokio::test]
 async fn every_number_out_of_range_is_400_naming_what_was_wrong() {
     let f = Fixture::new();
@@ -126,7 +129,7 @@ async fn every_number_out_of_range_is_400_naming_what_was_wrong() {
     let created = call(&app, Method::PUT, "/streams/t/s", &[AUTH, TEXT], "abc").await;
     assert_eq!(created.0, StatusCode::CREATED);
     let beyond = (1u64 << 53).to_string();
-    let cases: Vec<(Method, &str, Vec<(&str, &str)>, &str)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             Method::PUT,
             "/streams/t/e",

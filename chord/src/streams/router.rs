@@ -527,7 +527,8 @@ async fn serve_address(
         }
         let body = match write::read_body(&streams.bodies, &headers, body).await {
             Ok(body) => body,
-            Err(mut r) => {
+            Err(why) => {
+                let mut r = why.response();
                 security(r.headers_mut());
                 return r;
             }

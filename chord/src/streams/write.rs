@@ -112,29 +112,28 @@ impl Bodies {
     }
 
     /// Room for `bytes` more, waited for at most [`wait`](Bodies::wait).
-    async fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit, Response> {
+    async fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit, BodyRefused> {
         let n = u32::try_from(bytes).map_err(|_| self.too_large())?;
         match timeout(self.wait, Arc::clone(&self.room).acquire_many_owned(n)).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed; a closed one is answered as a full one.
-            Ok(Err(_)) | Err(_) => Err(busy()),
+            Ok(Err(_)) | Err(_) => Err(BodyRefused::Busy),
         }
     }
 
     /// Room for `bytes` more now, or none: a request that already holds room never waits
     /// for more, so requests never wait on each other in a cycle.
-    fn grow(&self, bytes: usize) -> Result<OwnedSemaphorePermit, Response> {
+    fn grow(&self, bytes: usize) -> Result<OwnedSemaphorePermit, BodyRefused> {
         let n = u32::try_from(bytes).map_err(|_| self.too_large())?;
         Arc::clone(&self.room)
             .try_acquire_many_owned(n)
-            .map_err(|_| busy())
+            .map_err(|_| BodyRefused::Busy)
     }
 
-    fn too_large(&self) -> Response {
-        unread(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the request body is over {} bytes\n", self.limit()),
-        )
+    fn too_large(&self) -> BodyRefused {
+        BodyRefused::TooLarge {
+            limit: self.limit(),
+        }
     }
 
     /// The bytes of the budget held now.
@@ -144,15 +143,42 @@ impl Bodies {
     }
 }
 
-/// The answer to a request that finds no room in the budget.
-fn busy() -> Response {
-    let mut r = unread(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the server holds as many request bodies as it may: retry later\n",
-    );
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
+/// Why a request body was not read whole.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BodyRefused {
+    /// Its `Content-Length` is not a number.
+    #[error("malformed Content-Length")]
+    BadLength,
+    /// It is (or announces) more bytes than may be read.
+    #[error("the request body is over {limit} bytes")]
+    TooLarge { limit: usize },
+    /// The budget had no room for it.
+    #[error("the server holds as many request bodies as it may: retry later")]
+    Busy,
+    /// It did not arrive in time.
+    #[error("the request body did not arrive within {} ms", timeout.as_millis())]
+    Slow { timeout: Duration },
+    /// The connection failed while it arrived.
+    #[error("reading the request body: {0}")]
+    Broken(String),
+}
+
+impl BodyRefused {
+    /// The answer: 400, 413, 503 (with `Retry-After`) or 408; the connection closes after it.
+    pub(super) fn response(&self) -> Response {
+        let code = match self {
+            BodyRefused::BadLength | BodyRefused::Broken(_) => StatusCode::BAD_REQUEST,
+            BodyRefused::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyRefused::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            BodyRefused::Slow { .. } => StatusCode::REQUEST_TIMEOUT,
+        };
+        let mut r = unread(code, format!("{self}\n"));
+        if let BodyRefused::Busy = self {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        r
+    }
 }
 
 /// A request body read whole, holding its room in the budget until dropped.
@@ -184,18 +210,13 @@ pub(super) async fn read_body(
     bodies: &Bodies,
     headers: &HeaderMap,
     mut body: Body,
-) -> Result<Held, Response> {
+) -> Result<Held, BodyRefused> {
     let limit = bodies.limit();
     let announced = match headers.get(header::CONTENT_LENGTH) {
         None => body.size_hint().exact(),
         Some(v) => match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
             Some(n) => Some(n),
-            None => {
-                return Err(unread(
-                    StatusCode::BAD_REQUEST,
-                    "malformed Content-Length\n",
-                ))
-            }
+            None => return Err(BodyRefused::BadLength),
         },
     };
     let least = announced.unwrap_or(0).max(body.size_hint().lower());
@@ -213,12 +234,7 @@ pub(super) async fn read_body(
     let deadline = Instant::now() + bodies.timeout;
     let read = async {
         while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-            let frame = frame.map_err(|e| {
-                unread(
-                    StatusCode::BAD_REQUEST,
-                    format!("reading the request body: {e}\n"),
-                )
-            })?;
+            let frame = frame.map_err(|e| BodyRefused::Broken(e.to_string()))?;
             let Ok(data) = frame.into_data() else {
                 continue; // trailers
             };
@@ -241,13 +257,9 @@ pub(super) async fn read_body(
     match timeout_at(deadline, read).await {
         Ok(Ok(())) => Ok(Held { bytes, _room: room }),
         Ok(Err(r)) => Err(r),
-        Err(_) => Err(unread(
-            StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "the request body did not arrive within {} ms\n",
-                bodies.timeout.as_millis()
-            ),
-        )),
+        Err(_) => Err(BodyRefused::Slow {
+            timeout: bodies.timeout,
+        }),
     }
 }
 
@@ -520,7 +532,7 @@ mod tests {
                 let held = read_body(&bodies, &HeaderMap::new(), Body::new(body)).await;
                 let held = match held {
                     Ok(held) => held,
-                    Err(r) => return (i, Some(r.status())),
+                    Err(why) => return (i, Some(why.response().status())),
                 };
                 assert_eq!(held.len(), CHUNK * CHUNKS);
                 tokio::task::yield_now().await;
