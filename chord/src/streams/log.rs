@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::RandomState;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -132,8 +133,9 @@ struct Index {
     /// The loaded tails, the least recently used first: a read moves its address to the back,
     /// and [`Shared::trim`] evicts from the front. A map with its own order (rather than an
     /// LRU cache that evicts by count) since what goes is decided by bytes, and a tail still in
-    /// use by a reader or a follower is emptied rather than dropped.
-    tails: LinkedHashMap<Address, Arc<Tail>>,
+    /// use by a reader or a follower is emptied rather than dropped. Hashed as std's maps are
+    /// (SipHash, keyed per map), since the addresses come from request paths.
+    tails: LinkedHashMap<Address, Arc<Tail>, RandomState>,
     /// Addresses whose cache this log's appends feed (shared stores only).
     own: HashSet<Address>,
     /// The running followers (shared stores only).
