@@ -180,7 +180,7 @@ impl Mark {
         if held.is_none() {
             mark.write(found.unwrap_or(0))?;
             mark.flush()?;
-            super::jsonl::sync_parent(&mark.path)?;
+            super::file::sync_parent(&mark.path)?;
         }
         Ok(mark)
     }

@@ -112,6 +112,7 @@
 mod check;
 mod durable;
 mod error;
+mod file;
 mod group;
 mod jsonl;
 mod mark;

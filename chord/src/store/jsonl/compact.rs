@@ -14,7 +14,8 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::line;
-use super::{io_error, read_segment, sync_parent, JsonlStore, Segment, Writer};
+use super::{io_error, read_segment, JsonlStore, Segment, Writer};
+use crate::store::file::sync_parent;
 use crate::store::group::Syncer;
 use crate::store::{Address, Compacted, Error, Result, MAX_RECORD_BYTES};
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use self::line::{Line, RecordLine};
+use super::file::sync_parent;
 use super::group::Flush;
 use super::group::Syncer;
 use super::mark::{self, Mark};
@@ -1050,23 +1051,6 @@ fn io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> E
         action,
         source,
     }
-}
-
-/// Flushes the directory entry of a newly created file.
-pub(super) fn sync_parent(path: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        File::open(parent)
-            .and_then(|d| d.sync_all())
-            .map_err(io_error(path, "flush the directory"))?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }
 
 #[cfg(unix)]
