@@ -63,12 +63,12 @@
 //!
 //! # Bounds on requests
 //!
-//! Nothing a client sends is read before it is authorized, and every number it sends is
-//! range-checked. With their defaults:
+//! No request body is read before its request is authorized, and every number a request
+//! carries is range-checked. The bounds, with their defaults:
 //!
 //! | bound | default | set by |
 //! | --- | --- | --- |
-//! | body of a request not authorized to write (reads, refused writes, write side off) | never read: answered at once, then the connection closes | — |
+//! | body of any request but an authorized write (reads, refused writes, write side off) | never read; a refused write is answered at once with `Connection: close` | — |
 //! | body of an authorized write | 16 MiB ([`WRITE_BODY_LIMIT`]); a larger `Content-Length` answers 413 before a byte is read | [`Streams::max_body`] |
 //! | bytes of request bodies held at once, all requests together | 64 MiB ([`DEFAULT_BODY_BUDGET`]) | [`Streams::body_budget`] |
 //! | wait for room in that budget, then 503 with `Retry-After` | 5 s ([`DEFAULT_BODY_WAIT`]) | [`Streams::body_wait`] |
@@ -81,7 +81,8 @@
 //! The authorization hook ([`Streams::writes`]) sees the request line and headers
 //! ([`WriteRequest`]); a request it refuses answers 403 with its body unread. An authorized
 //! body's bytes are reserved in the budget before they are read (all of a `Content-Length` at
-//! once), so the bodies buffered never hold more than the budget. A malformed or
+//! once; a body of unknown length 64 KiB first, then in doubling steps that never wait), so
+//! the bodies buffered never hold more than the budget. A malformed or
 //! out-of-range number in a header or the query (`Stream-TTL`, `Stream-Expires-At`, `offset`,
 //! `Stream-Fork-Offset`, `Stream-Fork-Sub-Offset`, `Producer-Epoch`, `Producer-Seq`) answers
 //! 400 naming it. A malformed `Content-Length` is answered 400 by the HTTP layer before
