@@ -559,6 +559,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | key text of a path that gets an id | 256 UTF-16 units | [`MAX_ID_PATH_UNITS`] |
 //! | bytes of a stored record | 64 MiB | [`store::MAX_RECORD_BYTES`] |
 //! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::DEFAULT_TAIL_RECORDS`, `DEFAULT_TAIL_BYTES` |
+//! | bytes of all of a log's tail caches together (least recently used out first) | 64 MiB | `streams::DEFAULT_TAIL_CACHE_BYTES` |
 //! | base batches readable | 4 | `streams::Retention` |
 //! | long-poll wait | 20 s | `streams::DEFAULT_LONG_POLL` |
 //! | an SSE response's lifetime | 60 s | `streams::DEFAULT_SSE_LIFETIME` |
@@ -635,7 +636,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | --- | --- | --- |
 //! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
 //! | `postgres` | `store::PostgresStore`, the PostgreSQL backend: shared by a cluster, one writer per address, a live tail across nodes | postgres (the synchronous client) |
-//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2 |
+//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2, hashlink |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //!
