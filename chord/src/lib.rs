@@ -566,7 +566,11 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | SSE keep-alive comment | every 15 s | `streams::DEFAULT_KEEP_ALIVE` |
 //! | kernel send buffer per connection | 64 KiB | `streams::DEFAULT_SEND_BUFFER` |
 //! | namespace or key in a URL | 1,024 bytes | `streams::MAX_NAME` |
-//! | request body, write side on / off | 16 MiB / 4 KiB | `streams::WRITE_BODY_LIMIT` |
+//! | body of an authorized write (a larger `Content-Length` is a 413 before reading; a refused write's body is never read) | 16 MiB | `streams::WRITE_BODY_LIMIT` |
+//! | request bodies held at once, all requests together | 64 MiB | `streams::DEFAULT_BODY_BUDGET` |
+//! | wait for room in that budget, then 503 | 5 s | `streams::DEFAULT_BODY_WAIT` |
+//! | time a body may take to arrive, then 408 | 30 s | `streams::DEFAULT_BODY_TIMEOUT` |
+//! | `Stream-TTL` of a protocol stream | 36,500 days | `streams::MAX_TTL` |
 //! | protocol streams in memory / bytes each | 10,000 / 64 MiB | `streams::DEFAULT_MAX_STREAMS`, `DEFAULT_MAX_STREAM_BYTES` |
 //! | a follower thread idle without live readers | 30 s | `streams::DEFAULT_FOLLOW_IDLE` |
 //! | replica reconnect backoff | 50 ms to 2 s | `replica::DEFAULT_BACKOFF_MIN`, `DEFAULT_BACKOFF_MAX` |

@@ -3,7 +3,6 @@
 //! read, and an authorized body that is too large, stalls, or finds no room in the server's
 //! body budget answers 413, 408 or 503. Called in process, and over a real socket where the
 //! connection itself is the point (a stalled body, a refused writer that sends nothing).
-#![cfg(feature = "streams")]
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
