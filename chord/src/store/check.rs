@@ -86,6 +86,16 @@ impl<'a> CheckedBatch<'a> {
         Ok(CheckedBatch { text, tag })
     }
 
+    /// Like [`CheckedBatch::new`] for text from outside the process, tagged [`BASE`] when its
+    /// first op is an `r`: the text is parsed once, for the check and the tag alike.
+    pub(crate) fn tagging_bases(address: &Address, text: &'a str) -> Result<Self> {
+        let tag = batch(address, text, None)?.then_some(BASE);
+        if tag.is_some() {
+            size(address, text, tag, MAX_RECORD_BYTES)?;
+        }
+        Ok(CheckedBatch { text, tag })
+    }
+
     /// Text a [`LogWriter`](super::LogWriter)'s encoder wrote for ops that passed [`ops`]:
     /// valid by construction, so only its size is checked, against the writer's `bound`.
     pub(crate) fn encoded(
@@ -124,7 +134,8 @@ fn size(address: &Address, batch: &str, tag: Option<&str>, bound: usize) -> Resu
 }
 
 /// The checks of [`CheckedBatch::new`].
-fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
+/// Checks batch text; whether its first op is an `r` (a base batch).
+fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<bool> {
     let invalid = |reason: String| Err(Error::InvalidBatch { reason });
     size(address, batch, tag, MAX_RECORD_BYTES)?;
     if batch.contains('\n') {
@@ -152,7 +163,8 @@ fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<()> {
              value"
         ));
     }
-    wire_ops(&ops).map_err(unrecoverable)
+    wire_ops(&ops).map_err(unrecoverable)?;
+    Ok(WireOp::is_base(&ops))
 }
 
 /// Checks ops before they are encoded: the static bounds of [`Limits::default`] and the path
@@ -258,6 +270,22 @@ fn splice_fits(items: &[Value], path_len: usize) -> crate::Result<()> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_from_outside_is_tagged_a_base_when_it_starts_with_r() {
+        let at = Address::new("lanes", "main");
+        let tag = |text| CheckedBatch::tagging_bases(&at, text).map(|c| c.tag());
+        assert_eq!(tag(r#"[["r",{"n":1}],["s",["n"],2]]"#).unwrap(), Some(BASE));
+        // The verb as JSON spells it, escapes included.
+        assert_eq!(tag(r#" [ [ "\u0072" , 1 ] ]"#).unwrap(), Some(BASE));
+        assert_eq!(tag(r#"[["s",["n"],2],["r",{}]]"#).unwrap(), None);
+        assert_eq!(tag("[]").unwrap(), None);
+        assert!(matches!(tag(r#"{"r":1}"#), Err(Error::InvalidBatch { .. })));
+        assert!(matches!(
+            tag(r#"[["d"]]"#),
+            Err(Error::Unrecoverable { .. })
+        ));
+    }
 
     fn nested(n: usize) -> Value {
         let mut v = json!(1);

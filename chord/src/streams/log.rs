@@ -773,8 +773,7 @@ impl<S: Store + Send + 'static> Source for Shared<S> {
         Shared::read(self, address, after, max_bytes)
     }
     fn append(&self, address: &Address, batch: &str) -> Result<u64> {
-        let tag = starts_with_replace(batch).then_some(BASE);
-        let checked = CheckedBatch::new(address, batch, tag)?;
+        let checked = CheckedBatch::tagging_bases(address, batch)?;
         self.append_checked(address, checked)
     }
 }
@@ -783,19 +782,6 @@ impl<S: Store + Send + 'static> Log<S> {
     pub(crate) fn source(&self) -> Arc<dyn Source> {
         Arc::clone(&self.shared) as Arc<dyn Source>
     }
-}
-
-/// Whether batch text's first op is `r` (a base batch); `false` for text that is no batch.
-fn starts_with_replace(batch: &str) -> bool {
-    let value: serde_json::Value = match serde_json::from_str(batch) {
-        Ok(v) => v,
-        Err(_) => return false,
-    };
-    value
-        .get(0)
-        .and_then(|op| op.get(0))
-        .and_then(serde_json::Value::as_str)
-        == Some("r")
 }
 
 #[cfg(test)]
