@@ -353,7 +353,10 @@
 //!   What no checksum can see, a clean cut at the end (a JSONL log that lost its last lines, a
 //!   SQLite WAL that lost a frame), the *acknowledged mark* does: a small `<path>-ack` file
 //!   beside a JSONL or SQLite store holds the highest seq reported durable, and a store that
-//!   ends before it is [`store::Error::RolledBack`] at open.
+//!   ends before it is [`store::Error::RolledBack`] at open. PostgreSQL's own durability
+//!   decides what survives there. Not detected: a store restored together with its mark, or a
+//!   power loss that took the mark's latest write with the data's (the `store` module docs say
+//!   what each store detects, and the trials behind it).
 //! - **Compaction.** [`Store::compact`](store::Store::compact) removes an address's records
 //!   before its n-th newest base batch. JSONL rewrites the file crash-safely (a temporary file,
 //!   fsync, rename, directory fsync; seqs unchanged), so it costs `O(file size)`; SQLite and
