@@ -87,7 +87,9 @@ impl<'a> CheckedBatch<'a> {
     }
 
     /// Like [`CheckedBatch::new`] for text from outside the process, tagged [`BASE`] when its
-    /// first op is an `r`: the text is parsed once, for the check and the tag alike.
+    /// first op is an `r`: the text is parsed once, for the check and the tag alike. (The
+    /// protocol's write side is its caller.)
+    #[cfg(any(feature = "streams", test))]
     pub(crate) fn tagging_bases(address: &Address, text: &'a str) -> Result<Self> {
         let tag = batch(address, text, None)?.then_some(BASE);
         if tag.is_some() {
