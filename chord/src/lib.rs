@@ -430,6 +430,11 @@ serve(listener, app, std::future::pending()).await?;
 //!   each connection, with every batch appended meanwhile: one write and one wake per window
 //!   instead of one per batch, for at most `window` of extra latency. The default sends each
 //!   batch at once.
+//! - **Pages on other origins** may read by default: `streams::default_cors()` (tower-http's
+//!   CORS layer) grants any origin without credentials and exposes `Stream-Next-Offset` and the
+//!   protocol's other headers. `Streams::cors(Some(policy))` names origins (required for
+//!   cookies: a credentialed request needs an exact origin, never `*`); `Streams::cors(None)`
+//!   leaves only same-origin pages. A bearer token in `Authorization` needs no credentials mode.
 //! - **The write side** is off by default (405). `Streams::writes(authorize)` enables `PUT` and
 //!   `POST` of wire batches, each request passed to the application's hook first. With
 //!   `Streams::backend(streams::Memory::new())`, addresses that hold no chord log become full
@@ -643,7 +648,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | --- | --- | --- |
 //! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
 //! | `postgres` | `store::PostgresStore`, the PostgreSQL backend: shared by a cluster, one writer per address, a live tail across nodes | postgres (the synchronous client) |
-//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, socket2, hashlink |
+//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //!

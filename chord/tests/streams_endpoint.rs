@@ -1071,3 +1071,82 @@ mod protocol {
         );
     }
 }
+
+#[tokio::test]
+async fn reads_from_another_origin_carry_the_cross_origin_policy() {
+    let mut f = Fixture::new(Retention::Bases(4), 64);
+    f.base();
+    f.push("hello");
+    let page = [("origin", "https://page.example")];
+    let url = "/streams/lanes/main?offset=-1";
+
+    // The default: any origin may read without credentials and sees the protocol's headers.
+    let app = f.app();
+    for method in [Method::GET, Method::HEAD] {
+        let r = call(&app, method.clone(), url, &page, "").await;
+        assert_eq!(r.status, StatusCode::OK, "{method}");
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some("*"),
+            "{method}"
+        );
+        let exposed = r.header("access-control-expose-headers").unwrap_or("");
+        for name in [
+            "stream-next-offset",
+            "stream-up-to-date",
+            "chord-base-offset",
+            "etag",
+        ] {
+            assert!(
+                exposed.contains(name),
+                "{method}: {name} not in {exposed:?}"
+            );
+        }
+        assert_eq!(r.header("access-control-allow-credentials"), None);
+    }
+    let preflight = [
+        ("origin", "https://page.example"),
+        ("access-control-request-method", "GET"),
+        (
+            "access-control-request-headers",
+            "authorization, if-none-match",
+        ),
+    ];
+    let r = call(&app, Method::OPTIONS, url, &preflight, "").await;
+    assert!(r.status.is_success(), "{}", r.status);
+    let allowed = r.header("access-control-allow-headers").unwrap_or("");
+    assert!(allowed.contains("authorization") && allowed.contains("if-none-match"));
+
+    // A named origin with credentials: that origin is granted, another is not.
+    let named = Streams::new(&f.log)
+        .cors(Some(
+            chord::streams::default_cors()
+                .allow_origin(axum::http::HeaderValue::from_static("https://page.example"))
+                .allow_credentials(true),
+        ))
+        .router();
+    let r = call(&named, Method::GET, url, &page, "").await;
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://page.example")
+    );
+    assert_eq!(r.header("access-control-allow-credentials"), Some("true"));
+    let other = [("origin", "https://elsewhere.example")];
+    let r = call(&named, Method::GET, url, &other, "").await;
+    // Whatever it says, it does not grant that origin (a browser compares the two).
+    assert_ne!(
+        r.header("access-control-allow-origin"),
+        Some("https://elsewhere.example")
+    );
+    assert_ne!(r.header("access-control-allow-origin"), Some("*"));
+
+    // No policy: same-origin pages only.
+    let none = Streams::new(&f.log).cors(None).router();
+    let r = call(&none, Method::GET, url, &page, "").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let r = call(&none, Method::OPTIONS, url, &preflight, "").await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert!(r.header("allow").unwrap().contains("GET"));
+    assert_eq!(r.header("access-control-allow-origin"), None);
+}

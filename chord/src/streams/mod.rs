@@ -114,7 +114,7 @@ pub use self::memory::{
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{
-    stream_path, Streams, BASE_OFFSET_HEADER, DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE,
+    default_cors, stream_path, Streams, BASE_OFFSET_HEADER, EXPOSED_HEADERS, DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE,
     DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE,
 };
 pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};

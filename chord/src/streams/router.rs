@@ -14,6 +14,7 @@ use axum::routing::any;
 use axum::Router;
 use bytes::Bytes;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use tokio::time::{sleep_until, Instant};
 
@@ -107,6 +108,7 @@ pub struct Streams {
     authorize: Option<Authorize>,
     bodies: Bodies,
     backend: Option<Arc<dyn Backend>>,
+    cors: Option<CorsLayer>,
 }
 
 impl std::fmt::Debug for Streams {
@@ -132,6 +134,7 @@ impl Streams {
             authorize: None,
             bodies: Bodies::default(),
             backend: None,
+            cors: Some(default_cors()),
         }
     }
 
@@ -196,6 +199,37 @@ impl Streams {
     /// [`DEFAULT_CACHE_CONTROL`]; `public, ...` for streams every user may read).
     pub fn cache_control(mut self, value: HeaderValue) -> Streams {
         self.cache_control = value;
+        self
+    }
+
+    /// The cross-origin policy of every route: which pages on other origins may read (and,
+    /// with the write side on, write), with or without credentials. The default,
+    /// [`default_cors`], lets a page on any origin read without credentials (cookies are not
+    /// sent; an `Authorization` header is, when the page sets one) and exposes the protocol's
+    /// headers (`Stream-Next-Offset` and the rest) to it. `None` answers no CORS request, so
+    /// browsers allow only same-origin pages.
+    ///
+    /// To send cookies across origins, name the origins: a credentialed request needs an
+    /// exact `Access-Control-Allow-Origin`, never `*`.
+    ///
+    /// ```
+    /// use chord::streams::{default_cors, Log, Streams};
+    /// use axum::http::HeaderValue;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let log = Log::new(chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?);
+    /// let app = HeaderValue::from_static("https://app.example");
+    /// let streams = Streams::new(&log)
+    ///     .cors(Some(default_cors().allow_origin(app).allow_credentials(true)));
+    /// # let _ = streams.router();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// [`router`](Streams::router) panics, as tower-http's layer does, on a policy no browser
+    /// accepts: credentials allowed together with any origin (`*`).
+    pub fn cors(mut self, policy: Option<CorsLayer>) -> Streams {
+        self.cors = policy;
         self
     }
 
@@ -284,9 +318,13 @@ impl Streams {
 
     /// The router: [`ROUTE`]. Add routes to it, or nest it under a prefix.
     pub fn router(self) -> Router {
-        Router::new()
-            .route(ROUTE, any(handle))
-            .with_state(Arc::new(self))
+        let cors = self.cors.clone();
+        with_cors(
+            Router::new()
+                .route(ROUTE, any(handle))
+                .with_state(Arc::new(self)),
+            cors,
+        )
     }
 
     /// A router serving one namespace's streams at `{prefix}/{key}` (`prefix` starts with a
@@ -302,6 +340,7 @@ impl Streams {
     /// ```
     pub fn namespace_router(self, prefix: &str, namespace: &str) -> Router {
         let namespace: Arc<str> = namespace.into();
+        let cors = self.cors.clone();
         let streams = Arc::new(self);
         let serve = move |method: Method,
                           path: Result<Path<String>, PathRejection>,
@@ -327,8 +366,78 @@ impl Streams {
                 .await
             }
         };
-        Router::new().route(&format!("{prefix}/{{key}}"), any(serve))
+        with_cors(
+            Router::new().route(&format!("{prefix}/{{key}}"), any(serve)),
+            cors,
+        )
     }
+}
+
+fn with_cors(router: Router, cors: Option<CorsLayer>) -> Router {
+    match cors {
+        Some(layer) => router.layer(layer),
+        None => router,
+    }
+}
+
+/// The response headers of the protocol a page on another origin must be able to read.
+pub const EXPOSED_HEADERS: &[&str] = &[
+    "stream-next-offset",
+    "stream-up-to-date",
+    "stream-cursor",
+    "stream-closed",
+    "stream-ttl",
+    "stream-expires-at",
+    "stream-seq",
+    "stream-sse-data-encoding",
+    "chord-base-offset",
+    "producer-epoch",
+    "producer-seq",
+    "producer-expected-seq",
+    "producer-received-seq",
+    "etag",
+    "content-type",
+    "cache-control",
+];
+
+/// The request headers of the protocol a page on another origin may send.
+const ALLOWED_HEADERS: &[&str] = &[
+    "content-type",
+    "authorization",
+    "if-none-match",
+    "stream-closed",
+    "stream-seq",
+    "stream-ttl",
+    "stream-expires-at",
+    "stream-forked-from",
+    "stream-fork-offset",
+    "stream-fork-sub-offset",
+    "producer-id",
+    "producer-epoch",
+    "producer-seq",
+];
+
+/// The default cross-origin policy ([`Streams::cors`]): any origin, no credentials, the
+/// protocol's methods and headers allowed, its response headers exposed ([`EXPOSED_HEADERS`]),
+/// preflights cached for a day. Start from it to name origins or allow credentials.
+pub fn default_cors() -> CorsLayer {
+    let names = |list: &[&'static str]| {
+        list.iter()
+            .map(|h| header::HeaderName::from_static(h))
+            .collect::<Vec<_>>()
+    };
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::any())
+        .allow_methods([
+            Method::GET,
+            Method::HEAD,
+            Method::PUT,
+            Method::POST,
+            Method::DELETE,
+        ])
+        .allow_headers(names(ALLOWED_HEADERS))
+        .expose_headers(names(EXPOSED_HEADERS))
+        .max_age(Duration::from_secs(86_400))
 }
 
 /// The path of `address`'s stream under [`ROUTE`], percent-encoded.
@@ -437,29 +546,15 @@ fn location(uri: &Uri, headers: &HeaderMap) -> String {
     }
 }
 
-/// The answer to a CORS preflight (`OPTIONS`): the methods and headers of the protocol.
-fn preflight() -> Response {
+/// The answer to an `OPTIONS` when there is no [`cors`](Streams::cors) policy (with one, its
+/// layer answers every `OPTIONS`): the protocol's methods, and no CORS grant.
+fn options() -> Response {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
     let h = r.headers_mut();
     h.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
+        header::ALLOW,
         HeaderValue::from_static("GET, HEAD, PUT, POST, DELETE, OPTIONS"),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static(
-            "content-type, authorization, if-none-match, stream-closed, stream-seq, stream-ttl, \
-             stream-expires-at, producer-id, producer-epoch, producer-seq",
-        ),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("86400"),
     );
     security(h);
     r
@@ -494,7 +589,7 @@ async fn serve_address(
     body: Body,
 ) -> Response {
     if method == Method::OPTIONS {
-        return preflight();
+        return options();
     }
     if let Err(why) = check_name(&namespace).and_then(|()| check_name(&key)) {
         return plain(StatusCode::BAD_REQUEST, why);
