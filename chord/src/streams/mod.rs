@@ -114,8 +114,8 @@ pub use self::memory::{
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{
-    default_cors, stream_path, Streams, BASE_OFFSET_HEADER, EXPOSED_HEADERS, DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE,
-    DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, MAX_NAME, ROUTE,
+    default_cors, stream_path, Streams, BASE_OFFSET_HEADER, DEFAULT_CACHE_CONTROL,
+    DEFAULT_KEEP_ALIVE, DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, EXPOSED_HEADERS, MAX_NAME, ROUTE,
 };
 pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};
 pub use self::write::{
