@@ -13,6 +13,8 @@
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
 mod agent_lane;
+#[path = "support/markdown.rs"]
+mod markdown;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -46,39 +48,13 @@ const CHECK: &str = r#"
 }
 "#;
 
-/// The fenced blocks of `markdown` whose info string's first word is `lang`.
-fn blocks(markdown: &str, lang: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    // Outside a block: `None`; inside one: `Some(Some(text))` if it is wanted, else `Some(None)`.
-    let mut inside: Option<Option<String>> = None;
-    for line in markdown.lines() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (&mut inside, fence) {
-            (None, Some(info)) => {
-                let wanted = info.split_whitespace().next() == Some(lang);
-                inside = Some(wanted.then(String::new));
-            }
-            (Some(block), Some(_)) => {
-                found.extend(block.take());
-                inside = None;
-            }
-            (Some(Some(block)), None) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (Some(None), None) | (None, None) => {}
-        }
-    }
-    found
-}
-
 #[test]
 fn fenced_blocks_are_found_by_language() {
-    let markdown =
+    let text =
         "text\n```sh\nls\n```\n```js\na();\n```\n```html\n<p>\n```\n```js title\nb();\nc();\n```\n";
-    assert_eq!(blocks(markdown, "js"), ["a();\n", "b();\nc();\n"]);
-    assert_eq!(blocks(markdown, "html"), ["<p>\n"]);
-    assert_eq!(blocks(markdown, "sh"), ["ls\n"]);
+    assert_eq!(markdown::blocks(text, "js"), ["a();\n", "b();\nc();\n"]);
+    assert_eq!(markdown::blocks(text, "html"), ["<p>\n"]);
+    assert_eq!(markdown::blocks(text, "sh"), ["ls\n"]);
 }
 
 /// The `js` blocks of the two READMEs, each with where it came from.
@@ -87,7 +63,7 @@ fn quickstart_blocks(root: &Path) -> Vec<(String, String)> {
     for readme in ["js/README.md", "README.md"] {
         let text = std::fs::read_to_string(root.join(readme))
             .unwrap_or_else(|e| panic!("reading {readme}: {e}"));
-        for (i, block) in blocks(&text, "js").into_iter().enumerate() {
+        for (i, block) in markdown::blocks(&text, "js").into_iter().enumerate() {
             all.push((format!("{readme}, js block {}", i + 1), block));
         }
     }

@@ -8,62 +8,19 @@
 #[path = "support/workloads.rs"]
 mod workloads;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+#[path = "support/counting.rs"]
+mod counting;
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use counting::{LIVE, ONE_AT_A_TIME, PEAK};
 
 use workloads::{
     ch, chord_w5big, chord_w6, w5big_chunk, w5big_text, Run, CH_ENTRIES, W6BIG_ENTRIES,
 };
 
-/// The system allocator, counting live bytes and their high-water mark.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(bytes: usize) {
-    let now = LIVE.fetch_add(bytes, Relaxed) + bytes;
-    PEAK.fetch_max(now, Relaxed);
-}
-
-// SAFETY: every call is forwarded to `System` unchanged; only the counters are added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size(), Relaxed);
-            grew(new_size);
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
-
-/// The counters are global: the tests of this binary take turns.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static ALLOC: counting::Counting = counting::Counting;
 
 fn live() -> usize {
     LIVE.load(Relaxed)

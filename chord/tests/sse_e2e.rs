@@ -14,6 +14,8 @@
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
 mod agent_lane;
+#[path = "support/markdown.rs"]
+mod markdown;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -267,39 +269,13 @@ fn the_demo_removes_its_temporary_log() {
     );
 }
 
-/// The ```html blocks of `markdown`.
-fn html_blocks(markdown: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    // Outside a block: `None`; inside one: `Some(Some(text))` if it is html, else `Some(None)`.
-    let mut inside: Option<Option<String>> = None;
-    for line in markdown.lines() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (&mut inside, fence) {
-            (None, Some(info)) => {
-                let html = info.split_whitespace().next() == Some("html");
-                inside = Some(html.then(String::new));
-            }
-            (Some(block), Some(_)) => {
-                found.extend(block.take());
-                inside = None;
-            }
-            (Some(Some(block)), None) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (Some(None), None) | (None, None) => {}
-        }
-    }
-    found
-}
-
 /// The browser quickstart of `js/README.md`, as a reader pastes it into a page served beside
 /// the demo's stream and module: the page shows the lane and ends equal to the producer.
 #[test]
 fn the_readme_browser_block_follows_the_lane_in_a_page() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let readme = std::fs::read_to_string(root.join("js/README.md")).unwrap();
-    let blocks = html_blocks(&readme);
+    let blocks = markdown::blocks(&readme, "html");
     assert_eq!(blocks.len(), 1, "js/README.md has one browser quickstart");
     let page = format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"></head><body>\n{}</body></html>\n",

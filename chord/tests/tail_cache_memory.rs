@@ -3,54 +3,20 @@
 //! ([`Log::cached_bytes`]) and by a counting global allocator (its own test binary, as a
 //! global allocator applies to the whole binary).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+#[path = "support/counting.rs"]
+mod counting;
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use counting::LIVE;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use chord::store::{Address, JsonlStore, Store, BASE};
 use chord::streams::{Log, LogBuilder, Streams};
 
-/// The system allocator, counting live bytes.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to `System` unchanged; only the counter is added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Relaxed);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size(), Relaxed);
-            LIVE.fetch_add(new_size, Relaxed);
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting = counting::Counting;
 
 /// Addresses in the log, each with `RECORDS` records of about `RECORD` bytes.
 const ADDRESSES: usize = 60;
