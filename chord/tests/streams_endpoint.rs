@@ -1,6 +1,7 @@
 //! The Durable Streams router over a JSONL log, called in process: catch-up, resume, the base
 //! offset, retention, long-poll, SSE, HEAD, the error statuses, and the write side's hook.
-//! Also (`mod protocol`) the streams that are not chord logs, held by a `Backend`.
+//! Also (`mod protocol`) the streams that are not chord logs, held by a `Backend`, and
+//! (`mod read_hook`) the read authorization hook on every read route.
 
 use std::time::Duration;
 
@@ -1149,4 +1150,347 @@ async fn reads_from_another_origin_carry_the_cross_origin_policy() {
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert!(r.header("allow").unwrap().contains("GET"));
     assert_eq!(r.header("access-control-allow-origin"), None);
+}
+
+/// The read authorization hook (`Streams::reads`): every read route goes through it, a
+/// refused reader gets a status and nothing of the stream, an allowed one reads as before.
+mod read_hook {
+    use super::*;
+    use chord::streams::{default_cors, Access, Memory, ReadKind, EXPOSED_HEADERS};
+    use std::sync::{Arc, Mutex};
+
+    /// What the hook saw of one request.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Seen {
+        read: ReadKind,
+        address: Address,
+        authorization: Option<String>,
+        cookie: Option<String>,
+        query: Option<String>,
+    }
+
+    const READER: (&str, &str) = ("authorization", "Bearer reader");
+    const STRANGER: (&str, &str) = ("authorization", "Bearer stranger");
+    const ORIGIN: (&str, &str) = ("origin", "https://page.example");
+
+    /// `Bearer reader`, a `session=reader` cookie or `?token=reader` reads; another bearer
+    /// token is forbidden; no credential is unauthorized. Every call is recorded.
+    fn hooked(f: &Fixture, seen: &Arc<Mutex<Vec<Seen>>>) -> Streams {
+        let seen = Arc::clone(seen);
+        Streams::new(&f.log)
+            .long_poll(Duration::from_millis(50))
+            .sse_lifetime(Duration::from_millis(100))
+            .backend(Memory::new())
+            .writes(|_| true)
+            .reads(move |r| {
+                let header =
+                    |name: &str| r.headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+                let s = Seen {
+                    read: r.read,
+                    address: r.address.clone(),
+                    authorization: header("authorization"),
+                    cookie: header("cookie"),
+                    query: r.uri.query().map(str::to_owned),
+                };
+                seen.lock().unwrap().push(s.clone());
+                let token = s
+                    .query
+                    .as_deref()
+                    .unwrap_or("")
+                    .split('&')
+                    .any(|p| p == "token=reader");
+                match (s.authorization.as_deref(), s.cookie.as_deref()) {
+                    (Some("Bearer reader"), _) | (_, Some("session=reader")) => Access::Allow,
+                    _ if token => Access::Allow,
+                    (Some(_), _) => Access::Forbidden,
+                    (None, _) => Access::Unauthorized,
+                }
+            })
+    }
+
+    /// A chord log with records (the backend's stream is created per router, in its `Memory`).
+    async fn fixture() -> Fixture {
+        let mut f = Fixture::new(Retention::default(), 100);
+        f.base();
+        f.push("hello");
+        f
+    }
+
+    /// Every read the router serves, as (what the hook is told, URI after the path).
+    const READS: [(ReadKind, Method, &str); 4] = [
+        (ReadKind::Head, Method::HEAD, "?offset=-1"),
+        (ReadKind::CatchUp, Method::GET, "?offset=-1"),
+        (ReadKind::LongPoll, Method::GET, "?offset=-1&live=long-poll"),
+        (ReadKind::Sse, Method::GET, "?offset=-1&live=sse"),
+    ];
+
+    /// The streams read: a chord log, a backend's stream, and one that does not exist.
+    const PATHS: [&str; 3] = [
+        "/streams/lanes/main",
+        "/streams/t/bytes",
+        "/streams/lanes/none",
+    ];
+
+    fn assert_refused(r: &Reply, status: StatusCode, what: &str) {
+        assert_eq!(r.status, status, "{what}");
+        assert!(r.body.is_empty(), "{what}: body {:?}", r.text());
+        for name in EXPOSED_HEADERS {
+            if ["content-type", "cache-control"].contains(name) {
+                continue;
+            }
+            assert_eq!(r.header(name), None, "{what}: {name} on a refusal");
+        }
+        assert_ne!(r.header("content-type"), Some("application/json"), "{what}");
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{what}");
+        // The cross-origin policy's headers stay, so that the page sees the status.
+        assert_eq!(r.header("access-control-allow-origin"), Some("*"), "{what}");
+    }
+
+    #[tokio::test]
+    async fn every_read_route_refused_answers_its_status_and_nothing_of_the_stream() {
+        let f = fixture().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = hooked(&f, &seen).router();
+        let put = call(
+            &app,
+            Method::PUT,
+            "/streams/t/bytes",
+            &[("content-type", "text/plain")],
+            "bytes",
+        )
+        .await;
+        assert_eq!(put.status, StatusCode::CREATED);
+        for path in PATHS {
+            for (_, method, query) in READS {
+                let uri = format!("{path}{query}");
+                let what = format!("{method} {uri}");
+                let r = call(&app, method.clone(), &uri, &[ORIGIN], "").await;
+                assert_refused(&r, StatusCode::UNAUTHORIZED, &what);
+                assert_eq!(r.header("www-authenticate"), Some("Bearer"), "{what}");
+                let r = call(&app, method.clone(), &uri, &[ORIGIN, STRANGER], "").await;
+                assert_refused(&r, StatusCode::FORBIDDEN, &what);
+                assert_eq!(r.header("www-authenticate"), None, "{what}");
+            }
+        }
+        // Each refusal was the hook's: two calls per read, none served without it.
+        assert_eq!(seen.lock().unwrap().len(), PATHS.len() * READS.len() * 2);
+    }
+
+    #[tokio::test]
+    async fn every_read_route_allowed_is_served_and_the_hook_sees_the_request() {
+        let f = fixture().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = hooked(&f, &seen).router();
+        let put = call(
+            &app,
+            Method::PUT,
+            "/streams/t/bytes",
+            &[("content-type", "text/plain")],
+            "bytes",
+        )
+        .await;
+        assert_eq!(put.status, StatusCode::CREATED);
+        let mut expected = Vec::new();
+        for path in PATHS {
+            let (namespace, key) = path["/streams/".len()..].split_once('/').unwrap();
+            for (kind, method, query) in READS {
+                let uri = format!("{path}{query}");
+                let what = format!("{method} {uri}");
+                let r = call(&app, method.clone(), &uri, &[ORIGIN, READER], "").await;
+                if path.ends_with("none") {
+                    assert_eq!(r.status, StatusCode::NOT_FOUND, "{what}");
+                } else {
+                    assert_eq!(r.status, StatusCode::OK, "{what}");
+                    if kind == ReadKind::Sse {
+                        assert!(r.text().contains("event: control"), "{what}: {}", r.text());
+                    } else {
+                        assert!(r.header("stream-next-offset").is_some(), "{what}");
+                    }
+                    if kind == ReadKind::CatchUp && path.ends_with("bytes") {
+                        assert_eq!(r.text(), "bytes", "{what}");
+                    }
+                }
+                expected.push(Seen {
+                    read: kind,
+                    address: Address::new(namespace, key),
+                    authorization: Some("Bearer reader".into()),
+                    cookie: None,
+                    query: Some(query[1..].to_owned()),
+                });
+            }
+        }
+        assert_eq!(*seen.lock().unwrap(), expected);
+
+        // The chord log's records reach an allowed reader whole.
+        let r = call(
+            &app,
+            Method::GET,
+            "/streams/lanes/main?offset=-1",
+            &[READER],
+            "",
+        )
+        .await;
+        let (mut decoder, mut value) = (Decoder::new(), None);
+        apply_all(&mut decoder, &mut value, &r.batches());
+        assert_eq!(value, Some(f.value()));
+
+        // A cookie, or a token in the query (what an EventSource can send), is seen too.
+        seen.lock().unwrap().clear();
+        let cookie = ("cookie", "session=reader");
+        let r = call(
+            &app,
+            Method::GET,
+            "/streams/lanes/main?offset=-1&live=sse",
+            &[cookie],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        let r = call(
+            &app,
+            Method::GET,
+            "/streams/lanes/main?offset=-1&live=sse&token=reader",
+            &[],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(r.text().starts_with("event: data\n"), "{}", r.text());
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].cookie.as_deref(), Some("session=reader"));
+        assert_eq!(
+            seen[1].query.as_deref(),
+            Some("offset=-1&live=sse&token=reader")
+        );
+        assert_eq!(seen.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_one_namespace_router_goes_through_the_hook_too() {
+        let f = fixture().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = hooked(&f, &seen).namespace_router("/v1/stream", "lanes");
+        for (kind, method, query) in READS {
+            let uri = format!("/v1/stream/main{query}");
+            let r = call(&app, method.clone(), &uri, &[], "").await;
+            assert_refused(&r, StatusCode::UNAUTHORIZED, &uri);
+            let r = call(&app, method.clone(), &uri, &[READER], "").await;
+            assert_eq!(r.status, StatusCode::OK, "{uri}");
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.last().unwrap().read, kind);
+            assert_eq!(seen.last().unwrap().address, Address::new("lanes", "main"));
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_hook_every_reader_reads_and_a_bad_request_is_answered_before_it() {
+        let f = fixture().await;
+        let open = Streams::new(&f.log)
+            .long_poll(Duration::from_millis(50))
+            .sse_lifetime(Duration::from_millis(100))
+            .router();
+        for (_, method, query) in READS {
+            let uri = format!("/streams/lanes/main{query}");
+            let r = call(&open, method.clone(), &uri, &[], "").await;
+            assert_eq!(r.status, StatusCode::OK, "{uri}");
+        }
+        // A malformed request says nothing of a stream: 400 before the hook is asked.
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = hooked(&f, &seen).router();
+        for uri in ["/streams/lanes/main?live=websocket", "/streams/lanes/%00"] {
+            assert_eq!(
+                get(&app, uri).await.status,
+                StatusCode::BAD_REQUEST,
+                "{uri}"
+            );
+        }
+        assert!(seen.lock().unwrap().is_empty());
+        // A preflight carries no credential: the policy answers it, not the hook.
+        let preflight = [
+            ORIGIN,
+            ("access-control-request-method", "GET"),
+            ("access-control-request-headers", "authorization"),
+        ];
+        let r = call(&app, Method::OPTIONS, "/streams/lanes/main", &preflight, "").await;
+        assert!(r.status.is_success(), "{}", r.status);
+        assert!(seen.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_credentialed_origin_sees_the_refusal_and_the_read() {
+        let f = fixture().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = hooked(&f, &seen)
+            .cors(Some(
+                default_cors()
+                    .allow_origin(axum::http::HeaderValue::from_static("https://page.example"))
+                    .allow_credentials(true),
+            ))
+            .router();
+        let uri = "/streams/lanes/main?offset=-1";
+        let r = call(&app, Method::GET, uri, &[ORIGIN], "").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some("https://page.example")
+        );
+        assert_eq!(r.header("access-control-allow-credentials"), Some("true"));
+        assert!(r.body.is_empty() && r.header("stream-next-offset").is_none());
+        let r = call(
+            &app,
+            Method::GET,
+            uri,
+            &[ORIGIN, ("cookie", "session=reader")],
+            "",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some("https://page.example")
+        );
+        assert!(r.header("stream-next-offset").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_write_hook_answers_401_or_403_as_the_read_hook_does() {
+        let f = fixture().await;
+        let app = Streams::new(&f.log)
+            .writes(|r| match r.headers.get("authorization") {
+                None => Access::Unauthorized,
+                Some(v) if v == "Bearer writer" => Access::Allow,
+                Some(_) => Access::Forbidden,
+            })
+            .router();
+        let batch = r#"[["a",["text"],"!"]]"#;
+        let json = ("content-type", "application/json");
+        let r = call(&app, Method::POST, "/streams/lanes/main", &[json], batch).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert_eq!(
+            r.header("connection"),
+            Some("close"),
+            "its body is left unread"
+        );
+        assert!(r.body.is_empty());
+        let r = call(
+            &app,
+            Method::POST,
+            "/streams/lanes/main",
+            &[json, STRANGER],
+            batch,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN);
+        assert_eq!(r.header("connection"), Some("close"));
+        let r = call(
+            &app,
+            Method::POST,
+            "/streams/lanes/main",
+            &[json, ("authorization", "Bearer writer")],
+            batch,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+    }
 }

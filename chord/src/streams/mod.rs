@@ -17,8 +17,9 @@
 //!   reader resuming from an offset it was handed gets the records after it, no base batch.
 //! - [`Retention`] says how many base batches stay readable; an offset before the oldest
 //!   answers `410 Gone`, and the client restarts from the latest base.
-//! - [`Streams`] is the axum router: the read path for every backend, the write side off
-//!   unless enabled with an authorization hook. With a [`Backend`] ([`Memory`]) it is a full
+//! - [`Streams`] is the axum router: the read path for every backend, open to every reader
+//!   unless a read authorization hook guards it ([`Streams::reads`]), and the write side,
+//!   off unless enabled with a write authorization hook ([`Streams::writes`]). With a [`Backend`] ([`Memory`]) it is a full
 //!   Durable Streams server for streams that are not chord logs: any content type, close,
 //!   `DELETE`, idempotent producers, TTL and expiry, forks
 //!   ([`Streams::backend`](Streams::backend)). [`serve`] (or a configured [`Server`]) runs
@@ -78,8 +79,8 @@
 //! | `Producer-Epoch`, `Producer-Seq` | 2^53 − 1; more answers 400 | — |
 //! | namespace or key | [`MAX_NAME`] bytes | — |
 //!
-//! The authorization hook ([`Streams::writes`]) sees the request line and headers
-//! ([`WriteRequest`]); a request it refuses answers 403 with its body unread. An authorized
+//! The write authorization hook ([`Streams::writes`]) sees the request line and headers
+//! ([`WriteRequest`]); a request it refuses answers 401 or 403 with its body unread. An authorized
 //! body's bytes are reserved in the budget before they are read (all of a `Content-Length` at
 //! once; a body of unknown length 64 KiB first, then in doubling steps that never wait), so
 //! the bodies buffered never hold more than the budget. A malformed or
@@ -88,7 +89,78 @@
 //! 400 naming it. A malformed `Content-Length` is answered 400 by the HTTP layer before
 //! routing (and by the router, naming it, when driven in process). A `cursor` is only a cache
 //! key: one that is not a number is ignored.
+//!
+//! # Authorization
+//!
+//! Reads are open by default: whoever reaches the server reads every stream, as from a
+//! static file server. Two hooks, alike, guard the two sides:
+//!
+//! | hook | guards | sees | default |
+//! | --- | --- | --- | --- |
+//! | [`Streams::reads`] | catch-up `GET`, long-poll, SSE `GET`, `HEAD` ([`ReadKind`]) | [`ReadRequest`]: what it asks, address, URI, headers | none: every read served |
+//! | [`Streams::writes`] | `PUT`, `POST`, `DELETE` ([`WriteKind`]) | [`WriteRequest`]: what it asks, address, URI, headers | none: the write side off (405) |
+//!
+//! Each answers an [`Access`] (or a `bool`): [`Allow`](Access::Allow),
+//! [`Unauthorized`](Access::Unauthorized) (401, with `WWW-Authenticate: Bearer`: no
+//! credential it knows) or [`Forbidden`](Access::Forbidden) (403: a known credential, not
+//! allowed this). A refusal has an empty body, `Cache-Control: no-store` and none of the
+//! stream's headers; a read is refused before its stream is looked up (a refused reader
+//! cannot tell whether it exists), a write before a byte of its body is read. Neither hook
+//! sees a body. A hook is called on the runtime, once per request: it should answer from
+//! memory (a session table, a signature check), not block on I/O. A long-poll or an SSE
+//! response is authorized when it starts; an SSE response ends after
+//! [`Streams::sse_lifetime`] (60 s by default) and its client reconnects through the hook
+//! again, so a revoked reader stops within that. Catch-up reads are
+//! `Cache-Control: private, max-age=60` by default: a browser may answer a read from its
+//! own cache for that long without asking; [`Streams::cache_control`] with
+//! `private, no-cache` sends every read (as a revalidation) through the hook.
+//!
+//! # Credentials across origins
+//!
+//! A page on another origin than the server's reads with one of three kinds of credential;
+//! the kind decides what it needs of the cross-origin policy ([`Streams::cors`]):
+//!
+//! | credential | the page sends it with | `fetch` | `EventSource` | policy |
+//! | --- | --- | --- | --- | --- |
+//! | a token in `Authorization` | `fetch(url, {headers: {Authorization: 'Bearer …'}})` | yes, after a preflight | no: it cannot set headers | [`default_cors`] (any origin; `authorization` is an allowed request header) |
+//! | a cookie of the server's origin | `fetch(url, {credentials: 'include'})`, `new EventSource(url, {withCredentials: true})` | yes | yes | the page's origin named, credentials allowed |
+//! | a token in a query parameter (`?offset=…&live=sse&token=…`) | the URL | yes | yes | [`default_cors`] |
+//!
+//! - **`Authorization` header.** To the browser it is an ordinary request header, not a
+//!   credential: the request's credentials mode stays the default, and a policy allowing
+//!   any origin (`Access-Control-Allow-Origin: *`) serves it. It is not a CORS-safelisted
+//!   header, so the browser first sends a preflight `OPTIONS` (answered by the policy,
+//!   without the hook, and cached for the policy's `max_age`: a day by default, which
+//!   browsers cap, Chromium at two hours), then the
+//!   read, which the hook sees. `EventSource` cannot send it: SSE readers use a cookie or
+//!   a query parameter, or read by long-poll with `fetch`.
+//! - **Cookies.** Sent only when the page asks (`credentials: 'include'`,
+//!   `withCredentials: true`), and the browser shows the response to the page only when
+//!   the server answers `Access-Control-Allow-Credentials: true` and the page's exact
+//!   origin in `Access-Control-Allow-Origin` (never `*`):
+//!   `Streams::cors(Some(default_cors().allow_origin(origin).allow_credentials(true)))`,
+//!   with one origin or a list. The cookie's `SameSite` decides whether it is sent at all.
+//!   It is about *sites* (scheme and registrable domain), not origins: from
+//!   `https://app.example` to `https://chord.app.example`, or from `http://127.0.0.1:3000`
+//!   to `http://127.0.0.1:8080`, is the same site, and `Lax` and `Strict` cookies are sent.
+//!   A page on another site needs the cookie set `SameSite=None; Secure` (so HTTPS), and
+//!   a browser blocking third-party cookies still drops it: serve chord on the app's site
+//!   (e.g. a subdomain). Set it `HttpOnly`, so that the page's scripts never see it.
+//!   Cookies are sent by the browser on its own, so a write hook that accepts a cookie
+//!   should also check the `Origin` header: a `POST` with `Content-Type: text/plain` is
+//!   sent without a preflight, with the cookie, from any page its `SameSite` allows.
+//! - **Query parameter.** The only way for an `EventSource` without cookies. The router
+//!   ignores query parameters it does not know, and the hook sees them in
+//!   [`ReadRequest::uri`]. A URL ends up in access logs, browser history and caches:
+//!   give out short-lived, read-only tokens for one stream. A client must keep the
+//!   parameter on every request it makes as it resumes from new offsets.
+//!
+//! The refusal of a read carries the policy's headers, so a page on an allowed origin
+//! sees its status (`response.status` 401 or 403). An `EventSource` refused fires `error`
+//! and closes (`readyState` 2) without reconnecting, and does not show the status; a
+//! client that must tell a refusal from a broken connection asks again with `fetch`.
 
+mod auth;
 mod compaction;
 mod frame;
 mod generic;
@@ -102,6 +174,7 @@ mod sse;
 mod tail;
 mod write;
 
+pub use self::auth::{Access, ReadKind, ReadRequest};
 pub use self::compaction::Compaction;
 pub use self::log::{
     Log, LogBuilder, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_CACHE_BYTES,

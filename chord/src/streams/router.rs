@@ -18,13 +18,14 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use tokio::time::{sleep_until, Instant};
 
+use super::auth::{self, Access, AuthorizeRead, AuthorizeWrite, ReadKind, ReadRequest};
 use super::generic;
 use super::log::{Source, Want};
 use super::memory::Backend;
 use super::offset::Start;
 use super::sse::{self, Changes, Feed, Next, Pending, SseBody, Timing};
 use super::tail::{Entry, Found, Tail};
-use super::write::{self, Authorize, Bodies, WriteKind, WriteRequest};
+use super::write::{self, Bodies, WriteKind, WriteRequest};
 use super::{frame, Log, Offset};
 use crate::store::{Address, Record, Store};
 
@@ -81,8 +82,9 @@ const SSE_CHUNK: usize = 16 * 1024;
 /// cache; a reader that falls behind the cache reads the store from its own offset (nothing
 /// is queued per reader, so a slow reader holds no memory but its socket's).
 ///
-/// The write side (`PUT`, `POST`, `DELETE`) answers 405 unless [`writes`](Streams::writes)
-/// enables it with an authorization hook.
+/// Every read is served unless [`reads`](Streams::reads) guards them with an authorization
+/// hook. The write side (`PUT`, `POST`, `DELETE`) answers 405 unless
+/// [`writes`](Streams::writes) enables it with one.
 ///
 /// [Durable Stream]: https://github.com/durable-streams/durable-streams
 ///
@@ -105,7 +107,8 @@ pub struct Streams {
     keep_alive: Duration,
     coalesce: Duration,
     cache_control: HeaderValue,
-    authorize: Option<Authorize>,
+    write_hook: Option<AuthorizeWrite>,
+    read_hook: Option<AuthorizeRead>,
     bodies: Bodies,
     backend: Option<Arc<dyn Backend>>,
     cors: Option<CorsLayer>,
@@ -116,7 +119,8 @@ impl std::fmt::Debug for Streams {
         f.debug_struct("Streams")
             .field("long_poll", &self.long_poll)
             .field("sse_lifetime", &self.sse_lifetime)
-            .field("writes", &self.authorize.is_some())
+            .field("writes", &self.write_hook.is_some())
+            .field("reads_authorized", &self.read_hook.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -131,7 +135,8 @@ impl Streams {
             keep_alive: DEFAULT_KEEP_ALIVE,
             coalesce: Duration::ZERO,
             cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
-            authorize: None,
+            write_hook: None,
+            read_hook: None,
             bodies: Bodies::default(),
             backend: None,
             cors: Some(default_cors()),
@@ -235,22 +240,80 @@ impl Streams {
 
     /// Enables the protocol's write side: `PUT` (create, or confirm), `POST` (append wire
     /// batches; the body is one JSON array of them), nothing else. Every request goes through
-    /// `authorize` first, which sees its request line and headers ([`WriteRequest`]); one it
-    /// refuses answers 403 at once, before a byte of its body is read, and changes nothing.
-    /// An authorized request's body is then read within the router's bounds
-    /// ([`max_body`](Streams::max_body), [`body_budget`](Streams::body_budget),
-    /// [`body_timeout`](Streams::body_timeout), [`body_wait`](Streams::body_wait)).
+    /// `authorize` first, which sees its request line and headers ([`WriteRequest`]) and
+    /// answers an [`Access`] (or a `bool`: `false` is [`Access::Forbidden`]); one it refuses
+    /// answers 401 or 403 at once, with an empty body and `Connection: close`, before a byte
+    /// of its body is read, and changes nothing. An authorized request's body is then read
+    /// within the router's bounds ([`max_body`](Streams::max_body),
+    /// [`body_budget`](Streams::body_budget), [`body_timeout`](Streams::body_timeout),
+    /// [`body_wait`](Streams::body_wait)). [`reads`](Streams::reads) is its counterpart for
+    /// reads.
     ///
     /// Appends go to the log like a producer's, checked as [`Store::append`] checks them.
     /// Only for streams no producer in the process writes to: a [`LogWriter`]'s encoder does
     /// not know the batches appended here, so its later path ids could clash.
     ///
     /// [`LogWriter`]: crate::store::LogWriter
-    pub fn writes<F>(mut self, authorize: F) -> Streams
+    pub fn writes<F, A>(mut self, authorize: F) -> Streams
     where
-        F: Fn(&WriteRequest<'_>) -> bool + Send + Sync + 'static,
+        F: Fn(&WriteRequest<'_>) -> A + Send + Sync + 'static,
+        A: Into<Access>,
     {
-        self.authorize = Some(Arc::new(authorize));
+        self.write_hook = Some(Arc::new(move |r: &WriteRequest<'_>| authorize(r).into()));
+        self
+    }
+
+    /// Authorizes every read: a catch-up `GET`, a long-poll, an SSE `GET` and a `HEAD`, on a
+    /// chord log or a [`backend`](Streams::backend)'s stream, each goes through `authorize`
+    /// first, which sees what it asks, its address, URI and headers ([`ReadRequest`]) and
+    /// answers an [`Access`] (or a `bool`: `false` is [`Access::Forbidden`]). A refused
+    /// read answers 401 (with `WWW-Authenticate: Bearer`) or 403, with an empty body and
+    /// none of the stream's headers (no `Stream-Next-Offset`, no base offset, no
+    /// `Content-Type` of the stream), before the stream is looked up: a refused reader
+    /// learns nothing of it, not even whether it exists. The cross-origin policy's headers
+    /// are still on the refusal, so a page on an allowed origin sees its status.
+    ///
+    /// Without a hook (the default) every read is served. Only a malformed name or an
+    /// unknown `live` mode is answered (400) before the hook, as neither says anything of
+    /// a stream. Preflight `OPTIONS` requests carry no credentials, and are answered by the
+    /// cross-origin policy without the hook. How pages on other origins send a credential
+    /// (a header, a cookie, a query parameter) is in the [module docs](super#credentials-across-origins).
+    ///
+    /// ```
+    /// use axum::http::header::{AUTHORIZATION, COOKIE};
+    /// use chord::store::Address;
+    /// use chord::streams::{Access, Log, Streams};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let log = Log::new(chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?);
+    /// /// Whether the holder of `credential` may read `address` (the application's rule).
+    /// fn may_read(credential: &str, address: &Address) -> bool {
+    ///     credential == "t0ken" && address.namespace == "lanes"
+    /// }
+    ///
+    /// let streams = Streams::new(&log).reads(|r| {
+    ///     // A bearer token (fetch), else a `session` cookie (fetch or EventSource).
+    ///     let bearer = r.headers.get(AUTHORIZATION)
+    ///         .and_then(|v| v.to_str().ok())
+    ///         .and_then(|v| v.strip_prefix("Bearer "));
+    ///     let session = r.headers.get_all(COOKIE).iter()
+    ///         .filter_map(|v| v.to_str().ok())
+    ///         .flat_map(|v| v.split(';'))
+    ///         .find_map(|c| c.trim().strip_prefix("session="));
+    ///     match bearer.or(session) {
+    ///         None => Access::Unauthorized,
+    ///         Some(credential) if may_read(credential, r.address) => Access::Allow,
+    ///         Some(_) => Access::Forbidden,
+    ///     }
+    /// });
+    /// # let _ = streams.router();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reads<F, A>(mut self, authorize: F) -> Streams
+    where
+        F: Fn(&ReadRequest<'_>) -> A + Send + Sync + 'static,
+        A: Into<Access>,
+    {
+        self.read_hook = Some(Arc::new(move |r: &ReadRequest<'_>| authorize(r).into()));
         self
     }
 
@@ -611,14 +674,16 @@ async fn serve_address(
         };
         // Authorized from the request line and headers alone: a refused request's body is
         // never read, and its connection closes after the answer.
-        match &streams.authorize {
-            None => return write::not_allowed(),
-            Some(authorize) if !authorize(&request) => {
-                let mut r = write::unread(StatusCode::FORBIDDEN, "not authorized\n");
-                security(r.headers_mut());
-                return r;
-            }
-            Some(_) => {}
+        let Some(authorize) = &streams.write_hook else {
+            return write::not_allowed();
+        };
+        let access = authorize(&request);
+        if access != Access::Allow {
+            let mut r = auth::refusal(access);
+            let h = r.headers_mut();
+            h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            security(h);
+            return r;
         }
         let body = match write::read_body(&streams.bodies, &headers, body).await {
             Ok(body) => body,
@@ -661,6 +726,31 @@ async fn serve_address(
         }
         let source = Arc::clone(&streams.source);
         return write::handle(source, tail, write, &address, &headers, &body).await;
+    }
+    let read = if method == Method::HEAD {
+        ReadKind::Head
+    } else {
+        match query.get("live").map(String::as_str) {
+            None => ReadKind::CatchUp,
+            Some("long-poll") => ReadKind::LongPoll,
+            Some("sse") => ReadKind::Sse,
+            Some(other) => return unknown_live(other),
+        }
+    };
+    if let Some(authorize) = &streams.read_hook {
+        let request = ReadRequest {
+            read,
+            address: &address,
+            uri,
+            headers: &headers,
+        };
+        // Before the stream is looked up: a refused reader learns nothing of it.
+        let access = authorize(&request);
+        if access != Access::Allow {
+            let mut r = auth::refusal(access);
+            security(r.headers_mut());
+            return r;
+        }
     }
     if let Some(stream) = streams.backend.as_ref().and_then(|b| b.get(&address)) {
         let mut r = read_generic(&streams, stream, &method, &query, &headers).await;
@@ -707,11 +797,15 @@ async fn serve_address(
             reader.long_poll(start, cursor).await
         }
         Some("sse") => reader.sse(start, cursor),
-        Some(other) => plain(
-            StatusCode::BAD_REQUEST,
-            format!("unknown live mode {other:?}: expected long-poll or sse\n"),
-        ),
+        Some(other) => unknown_live(other),
     }
+}
+
+fn unknown_live(mode: &str) -> Response {
+    plain(
+        StatusCode::BAD_REQUEST,
+        format!("unknown live mode {mode:?}: expected long-poll or sse\n"),
+    )
 }
 
 async fn read_generic(

@@ -46,8 +46,6 @@ pub struct WriteRequest<'a> {
     pub headers: &'a HeaderMap,
 }
 
-pub(super) type Authorize = Arc<dyn Fn(&WriteRequest<'_>) -> bool + Send + Sync>;
-
 /// The default [`Streams::max_body`](super::Streams::max_body): the largest request body the
 /// write side reads (16 MiB).
 pub const WRITE_BODY_LIMIT: usize = 16 << 20;
