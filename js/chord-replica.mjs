@@ -330,13 +330,15 @@ export const MAX_WIRE_NESTING = 128;
  * (`"\ud800"`), numbers out of range (`1e400` parses to `Infinity`), and nesting of
  * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, depth first and iterative
  * (a hostile batch cannot overflow the stack), holding one frame per open container: at
- * most `MAX_WIRE_NESTING`, however many ops the batch has.
+ * most `MAX_WIRE_NESTING`, however many ops the batch has. `outer` is the number of
+ * containers around `value` (0 for a whole batch, 1 for one of its ops), so that an op
+ * checked on its own is refused exactly where its batch would be.
  */
-function checkWireJson(batch) {
-  if (typeof batch !== 'object' || batch === null) return checkScalar(batch);
+function checkWireJson(value, outer = 0) {
+  if (typeof value !== 'object' || value === null) return checkScalar(value);
   const keysOf = (node) => (Array.isArray(node) ? null : Object.keys(node));
-  const nodes = [batch];
-  const keyLists = [keysOf(batch)];
+  const nodes = [value];
+  const keyLists = [keysOf(value)];
   const next = [0];
   while (nodes.length > 0) {
     const top = nodes.length - 1;
@@ -359,7 +361,7 @@ function checkWireJson(batch) {
     }
     if (typeof v !== 'object' || v === null) {
       checkScalar(v);
-    } else if (nodes.length + 1 >= MAX_WIRE_NESTING) {
+    } else if (outer + nodes.length + 1 >= MAX_WIRE_NESTING) {
       throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
     } else {
       nodes.push(v);
@@ -383,6 +385,9 @@ const shared = (path) => Object.freeze(path.slice());
  * decoded in place, so that the decoded batch costs little beyond `JSON.parse`'s tree.
  */
 const IN_PLACE = Symbol('decode in place');
+
+/** A decoder's op-by-op interface, for a batch streamed from its text. */
+const STREAM = Symbol('decode op by op');
 
 /**
  * @typedef {object} Decoder
@@ -413,16 +418,14 @@ export function createDecoder() {
   let poisoned = false;
 
   /**
-   * Decodes `batch`: into a new array of new ops, or, `inPlace`, into the batch itself: an
-   * op of full form becomes the decoded op (its path array frozen where it is), a short
-   * form is replaced by a new op, and `#` definitions are dropped.
+   * The decoder of one batch: a function from a wire op (already checked against the wire
+   * grammar) to its decoded op, or `null` for a `#` definition, which fills the id table.
+   * It holds the previous op's path, which short forms reuse within the batch. `inPlace`:
+   * the op is held nowhere else, so an op of full form becomes the decoded op (its path
+   * array frozen where it is); otherwise every decoded op is new and paths are copied.
    */
-  function decodeBatch(batch, inPlace) {
-    checkWireJson(batch);
-    eachOp(batch, checkWireOp);
+  function batchDecoder(inPlace) {
     const own = inPlace ? (path) => Object.freeze(path) : shared;
-    const out = inPlace ? batch : [];
-    let k = 0;
     let previous = null;
     const resolve = (hasPath, ref) => {
       let path = previous;
@@ -431,9 +434,9 @@ export function createDecoder() {
       previous = path;
       return path;
     };
-    for (let i = 0; i < batch.length; i++) {
-      const w = batch[i];
-      const [verb, n] = [w[0], w.length - 1];
+    return (w) => {
+      const verb = w[0];
+      const n = w.length - 1;
       // A full form (a path in place 1) is rewritten in place; a short form gets a new op.
       const full = verb === 'p' ? n === 4 : verb === 'd' ? n === 1 : n === 2;
       const op = (...fields) => {
@@ -443,31 +446,46 @@ export function createDecoder() {
         }
         return fields;
       };
+      if (verb === '#') {
+        if (w[1] >= MAX_IDS) throw fail('LimitExceeded', { limit: 'path id', max: MAX_IDS - 1 });
+        let units = 0;
+        for (const seg of w[2]) if (typeof seg === 'string') units += seg.length;
+        if (units > MAX_ID_PATH_UNITS) {
+          throw fail('LimitExceeded', { limit: 'UTF-16 units of key text in a path with an id', max: MAX_ID_PATH_UNITS });
+        }
+        ids.set(w[1], own(w[2]));
+        return null;
+      }
+      if (verb === 'r') {
+        ids.clear();
+        previous = null;
+        return inPlace ? w : ['r', w[1]];
+      }
+      if (verb === 'p') return op('p', resolve(n === 4, w[1]), w[n - 2], w[n - 1], w[n]);
+      if (verb === 'd') return op('d', nonEmpty(resolve(n === 1, w[1]), 'd'));
+      return op(verb, nonEmpty(resolve(n === 2, w[1]), verb), w[n]);
+    };
+  }
+
+  /**
+   * Decodes `batch`: into a new array of new ops, or, `inPlace`, into the batch itself: an
+   * op of full form becomes the decoded op (its path array frozen where it is), a short
+   * form is replaced by a new op, and `#` definitions are dropped.
+   */
+  function decodeBatch(batch, inPlace) {
+    checkWireJson(batch);
+    eachOp(batch, checkWireOp);
+    const decodeOp = batchDecoder(inPlace);
+    const out = inPlace ? batch : [];
+    let k = 0;
+    for (let i = 0; i < batch.length; i++) {
+      let op;
       try {
-        if (verb === '#') {
-          if (w[1] >= MAX_IDS) throw fail('LimitExceeded', { limit: 'path id', max: MAX_IDS - 1 });
-          let units = 0;
-          for (const seg of w[2]) if (typeof seg === 'string') units += seg.length;
-          if (units > MAX_ID_PATH_UNITS) {
-            throw fail('LimitExceeded', { limit: 'UTF-16 units of key text in a path with an id', max: MAX_ID_PATH_UNITS });
-          }
-          ids.set(w[1], own(w[2]));
-          continue;
-        }
-        if (verb === 'r') {
-          ids.clear();
-          previous = null;
-          out[k++] = inPlace ? w : ['r', w[1]];
-        } else if (verb === 'p') {
-          out[k++] = op('p', resolve(n === 4, w[1]), w[n - 2], w[n - 1], w[n]);
-        } else if (verb === 'd') {
-          out[k++] = op('d', nonEmpty(resolve(n === 1, w[1]), 'd'));
-        } else {
-          out[k++] = op(verb, nonEmpty(resolve(n === 2, w[1]), verb), w[n]);
-        }
+        op = decodeOp(batch[i]);
       } catch (e) {
         throw at(e, i);
       }
+      if (op !== null) out[k++] = op;
     }
     out.length = k;
     return out;
@@ -496,6 +514,20 @@ export function createDecoder() {
         return decodeBatch(batch, true);
       }),
     [IN_PLACE]: (batch) => guarded(() => decodeBatch(batch, true)),
+    /**
+     * @internal One batch decoded op by op, as a Replica streams a batch's text: `decode`
+     * takes each op (checked, parsed by the caller and held nowhere else); `poison` marks
+     * the decoder failed, as a failed batch does.
+     */
+    [STREAM]: () => {
+      if (poisoned) throw fail('DecoderPoisoned');
+      return {
+        decode: batchDecoder(true),
+        poison: () => {
+          poisoned = true;
+        },
+      };
+    },
     get poisoned() {
       return poisoned;
     },
@@ -554,12 +586,11 @@ function copyJson(value, depth, limits) {
 
 /**
  * Replaces `remove` elements at `index` with `inserted`, in place, without spreading
- * arguments, and returns the removed ones. The tail moves only when the length changes, so
- * this costs what the work budget charges a `p`.
+ * arguments. The tail moves only when the length changes, so this costs what the work
+ * budget charges a `p`.
  */
 function splice(arr, index, remove, inserted) {
   const k = inserted.length;
-  const removed = arr.slice(index, index + remove);
   if (k < remove) {
     arr.splice(index + k, remove - k);
   } else if (k > remove) {
@@ -569,7 +600,6 @@ function splice(arr, index, remove, inserted) {
     for (let j = len - 1; j >= index + remove; j--) arr[j + grow] = arr[j];
   }
   for (let j = 0; j < k; j++) arr[index + j] = inserted[j];
-  return removed;
 }
 
 /** The child `path[i]` of `at`: own members and existing elements only. */
@@ -616,33 +646,38 @@ function utf8Len(s) {
 }
 
 /**
- * What one batch has done so far: the undo log, the work spent against `maxWork`, the objects
- * whose key order is already recorded, and the UTF-8 lengths of long strings it appended to.
+ * A shallow copy of a container: an array's elements, an object's own enumerable members
+ * (defined as own properties, so a `"__proto__"` key stays a key, on a plain object).
+ */
+const shallowCopy = (node) => (Array.isArray(node) ? node.slice() : { ...node });
+
+/**
+ * One batch being applied, copy on write: `root` is the new value so far. The previous
+ * value is never modified: the first change under a container in this batch copies it
+ * (shallowly) and every container above it up to the root, once each (`owned` holds the
+ * copies), and later changes in the batch write into those copies. So after a batch every
+ * container on a changed path is a new object and every other subtree is the very object
+ * it was, and a failed batch is rolled back by dropping `root`. Also the work spent
+ * against `maxWork`, the objects whose first member delete was charged, and the UTF-8
+ * lengths of long strings appended to.
  */
 class Batch {
-  constructor(limits) {
+  constructor(limits, root) {
     this.limits = limits;
+    this.root = root;
+    /** @type {WeakSet<object>} the containers this batch copied, which it may write into */
+    this.owned = new WeakSet();
     /**
-     * The inverses of the changes made, run last first: a flat log of `UNDO_STRIDE` slots
-     * an entry (what to undo, the container, a key or index, a value, a count), so that an
-     * entry costs a few words and no closure.
-     * @type {unknown[]}
-     */
-    this.undo = [];
-    /**
-     * The object member the last `a` or `t` changed, and the appends since its string was
-     * last made flat. A run of changes to one member (short forms such as `["a", "x"]`)
-     * records the string it had once, at its first change: a later one needs no entry,
-     * since a member's key never moves and every other change to it records its own. A
-     * string built by many appends is made flat now and then.
+     * The member or element the last `a` or `t` changed, and the appends since its string
+     * was last made flat: a string built by many appends is made flat now and then.
      * @type {{ parent: object | null, key: string, appends: number }}
      */
     this.text = { parent: null, key: '', appends: 0 };
     this.work = 0;
-    /** @type {Set<object>} objects whose key order a delete recorded in this batch */
-    this.ordered = new Set();
-    /** @type {Map<object, Map<string|number, [string, number]>>} parent -> last -> [string, UTF-8 length] */
-    this.bytes = new Map();
+    /** @type {WeakSet<object>} objects a member delete has been charged for in this batch */
+    this.ordered = new WeakSet();
+    /** @type {WeakMap<object, Map<string|number, [string, number]>>} parent -> last -> [string, UTF-8 length] */
+    this.bytes = new WeakMap();
   }
 
   /** Adds `units` of work; over `maxWork` is a `LimitExceeded` error. */
@@ -663,45 +698,34 @@ class Batch {
     byKey.set(last, [s, bytes]);
   }
 
-  /** Records one inverse: see `undoEntry` for what each kind takes. */
-  log(kind, target, key, value, count) {
-    this.undo.push(kind, target, key, value, count);
+  /** `node`, or its copy if this batch has not copied it yet. */
+  #own(node) {
+    if (this.owned.has(node)) return node;
+    const copy = shallowCopy(node);
+    this.owned.add(copy);
+    return copy;
   }
 
-  rollback() {
-    const u = this.undo;
-    for (let j = u.length - UNDO_STRIDE; j >= 0; j -= UNDO_STRIDE) undoEntry(u[j], u[j + 1], u[j + 2], u[j + 3], u[j + 4]);
-  }
-}
-
-const UNDO_STRIDE = 5;
-const UNDO_LENGTH = 0;
-const UNDO_SET = 1;
-const UNDO_DEFINE = 2;
-const UNDO_DELETE = 3;
-const UNDO_SPLICE = 4;
-const UNDO_ORDER = 5;
-
-/** Runs one inverse of the undo log. */
-function undoEntry(kind, target, key, value, count) {
-  switch (kind) {
-    case UNDO_LENGTH: // an element written one past the end
-      target.length = key;
-      break;
-    case UNDO_SET: // an element overwritten
-      target[key] = value;
-      break;
-    case UNDO_DEFINE: // a member overwritten or deleted
-      define(target, key, value);
-      break;
-    case UNDO_DELETE: // a member added
-      delete target[key];
-      break;
-    case UNDO_SPLICE: // `count` elements at `key` that were `value`
-      splice(target, key, count, value);
-      break;
-    default: // UNDO_ORDER: the key order before this batch's first delete
-      restoreOrder(target, value);
+  /**
+   * The container at `path[0..depth)` as this batch's own copy, copying it and each
+   * container above it that this batch has not copied yet (each linked into its copied
+   * parent). The path has been walked already: every step exists.
+   */
+  writable(path, depth) {
+    let node = this.#own(this.root);
+    this.root = node;
+    for (let i = 0; i < depth; i++) {
+      const seg = path[i];
+      const key = Array.isArray(node) ? seg : String(seg);
+      const next = node[key];
+      const own = this.#own(next);
+      if (own !== next) {
+        if (Array.isArray(node)) node[key] = own;
+        else define(node, key, own);
+      }
+      node = own;
+    }
+    return node;
   }
 }
 
@@ -715,113 +739,115 @@ function walkCost(path) {
   return units;
 }
 
-/** Applies one op, pushing its inverse onto the batch's undo log; returns the (possibly new) root. */
-function step(root, op, batch) {
+const isScalar = (v) => typeof v !== 'object' || v === null;
+
+/**
+ * Applies one checked op to `batch.root`, copy on write. The path is walked and every check
+ * made before anything is copied; an op that changes nothing (a missing member's delete,
+ * an empty append, a cut of nothing, an empty splice, a scalar written over itself) copies
+ * nothing.
+ */
+function step(batch, op) {
   const { limits } = batch;
   const verb = op[0];
-  if (verb === 'r') return copyJson(op[1], 0, limits);
+  if (verb === 'r') {
+    batch.root = copyJson(op[1], 0, limits);
+    return;
+  }
+  const root = batch.root;
   if (root === undefined) throw fail('NoValue');
   const path = op[1];
-  const last = path[path.length - 1];
+  const depth = path.length - 1;
+  const last = path[depth];
   batch.spend(walkCost(path));
   if (verb === 's') {
     const value = copyJson(op[2], path.length, limits);
-    const parent = walk(root, path, path.length - 1);
+    const parent = walk(root, path, depth);
     if (Array.isArray(parent)) {
       const i = indexOf(last, parent.length);
       if (i === parent.length) {
         checkLen(i + 1, limits);
-        define(parent, String(i), value);
-        batch.log(UNDO_LENGTH, parent, i);
-      } else {
-        const previous = parent[i];
-        parent[i] = value;
-        batch.log(UNDO_SET, parent, i, previous);
+        define(batch.writable(path, depth), String(i), value);
+      } else if (!(isScalar(value) && Object.is(parent[i], value))) {
+        batch.writable(path, depth)[i] = value;
       }
     } else if (isObject(parent)) {
       const key = String(last);
-      const had = Object.hasOwn(parent, key);
-      const previous = had ? parent[key] : undefined;
-      define(parent, key, value);
-      if (had) batch.log(UNDO_DEFINE, parent, key, previous);
-      else batch.log(UNDO_DELETE, parent, key);
+      if (!(isScalar(value) && Object.hasOwn(parent, key) && Object.is(parent[key], value))) {
+        define(batch.writable(path, depth), key, value);
+      }
     } else {
       throw fail('NotAContainer', { found: jsonType(parent) });
     }
   } else if (verb === 'd') {
-    const parent = walk(root, path, path.length - 1);
+    const parent = walk(root, path, depth);
     if (Array.isArray(parent)) {
       const i = indexOf(last, parent.length);
       if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
       batch.spend(parent.length - i - 1);
-      batch.log(UNDO_SPLICE, parent, i, splice(parent, i, 1, []), 0);
+      batch.writable(path, depth).splice(i, 1);
     } else if (isObject(parent)) {
       const key = String(last);
       if (Object.hasOwn(parent, key)) {
-        if (batch.ordered.has(parent)) {
+        const obj = batch.writable(path, depth);
+        // The first member delete on an object in a batch costs its member count, later ones
+        // 1: the units chord's replica and this one agree on (see js/README.md).
+        if (batch.ordered.has(obj)) {
           batch.spend(1);
         } else {
-          // The first delete on this object in this batch records its key order, once; a
-          // rollback restores it in one pass after every later change to the object is undone.
-          const order = Object.keys(parent);
-          batch.spend(order.length);
-          batch.ordered.add(parent);
-          batch.log(UNDO_ORDER, parent, undefined, order);
+          batch.spend(Object.keys(obj).length);
+          batch.ordered.add(obj);
         }
-        const value = parent[key];
-        delete parent[key];
-        batch.log(UNDO_DEFINE, parent, key, value);
+        delete obj[key];
       }
     } else {
       throw fail('NotAContainer', { found: jsonType(parent) });
     }
   } else if (verb === 'a' || verb === 't') {
-    const parent = walk(root, path, path.length - 1);
-    const s = child(parent, path, path.length - 1);
+    const parent = walk(root, path, depth);
+    const s = child(parent, path, depth);
     if (typeof s !== 'string') throw fail('NotAString', { found: jsonType(s) });
     let next;
+    let bytes;
     if (verb === 'a') {
       const add = op[2];
       const units = s.length + add.length;
       const max = limits.maxStringLen;
       // Each UTF-16 unit is 1 to 3 bytes of UTF-8: count bytes only when the units cannot tell,
       // and a long string's bytes once per batch (counting them per append would be quadratic).
-      let bytes;
       if (add !== '' && units * 3 > max) {
         if (units > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
         bytes = batch.utf8At(parent, last, s) + utf8Len(add);
         if (bytes > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
       }
+      if (add === '') return;
       next = s + add;
-      if (bytes !== undefined) batch.remember(parent, last, next, bytes);
     } else {
       const n = op[2];
       if (n > 0 && n < s.length && isHigh(s.charCodeAt(n - 1)) && isLow(s.charCodeAt(n))) {
         throw fail('SplitsCharacter', { count: n });
       }
       batch.spend(n >= s.length ? 0 : s.length - n);
+      if (n === 0 || s === '') return;
       next = n >= s.length ? '' : s.slice(n);
     }
-    if (Array.isArray(parent)) {
-      parent[last] = next;
-      batch.log(UNDO_SET, parent, last, s);
-    } else {
-      const key = String(last);
-      const run = batch.text;
-      const again = run.parent === parent && run.key === key;
-      // A string of many appends is a rope of one node each; made flat once the nodes
-      // would outweigh its text, which costs each append a bounded share of the copying.
-      let appends = again ? run.appends + 1 : 1;
-      if (verb === 'a' && appends * 32 > next.length) {
-        next.charCodeAt(0);
-        appends = 0;
-      }
-      define(parent, key, next);
-      if (!again) batch.log(UNDO_DEFINE, parent, key, s);
-      run.parent = parent;
-      run.key = key;
-      run.appends = appends;
+    const target = batch.writable(path, depth);
+    if (bytes !== undefined) batch.remember(target, last, next, bytes);
+    const key = String(last);
+    const run = batch.text;
+    const again = run.parent === target && run.key === key;
+    // A string of many appends is a rope of one node each; made flat once the nodes
+    // would outweigh its text, which costs each append a bounded share of the copying.
+    let appends = again ? run.appends + 1 : 1;
+    if (verb === 'a' && appends * 32 > next.length) {
+      next.charCodeAt(0);
+      appends = 0;
     }
+    if (Array.isArray(target)) target[last] = next;
+    else define(target, key, next);
+    run.parent = target;
+    run.key = key;
+    run.appends = appends;
   } else {
     const inserted = op[4].map((item) => copyJson(item, path.length + 1, limits));
     const arr = walk(root, path, path.length);
@@ -830,35 +856,31 @@ function step(root, op, batch) {
     const remove = Math.min(op[3], arr.length - index);
     if (inserted.length > remove) checkLen(arr.length - remove + inserted.length, limits);
     batch.spend(remove + inserted.length + (inserted.length === remove ? 0 : arr.length - index - remove));
-    batch.log(UNDO_SPLICE, arr, index, splice(arr, index, remove, inserted), inserted.length);
+    if (remove > 0 || inserted.length > 0) splice(batch.writable(path, path.length), index, remove, inserted);
   }
-  return root;
 }
 
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
 
 /**
- * Puts an object's keys back in `order`, the order recorded before this batch's first delete
- * on it. Runs after every later change to the object was undone, so it has exactly these
- * keys again, perhaps in another order (a restored member comes back last): one pass.
- */
-function restoreOrder(obj, order) {
-  const values = order.map((k) => obj[k]);
-  for (const k of order) delete obj[k];
-  order.forEach((k, j) => define(obj, k, values[j]));
-}
-
-/**
  * Applies a batch of decoded ops to a document, atomically, and returns the new value.
  *
  * `target` is `undefined` when the stream has no value yet (only an `r` can give it one);
- * `null` is a real JSON null. The target is changed in place where possible; an `r` replaces
- * it, which is why the result is returned. Each op is checked with {@link checkOp} just before
- * it applies, as chord does (checking a path costs what walking it is charged), and a batch
- * with an invalid op is rolled back whole like any other failure. Values are copied in (the ops are never retained or modified) and a
- * `"__proto__"` key inside a value stays an own key. Walks use own properties only and writes
- * use `Object.defineProperty`, so no op reaches a prototype.
+ * `null` is a real JSON null. The target is never modified: the batch is applied copy on
+ * write, so the result shares every subtree the batch did not change with `target` (the
+ * same objects, `===`), and every container on a changed path, the root included, is a new
+ * object. A UI can compare a slice with `===` to know whether it changed. An op that
+ * changes nothing (a missing member's delete, an empty append or splice, a cut of nothing,
+ * a scalar written over itself) leaves its path as it was. On an error the new value is
+ * dropped, so the target is exactly as it was.
+ *
+ * Each op is checked with {@link checkOp} just before it applies, as chord does (checking a
+ * path costs what walking it is charged), and a batch with an invalid op fails whole like
+ * any other failure. Values are copied in (the ops are never retained or modified) and a
+ * `"__proto__"` key inside a value stays an own key. Walks use own properties only and
+ * writes use `Object.defineProperty`, so no op reaches a prototype. A copied object is a
+ * plain object with the original's own enumerable members.
  *
  * Rules, as chord's: `s` writes a member, an existing element, or the element exactly one
  * past the end; `d` removes a member (a missing one is a no-op) or an element (the rest
@@ -868,36 +890,37 @@ function restoreOrder(obj, order) {
  * segment on an array is an error; missing parents are errors, never created.
  *
  * Cost: proportional to the ops' payloads and paths, plus what `limits.maxWork` bounds per
- * batch. Units of work, per op: every op but `r` pays one per path segment plus the length
- * of every key segment; `d` of an element pays the elements after it; the first `d` of a
- * member of an object in a batch pays the object's member count (its key order is recorded
- * for rollback), later ones 1; `p` pays the items removed and inserted, plus the tail after
- * them when the length changes; `t` pays the UTF-16 units left after the cut; `s`, `a` and
- * `r` pay nothing more. Going over is a `LimitExceeded` error (`limit: 'max_work'`).
+ * batch, plus the copies: each container on a changed path is copied once per batch, at
+ * its first change, in time and memory proportional to its own size (members or elements,
+ * not its subtree). Units of work, per op: every op but `r` pays one per path segment plus
+ * the length of every key segment; `d` of an element pays the elements after it; the first
+ * `d` of a member of an object in a batch pays the object's member count, later ones 1; `p`
+ * pays the items removed and inserted, plus the tail after them when the length changes;
+ * `t` pays the UTF-16 units left after the cut; `s`, `a` and `r` pay nothing more. Going
+ * over is a `LimitExceeded` error (`limit: 'max_work'`). The copies are not charged: they
+ * are chord's units, which both replicas count alike.
  *
- * @param {unknown} target the current value, or `undefined`
+ * @param {unknown} target the current value, or `undefined`; never modified
  * @param {ReadonlyArray<unknown>} ops the batch
  * @param {Partial<typeof DEFAULT_LIMITS>} [limits] bounds; missing fields take the defaults
- * @returns {unknown} the new value
+ * @returns {unknown} the new value, sharing what the batch did not change with `target`
  * @throws {ChordError} the first op that is invalid or cannot apply, with its `opIndex` and
- *   `path`; the target is then exactly as it was, key order included
+ *   `path`; the target is untouched
  */
 export function apply(target, ops, limits) {
-  const batch = new Batch({ ...DEFAULT_LIMITS, ...limits });
+  const batch = new Batch({ ...DEFAULT_LIMITS, ...limits }, target);
   if (!Array.isArray(ops)) throw fail('NotABatch');
-  let root = target;
   for (let i = 0; i < ops.length; i++) {
     try {
       // Each op is checked just before it applies, so checking its path costs no more than
       // walking it, which the work budget charges: a batch refused early is refused cheaply.
-      root = step(root, checkOp(ops[i]), batch);
+      step(batch, checkOp(ops[i]));
     } catch (e) {
-      batch.rollback();
       const op = ops[i];
       throw at(e, i, validOp(op) && op[0] !== 'r' ? op[1] : undefined);
     }
   }
-  return root;
+  return batch.root;
 }
 
 // ---- a replica ----

@@ -85,9 +85,24 @@ test('atomicity: every kind of undo is rolled back, in reverse order', async (t)
 });
 
 test('atomicity: any exception rolls back, not only a ChordError', () => {
-  const doc = { a: 1, frozen: Object.freeze({ x: 1 }) };
-  assert.throws(() => apply(doc, [['s', ['a'], 2], ['s', ['frozen', 'x'], 2]]), TypeError);
-  assert.deepEqual(doc, { a: 1, frozen: { x: 1 } });
+  const inner = {
+    get boom() {
+      throw new TypeError('a getter threw');
+    },
+  };
+  const doc = { a: 1, inner };
+  assert.throws(() => apply(doc, [['s', ['a'], 2], ['s', ['inner', 'boom', 'x'], 2]]), TypeError);
+  assert.equal(doc.a, 1);
+  assert.equal(doc.inner, inner);
+});
+
+test('a frozen value applies: the batch writes into copies, never into the target', () => {
+  const frozen = Object.freeze({ x: 1, keep: Object.freeze([1]) });
+  const doc = Object.freeze({ a: 1, frozen });
+  const out = apply(doc, [['s', ['a'], 2], ['s', ['frozen', 'x'], 2]]);
+  assert.deepEqual(out, { a: 2, frozen: { x: 2, keep: [1] } });
+  assert.equal(out.frozen.keep, frozen.keep);
+  assert.deepEqual(doc, { a: 1, frozen: { x: 1, keep: [1] } });
 });
 
 test('atomicity: an invalid op anywhere refuses the batch before anything changes', () => {
@@ -218,12 +233,13 @@ test('inherited setters and getters never run', () => {
     },
   };
   const doc = Object.create(proto);
-  apply(doc, [['s', ['trap'], 1]]);
-  assert.ok(Object.hasOwn(doc, 'trap'));
-  assert.equal(doc.trap, 1);
+  const out = apply(doc, [['s', ['trap'], 1]]);
+  assert.ok(Object.hasOwn(out, 'trap'));
+  assert.equal(out.trap, 1);
+  assert.ok(!Object.hasOwn(doc, 'trap'));
   assert.equal(kindOf(() => apply(doc, [['s', ['lure', 'inner'], 2]])), 'Missing');
   assert.equal(kindOf(() => apply(doc, [['a', ['lure'], 'x']])), 'Missing');
-  apply(doc, [['d', ['lure']]]);
+  assert.equal(apply(doc, [['d', ['lure']]]), doc);
   assert.equal(hits, 0);
 });
 
