@@ -534,6 +534,119 @@ export function createDecoder() {
   };
 }
 
+// ---- a batch's text, op by op ----
+
+/** JSON's whitespace: space, tab, LF and CR (JSON.parse's, no other). */
+const isSpace = (c) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+function skipSpace(text, i) {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/**
+ * Where the element of an array starting at `i` ends: the index of the `,` or `]` after it,
+ * found by counting brackets outside strings (a `\` skips the character after it), or -1
+ * when the text ends first or a `}` closes the array. Each character is read once; whether
+ * the element is JSON is for `JSON.parse` to say.
+ */
+function elementEnd(text, i) {
+  const n = text.length;
+  let depth = 0;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      for (i++; ; i++) {
+        if (i >= n) return -1;
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      depth++;
+    } else if (c === 0x5d || c === 0x7d) {
+      if (depth === 0) return c === 0x5d ? i : -1;
+      depth--;
+    } else if (c === 0x2c && depth === 0) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/** Texts shorter than this are parsed whole for a syntax error's message: it costs little. */
+const SHORT_TEXT = 4096;
+
+/**
+ * The `Json` error of a batch text with a syntax error at or after the element starting
+ * at `at`, with `JSON.parse`'s own message for the whole text. The message names the
+ * position and the characters around it (V8 shows ten either side), so the text is parsed
+ * with the elements that end well before `at` replaced by spaces (line ends kept): the same
+ * error at the same position, from a tree of the few elements after `starts`' choice.
+ * @param {string} text
+ * @param {number} open the index of the batch's `[`
+ * @param {number[]} starts where recent elements start (after their separator), ascending
+ * @param {number} at where the element with the error, or after which it is, starts
+ */
+function syntaxError(text, open, starts, at) {
+  let keep = open + 1;
+  if (text.length >= SHORT_TEXT) for (const s of starts) if (s + 64 <= at) keep = s;
+  let probe = text;
+  if (keep > open + 1) {
+    const gap = text.slice(open + 1, keep);
+    const blank = /[\r\n]/.test(gap) ? gap.replace(/[^\r\n]+/g, (run) => ' '.repeat(run.length)) : ' '.repeat(gap.length);
+    probe = text.slice(0, open + 1) + blank + text.slice(keep);
+  }
+  for (const candidate of probe === text ? [text] : [probe, text]) {
+    try {
+      JSON.parse(candidate);
+    } catch (e) {
+      return fail('Json', { reason: e.message });
+    }
+  }
+  return fail('Json', { reason: 'the batch does not parse' });
+}
+
+/**
+ * Reads a batch text that is a JSON array one element at a time, each element's text given
+ * to `JSON.parse` on its own (so numbers, escapes and errors are exactly `JSON.parse`'s),
+ * and hands each parsed element to `visit(element, index)` before the next is read: the
+ * batch is never held as one tree. Throws the `Json` error of the first syntax error
+ * anywhere in the text, after visiting the elements before it.
+ * @returns {boolean} false when the text is not an array (nothing was visited)
+ */
+function eachElement(text, visit) {
+  const open = skipSpace(text, 0);
+  if (text.charCodeAt(open) !== 0x5b) return false;
+  let i = open + 1;
+  const close = skipSpace(text, i);
+  if (text.charCodeAt(close) === 0x5d) {
+    if (skipSpace(text, close + 1) !== text.length) throw syntaxError(text, open, [], i);
+    return true;
+  }
+  // The starts of the last few elements: enough to reach 64 characters back.
+  const starts = [];
+  for (let index = 0; ; index++) {
+    const end = elementEnd(text, i);
+    if (end < 0) throw syntaxError(text, open, starts, i);
+    let element;
+    try {
+      element = JSON.parse(text.slice(i, end));
+    } catch {
+      throw syntaxError(text, open, starts, i);
+    }
+    starts.push(i);
+    if (starts.length > 40) starts.splice(0, 8);
+    visit(element, index);
+    element = undefined;
+    if (text.charCodeAt(end) === 0x5d) {
+      if (skipSpace(text, end + 1) !== text.length) throw syntaxError(text, open, starts, i);
+      return true;
+    }
+    i = end + 1;
+  }
+}
+
 // ---- the applier (chord/src/apply.rs) ----
 
 /** Writes an own data property: never assignment, so no inherited setter can run. */
@@ -925,6 +1038,16 @@ export function apply(target, ops, limits) {
 
 // ---- a replica ----
 
+// How far a streamed batch has failed, most serious first: the first error at one level wins
+// over every error at a later one, wherever in the batch each is, as when the batch is parsed
+// whole, checked whole, decoded whole and then applied (see `Replica#applyWireText`).
+const NOT_BASE = 1; // a failed replica's batch is not a base batch: only syntax can beat it
+const WIRE_JSON = 2; // what JSON.parse accepts and chord's decoder refuses
+const GRAMMAR = 3; // the wire grammar
+const DECODE = 4; // ids, short forms
+const APPLY = 5; // an op that cannot apply
+const NONE = 6;
+
 /**
  * One replica of one stream: a decoder and the current value. Feed it every wire batch of a
  * subscription in order; the first must be a base batch.
@@ -934,26 +1057,35 @@ export function apply(target, ops, limits) {
  * resubscription's first batch is, so reconnecting is all recovery takes. `reset()` forgets
  * everything at once, for an explicit resubscription.
  *
- * `onChange` runs after a batch has applied. If it throws, the batch stays applied (`value`
- * is the new one, `failed` stays `null`) and `applyWire` rethrows the error to its caller;
- * `follow` reports such an error (`onError`, else `console.error`) and keeps following.
+ * Values are copy on write (see {@link apply}): after a batch, every subtree it did not
+ * change is the same object as before (`===`), and every container on a changed path, the
+ * root included, is new. `subscribe(selector, listener)` builds on that: the listener runs
+ * only when its slice changed. A failed batch leaves `value` the very object it was.
+ *
+ * `onChange` runs after a batch has applied, then each subscription. If one throws, the
+ * batch stays applied (`value` is the new one, `failed` stays `null`), the others still run,
+ * and `applyWire` rethrows the first error to its caller; `follow` reports such an error
+ * (`onError`, else `console.error`) and keeps following.
  *
  * @example
  * // Kept current by `follow`, which resumes from the stream's offsets:
  * const replica = new Replica({ onChange: (value) => console.log(value) });
+ * const stop = replica.subscribe((lane) => lane.status, (status) => console.log(status));
  * follow('http://127.0.0.1:8080/streams/lanes/main', { replica });
  */
 export class Replica {
   #decoder;
   #value;
   #failed = null;
+  /** @type {Set<{ selector: Function, listener: Function, selected: unknown }>} */
+  #subscriptions = new Set();
 
   /**
    * @param {object} [options]
    * @param {Partial<typeof DEFAULT_LIMITS>} [options.limits] bounds for `apply`
    * @param {(value: unknown, ops: Array) => void} [options.onChange] called after every
-   *   batch that applied, with the new value and the decoded ops; a throw leaves the batch
-   *   applied and is rethrown by `applyWire`
+   *   batch that applied, with the new value and the decoded ops (full paths, an append's
+   *   text); a throw leaves the batch applied and is rethrown by `applyWire`
    */
   constructor({ limits, onChange } = {}) {
     this.limits = limits;
@@ -972,7 +1104,11 @@ export class Replica {
     return this.#failed;
   }
 
-  /** Forgets the value, the ids and any failure: the state of a fresh subscription. */
+  /**
+   * Forgets the value, the ids and any failure: the state of a fresh subscription.
+   * Subscriptions stay, and are not called: the next batch that applies calls those whose
+   * slice differs from the one they were last given.
+   */
   reset() {
     this.#decoder = createDecoder();
     this.#value = undefined;
@@ -980,20 +1116,46 @@ export class Replica {
   }
 
   /**
-   * Decodes and applies one wire batch given as JSON text (an SSE event's `data`).
+   * Calls `listener(selected, previous)` after every batch that changes
+   * `selector(value)` (by `Object.is`), where `previous` is what it selected before. The
+   * selector runs once now (if there is a value) and once after each batch that applied,
+   * on the new value; before the first base batch the selected slice is `undefined`.
+   * Values are copy on write, so a selector that returns a part of the value
+   * (`(lane) => lane.transcript[3]`) fires exactly when a batch changed something in it.
+   * @template T
+   * @param {(value: any) => T} selector
+   * @param {(selected: T, previous: T | undefined) => void} listener
+   * @returns {() => void} unsubscribes
+   */
+  subscribe(selector, listener) {
+    if (typeof selector !== 'function' || typeof listener !== 'function') {
+      throw new TypeError('subscribe: the selector and the listener must be functions');
+    }
+    const subscription = { selector, listener, selected: this.#value === undefined ? undefined : selector(this.#value) };
+    this.#subscriptions.add(subscription);
+    return () => {
+      this.#subscriptions.delete(subscription);
+    };
+  }
+
+  /**
+   * Decodes and applies one wire batch given as JSON text (an SSE event's `data`), op by
+   * op: the text is read once, each op parsed, checked, decoded and applied before the
+   * next is read, so the batch is never held as one parsed tree (see js/README.md for the
+   * heap this takes). The outcome is the same as parsing it whole, then checking, decoding
+   * and applying it: a syntax error anywhere wins over every other error, then what
+   * chord's decoder refuses in JSON (lone surrogates, numbers out of range, nesting), then
+   * the first op breaking the wire grammar, then the first decode error, then the first op
+   * that cannot apply. With no `onChange` (nor `follow`'s `onEvent`) the decoded ops are
+   * not kept.
    * @param {string} textBatch
    * @returns {unknown} the new value
    * @throws {ChordError} the batch's error; the value is left as it was
-   * @throws {unknown} what `onChange` threw, after the batch applied (`failed` stays `null`)
+   * @throws {unknown} what `onChange` or a subscription threw, after the batch applied
+   *   (`failed` stays `null`)
    */
   applyWireText(textBatch) {
-    let batch;
-    try {
-      batch = JSON.parse(textBatch);
-    } catch (e) {
-      throw this.#fail(fail('Json', { reason: e.message }));
-    }
-    return this.#apply(batch, true);
+    return this.#applyText(String(textBatch), this.onChange !== null, undefined);
   }
 
   /**
@@ -1001,35 +1163,145 @@ export class Replica {
    * @param {unknown} wireBatch
    * @returns {unknown} the new value
    * @throws {ChordError} the batch's error; the value is left as it was
-   * @throws {unknown} what `onChange` threw, after the batch applied (`failed` stays `null`)
+   * @throws {unknown} what `onChange` or a subscription threw, after the batch applied
+   *   (`failed` stays `null`)
    */
   applyWire(wireBatch) {
-    return this.#apply(wireBatch, false);
+    return this.#apply(wireBatch, false, this.onChange !== null, undefined);
   }
 
   /**
-   * @internal As `applyWire`, handing the decoded ops to `decoded` before `onChange` runs;
-   * `inPlace` when only the caller holds the batch, which is then decoded in place.
+   * @internal As `applyWire` (or `applyWireText` for a string, `text`), handing the decoded
+   * ops (when `wantOps`, else `null`) and whether the batch was a base batch to `decoded`
+   * before `onChange` runs; `inPlace` when only the caller holds the batch, which is then
+   * decoded in place.
    */
-  [IN_PLACE](wireBatch, inPlace, decoded) {
-    return this.#apply(wireBatch, inPlace, decoded);
+  [IN_PLACE](wireBatch, { inPlace = false, text = false, wantOps = false, decoded } = {}) {
+    const want = wantOps || this.onChange !== null;
+    return text ? this.#applyText(wireBatch, want, decoded) : this.#apply(wireBatch, inPlace, want, decoded);
   }
 
-  #apply(wireBatch, inPlace, decoded) {
+  #apply(wireBatch, inPlace, wantOps, decoded) {
     if (this.#failed) {
       if (!isBase(wireBatch)) throw fail('ReplicaFailed');
       this.reset();
     }
     let ops;
+    let value;
     try {
       ops = inPlace ? this.#decoder[IN_PLACE](wireBatch) : this.#decoder.decode(wireBatch);
-      this.#value = apply(this.#value, ops, this.limits);
+      value = apply(this.#value, ops, this.limits);
     } catch (e) {
       throw this.#fail(e);
     }
-    decoded?.(ops);
-    this.onChange?.(this.#value, ops);
-    return this.#value;
+    return this.#applied(value, wantOps ? ops : null, ops.length > 0 && ops[0][0] === 'r', decoded);
+  }
+
+  #applyText(text, wantOps, decoded) {
+    const failed = this.#failed !== null;
+    const decoder = failed ? createDecoder() : this.#decoder;
+    const stream = decoder[STREAM]();
+    let batch = new Batch({ ...DEFAULT_LIMITS, ...this.limits }, failed ? undefined : this.#value);
+    let ops = wantOps ? [] : null;
+    let level = NONE;
+    let error = null;
+    let applied = 0; // decoded ops so far: an apply error's index is among them
+    let base = false;
+    const raise = (e, at) => {
+      error = e;
+      level = at;
+      // What follows is read only for an error that would win over this one.
+      batch = ops = null;
+      if (at <= DECODE) stream.poison();
+    };
+    let isArray;
+    try {
+      isArray = eachElement(text, (w, i) => {
+        if (level <= NOT_BASE) return;
+        if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(fail('ReplicaFailed'), NOT_BASE);
+        try {
+          checkWireJson(w, 1);
+        } catch (e) {
+          return raise(e, WIRE_JSON);
+        }
+        if (level <= WIRE_JSON) return;
+        try {
+          checkWireOp(w);
+        } catch (e) {
+          return raise(at(e, i), GRAMMAR);
+        }
+        if (level <= GRAMMAR) return;
+        let op;
+        try {
+          op = stream.decode(w);
+        } catch (e) {
+          return raise(at(e, i), DECODE);
+        }
+        if (op === null || level <= DECODE) return;
+        const j = applied++;
+        if (j === 0) base = op[0] === 'r';
+        if (level <= APPLY) return;
+        try {
+          step(batch, checkOp(op));
+        } catch (e) {
+          return raise(at(e, j, validOp(op) && op[0] !== 'r' ? op[1] : undefined), APPLY);
+        }
+        ops?.push(op);
+      });
+    } catch (e) {
+      // A syntax error: the text is not JSON, whatever else it holds.
+      batch = ops = null;
+      throw this.#fail(e);
+    }
+    if (!isArray) {
+      // Not an array: parsed whole, as nothing in it can be a batch's op.
+      let parsed;
+      try {
+        parsed = JSON.parse(text);
+      } catch (e) {
+        throw this.#fail(fail('Json', { reason: e.message }));
+      }
+      return this.#apply(parsed, true, wantOps, decoded);
+    }
+    // An empty batch is not a base batch either (any other reached `ReplicaFailed` or an `r`).
+    if (error === null && failed && applied === 0) raise(fail('ReplicaFailed'), NOT_BASE);
+    if (error !== null) {
+      if (level === NOT_BASE) throw error;
+      // A failed replica's base batch starts it over, whether or not it then applies.
+      if (failed) this.reset();
+      throw this.#fail(error);
+    }
+    if (failed) {
+      this.reset();
+      this.#decoder = decoder;
+    }
+    return this.#applied(batch.root, ops, base, decoded);
+  }
+
+  /** Takes the value a batch made, then tells `decoded`, `onChange` and the subscriptions. */
+  #applied(value, ops, base, decoded) {
+    this.#value = value;
+    decoded?.(ops, base);
+    let thrown = null;
+    try {
+      this.onChange?.(value, ops);
+    } catch (e) {
+      thrown = { e };
+    }
+    for (const subscription of [...this.#subscriptions]) {
+      if (!this.#subscriptions.has(subscription)) continue;
+      try {
+        const next = subscription.selector(value);
+        const previous = subscription.selected;
+        if (Object.is(next, previous)) continue;
+        subscription.selected = next;
+        subscription.listener(next, previous);
+      } catch (e) {
+        thrown ??= { e };
+      }
+    }
+    if (thrown !== null) throw thrown.e;
+    return value;
   }
 
   #fail(e) {
@@ -1567,6 +1839,7 @@ export function follow(url, options = {}) {
     stop() {
       controller.abort();
     },
+    subscribe: (selector, listener) => replica.subscribe(selector, listener),
     done: null,
   };
   const sleep = (ms) =>
@@ -1575,20 +1848,28 @@ export function follow(url, options = {}) {
       controller.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
     });
 
-  /** Applies one batch; an error of `onChange` is reported, not thrown. */
-  /** Applies one batch, returning its decoded ops; an error of `onChange` is reported, not thrown. */
+  /**
+   * Applies one batch, returning its decoded ops (kept only for an `onEvent`) and whether it
+   * was a base batch; an error of `onChange` or a subscription is reported, not thrown.
+   */
   function applyOne(batch, inPlace) {
-    let decoded;
+    let ops = null;
+    let base = false;
     try {
-      replica[IN_PLACE](batch, inPlace, (ops) => {
-        decoded = ops;
+      replica[IN_PLACE](batch, {
+        inPlace,
+        wantOps: options.onEvent !== undefined,
+        decoded: (decoded, isBaseBatch) => {
+          ops = decoded;
+          base = isBaseBatch;
+        },
       });
     } catch (error) {
       // A failed batch leaves the replica failed; otherwise it applied and `onChange` threw.
       if (replica.failed !== null) throw error;
       report(error, { source: 'onChange', stopped: false, restart: false });
     }
-    return decoded;
+    return { ops, base };
   }
 
   async function connection() {
@@ -1614,10 +1895,10 @@ export function follow(url, options = {}) {
           replica.reset();
         }
         first = false;
-        const ops = applyOne(batch, inPlace === true);
+        const { ops, base } = applyOne(batch, inPlace === true);
         stats.batches += 1;
-        if (isBase(ops)) stats.bases += 1;
-        emit('batch', { batch: ops });
+        if (base) stats.bases += 1;
+        emit('batch', { batch: ops, base, value: replica.value });
       }
       if (fresh && first) {
         // A fresh start's first event carries its base batch.

@@ -1,19 +1,24 @@
 // Usage: node --expose-gc js/test/memory.mjs [ops]
 //
-// Measures the heap a Replica holds while it decodes and applies one wire batch of `ops` ops
-// (default 1,000,000) of each verb, in full and short forms: the live heap (after a full
-// garbage collection) once parsed, once decoded, and at the peak inside `apply` (the parsed
-// batch, the decoded ops, the value and the batch's undo log all held), over the batch's
-// bytes of text. Prints one line per workload and the table
+// Measures the heap a Replica holds while `applyWireText` decodes and applies one wire batch
+// of `ops` ops (default 1,000,000) of each verb, in full and short forms, over the batch's
+// bytes of text: the peak of the live heap (after a full garbage collection) sampled while
+// the batch streams, and, for comparison, the tree `JSON.parse` makes of the whole text
+// (which the replica no longer builds). Prints one line per workload and the table
 // js/README.md records.
 //
+// The samples: the replica parses each op's text with the global `JSON.parse`, which this
+// script wraps to take a sample every `ops / 64` calls (every op's parse is a point where
+// the text, the decoder, the value so far and the op in hand are all live), and once more
+// after the batch applied with the value held.
+//
 // Without an argument (as `node --test js/test/` runs it), it asserts the ratios of a smaller
-// run instead, with a margin: the heap, never the time.
+// run instead: the heap, never the time.
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-import { apply, createDecoder } from '../chord-replica.mjs';
+import { Replica } from '../chord-replica.mjs';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc');
@@ -37,12 +42,27 @@ export const WORKLOADS = {
   'p short': ['["r",{"xs":[]}],["p",["xs"],0,0,[]]', (i) => `["p",${i},0,[${i}]]`],
 };
 
+/** What each workload's value must be after its batch: the run is checked, not only measured. */
+const EXPECTED = {
+  'r': (n) => ({ a: n }),
+  's': (n) => ({ a: n }),
+  's short': (n) => ({ a: n }),
+  'd': () => ({}),
+  'd short': () => ({}),
+  'a': (n) => ({ t: 'x'.repeat(n) }),
+  'a short': (n) => ({ t: 'x'.repeat(n) }),
+  't': () => ({ t: 'x' }),
+  'p': (n) => ({ xs: Array.from({ length: n }, (_, i) => i + 1) }),
+  'p short': (n) => ({ xs: Array.from({ length: n }, (_, i) => i + 1) }),
+};
+
 /**
- * The live heap, in bytes, at each stage of decoding and applying one batch of `n` ops of a
- * workload, over the batch's text length (ASCII: one byte a character).
+ * The live heap, in bytes, over the batch's text length (ASCII: one byte a character):
+ * `parsed`, the tree `JSON.parse` makes of the whole text; `peak`, the most the replica
+ * held while `applyWireText` streamed the batch (the value included), over `samples`.
  * @param {string} name a key of WORKLOADS
  * @param {number} n ops
- * @returns {{ bytes: number, parsed: number, decoded: number, applied: number }} heap over bytes
+ * @returns {{ bytes: number, parsed: number, peak: number, samples: number }}
  */
 export function measure(name, n) {
   const [first, op] = WORKLOADS[name];
@@ -53,59 +73,58 @@ export function measure(name, n) {
   const bytes = text.length;
   text.charCodeAt(0); // made flat before the baseline: JSON.parse would copy it otherwise
   const before = live();
-  let batch = JSON.parse(text);
+  let tree = JSON.parse(text);
   const parsed = live() - before;
-  const length = batch.length;
-  batch = null;
-  // As a Replica decodes an event's text: parsed, then decoded in place.
-  let ops = createDecoder().decodeText(text);
-  const decoded = live() - before;
-  // The peak is inside `apply`, with the batch's undo log: one more op, whose path measures
-  // the heap whenever `apply` reads its length (when it checks the op and when it walks it,
-  // after every other op has applied), and then fails.
-  let applied = 0;
-  const probe = new Proxy(['no such', 'member'], {
-    get(target, key, receiver) {
-      if (key === 'length') applied = Math.max(applied, live() - before);
-      return Reflect.get(target, key, receiver);
-    },
-  });
-  ops.push(['s', probe, 0]);
+  tree = null;
+
+  const parse = JSON.parse;
+  const every = Math.max(1, Math.floor(n / 64));
+  let calls = 0;
+  let samples = 0;
+  let peak = 0;
+  const sample = () => {
+    samples += 1;
+    peak = Math.max(peak, live() - before);
+  };
+  JSON.parse = function sampled(...args) {
+    if (++calls % every === 0) sample();
+    return parse.apply(this, args);
+  };
+  const replica = new Replica();
   try {
-    apply(undefined, ops);
-    throw new Error(`${name}: the probe applied`);
-  } catch (e) {
-    if (e.kind !== 'Missing' || e.opIndex !== ops.length - 1) throw e;
+    replica.applyWireText(text);
+  } finally {
+    JSON.parse = parse;
   }
-  // Held to here, so that the figures above are of live memory.
-  if (length !== n + first.split('],[').length || ops.length !== length + 1) {
-    throw new Error(`${name}: unexpected batch`);
-  }
-  text = ops = null;
-  return { bytes, parsed: parsed / bytes, decoded: decoded / bytes, applied: applied / bytes };
+  sample();
+  // Held to here, so that the figures above are of live memory; checked, so that a run that
+  // applied something else cannot pass for one that held little.
+  const expected = JSON.stringify(EXPECTED[name](n));
+  if (JSON.stringify(replica.value) !== expected || calls < n) throw new Error(`${name}: unexpected value or parse count`);
+  text = null;
+  return { bytes, parsed: parsed / bytes, peak: peak / bytes, samples };
 }
 
 if (process.argv[2] !== undefined) {
   const n = Number(process.argv[2]);
-  console.log(`| workload (${n.toLocaleString('en')} ops) | text | JSON.parse | + decode | + apply (peak) |`);
-  console.log('|---|---:|---:|---:|---:|');
+  console.log(`| workload (${n.toLocaleString('en')} ops) | text | JSON.parse of the whole text | \`applyWireText\` peak |`);
+  console.log('|---|---:|---:|---:|');
   for (const name of Object.keys(WORKLOADS)) {
     const m = measure(name, n);
-    const x = (r) => `${r.toFixed(1)}x`;
-    console.log(`| \`${name}\` | ${(m.bytes / 2 ** 20).toFixed(1)} MiB | ${x(m.parsed)} | ${x(m.decoded)} | ${x(m.applied)} |`);
+    const x = (r) => `${r.toFixed(2)}x`;
+    console.log(`| \`${name}\` | ${(m.bytes / 2 ** 20).toFixed(1)} MiB | ${x(m.parsed)} | ${x(m.peak)} |`);
   }
 } else {
   const { test } = await import('node:test');
   const assert = (await import('node:assert/strict')).default;
-  test('decoding adds little to JSON.parse\'s tree, and applying holds a bounded multiple of the text', () => {
+  test('applyWireText streams a batch: its peak live heap is at most 4x the text, for every verb', () => {
+    const figures = [];
     for (const name of Object.keys(WORKLOADS)) {
       const m = measure(name, 100_000);
-      const figures = `${name}: ${JSON.stringify(m)}`;
-      // Decoded in place: the ops are the parsed tuples (a short form's op replaces its tuple).
-      assert.ok(m.decoded <= 1.25 * m.parsed, figures);
-      // The value and a flat undo log of a few words an op, on top of the parse tree.
-      assert.ok(m.applied <= 2.2 * m.parsed, figures);
-      assert.ok(m.applied <= 16, figures);
+      figures.push(`${name}: peak ${m.peak.toFixed(2)}x (JSON.parse's tree ${m.parsed.toFixed(2)}x, ${m.samples} samples)`);
+      assert.ok(m.samples >= 64, figures.at(-1));
+      assert.ok(m.peak <= 4, figures.at(-1));
     }
+    console.log(figures.join('\n'));
   });
 }
