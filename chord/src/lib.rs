@@ -697,7 +697,9 @@ pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
 pub use crate::tracker::js_safe::MAX_SAFE_INTEGER;
 pub use crate::tracker::{track, Proxy, Tracked, Tracker};
 pub use crate::validate::{batch_from_value, parse_batch};
-pub use crate::wire::{Decoder, Encoder, PathRef, WireBatch, WireOp, MAX_IDS, MAX_ID_PATH_UNITS};
+pub use crate::wire::{
+    Applied, Decoder, Encoder, PathRef, WireBatch, WireOp, MAX_IDS, MAX_ID_PATH_UNITS,
+};
 pub use chord_derive::Tracked;
 
 #[doc(hidden)]

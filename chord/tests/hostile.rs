@@ -217,6 +217,47 @@ fn clearing_a_large_object_is_one_ordered_pass() {
 }
 
 #[test]
+fn a_member_deleted_again_and_again_costs_its_walks_and_one_pass() {
+    // Ten members, each deleted three times in a row, then another member: one run of 31
+    // deletes, so one ordered pass over the 100-member object (100 units) plus a walk for
+    // every delete, repeats included, as if each were applied on its own.
+    let n = 100;
+    let keys: Vec<String> = (0..10)
+        .map(|i| format!("k{i}"))
+        .chain(["k50".into()])
+        .collect();
+    let named: Vec<&String> = keys
+        .iter()
+        .enumerate()
+        .flat_map(|(i, k)| std::iter::repeat_n(k, if i < 10 { 3 } else { 1 }))
+        .collect();
+    let ops: Vec<Op> = named
+        .iter()
+        .map(|k| Op::Delete(path![k.as_str()]))
+        .collect();
+    assert_eq!(ops.len(), 31);
+    let walks: usize = named.iter().map(|k| walk(k)).sum();
+    let exact = Limits::default().max_work(walks + n);
+    let mut doc = Some(big_object(n));
+    apply_with(&mut doc, &ops, &exact).unwrap();
+    let left = doc.as_ref().unwrap().as_object().unwrap();
+    assert_eq!(left.len(), n - 11);
+    assert!(!left.contains_key("k50") && left.contains_key("k51"));
+    // One unit less: refused at the run's last op (the pass is paid for there), unchanged.
+    let under = Limits::default().max_work(walks + n - 1);
+    let mut doc = Some(big_object(n));
+    let err = apply_with(&mut doc, &ops, &under).unwrap_err();
+    assert_eq!(err.op_index(), Some(30), "{err}");
+    assert_eq!(doc, Some(big_object(n)));
+    // Too little for the walks: refused at the repeat where they run out.
+    let short = Limits::default().max_work(walk("k0") * 2);
+    let mut doc = Some(big_object(n));
+    let err = apply_with(&mut doc, &ops, &short).unwrap_err();
+    assert_eq!(err.op_index(), Some(2), "{err}");
+    assert_eq!(doc, Some(big_object(n)));
+}
+
+#[test]
 fn a_failed_batch_after_a_cleared_object_restores_its_order() {
     let n = 1_000;
     let original = big_object(n);

@@ -45,6 +45,9 @@ fn round_trip(
     let mut encoder = Encoder::new();
     let mut decoder = Decoder::new();
     let mut replica = start.clone();
+    // Decoded and applied op by op as the text is read.
+    let mut streamer = Decoder::new();
+    let mut streamed = start.clone();
     let mut copy = start.clone();
     let mut model = start.clone();
     let mut texts = Vec::new();
@@ -68,6 +71,12 @@ fn round_trip(
         prop_assert_eq!(&decoded, batch, "wire {}", text);
         apply(&mut replica, decoded).map_err(fail)?;
         apply(&mut copy, batch).map_err(fail)?;
+        let applied = streamer
+            .apply_str(&text, &mut streamed, &Limits::default())
+            .map_err(fail)?;
+        prop_assert_eq!(applied.ops, batch.len());
+        prop_assert_eq!(applied.base, is_base(batch));
+        prop_assert_eq!(text_of(&streamed), text_of(&copy));
         prop_assert_eq!(&replica, &copy);
         prop_assert_eq!(text_of(&replica), text_of(&copy));
         prop_assert_eq!(
@@ -153,9 +162,35 @@ fn valid_streams_round_trip_through_one_encoder_and_one_decoder() {
 // Atomicity
 // ---------------------------------------------------------------------------------------------
 
+/// Whether `op`, valid just before, is still valid applied again to `doc` (what it made):
+/// a set, an append or an `r` always is; a member's delete is then a no-op; a splice that
+/// inserts without removing inserts again; a cut must fall between characters.
+fn repeatable(doc: &Option<Value>, op: &Op) -> bool {
+    match op {
+        Op::Replace(_) | Op::Set(..) | Op::Append(..) => true,
+        Op::Splice { remove: 0, .. } => true,
+        Op::Splice { .. } => false,
+        Op::Delete(path) => {
+            let (parent, _) = path.split_last();
+            matches!(
+                doc.as_ref().and_then(|d| model::node(d, parent)),
+                Some(Value::Object(_))
+            )
+        }
+        Op::Truncate(path, n) => match doc.as_ref().and_then(|d| model::node(d, path)) {
+            Some(Value::String(s)) => {
+                let units: Vec<u16> = s.encode_utf16().collect();
+                units.get(*n).is_none_or(|u| !(0xDC00..=0xDFFF).contains(u))
+            }
+            _ => false,
+        },
+    }
+}
+
 #[test]
 fn a_failed_batch_leaves_the_target_exactly_as_it_was() {
     let undone = RefCell::new([0usize; UNDO_KINDS.len()]);
+    let repeated = RefCell::new(0usize);
     let failures = RefCell::new(std::collections::BTreeMap::<String, usize>::new());
     check(4096, stream_input(), |(start, roots, values, raw)| {
         let mut gen = Gen::new(&roots, &values, raw);
@@ -165,6 +200,17 @@ fn a_failed_batch_leaves_the_target_exactly_as_it_was() {
             let before = doc.clone();
             gen.push(&mut ops, &mut doc);
             undone.borrow_mut()[undo_kind(&before, &ops[ops.len() - 1])] += 1;
+            // The same op again, at once: the applier's undo log folds an op that changes
+            // the location the previous one changed into its entry, which rollback must
+            // still undo exactly.
+            for _ in 0..gen.ch.below(3) {
+                let again = ops[ops.len() - 1].clone();
+                if repeatable(&doc, &again) {
+                    model_apply(&mut doc, &again);
+                    ops.push(again);
+                    *repeated.borrow_mut() += 1;
+                }
+            }
         }
         let failing_at = ops.len();
 
@@ -209,6 +255,11 @@ fn a_failed_batch_leaves_the_target_exactly_as_it_was() {
     for (name, count) in UNDO_KINDS.iter().zip(undone.borrow().iter()) {
         assert!(*count > 0, "no generated batch rolled back {name:?}");
     }
+    assert!(
+        *repeated.borrow() > 1000,
+        "{} ops repeated",
+        repeated.borrow()
+    );
     let failures = failures.borrow();
     for kind in [
         "ReservedSegment",
@@ -321,6 +372,74 @@ fn apply_never_panics_on_ops_built_in_memory() {
 // ---------------------------------------------------------------------------------------------
 // The decoder never panics, and stays poisoned
 // ---------------------------------------------------------------------------------------------
+
+/// An outcome as the two ways of applying a batch must agree on it.
+type Outcome = Result<(), (ErrorKind, Option<usize>, Option<chord::Path>)>;
+
+fn outcome(result: chord::Result<()>) -> Outcome {
+    result.map_err(|e| (e.kind().clone(), e.op_index(), e.path().cloned()))
+}
+
+#[test]
+fn applying_as_the_text_is_read_agrees_with_decoding_first() {
+    let seen = RefCell::new(std::collections::BTreeMap::<&str, usize>::new());
+    check(
+        2048,
+        (stream_input(), wild_doc(), vec(decoder_input(), 0..3)),
+        |((start, roots, values, raw), wild, junk)| {
+            // A valid stream's batches, then text of any kind: applied to the stream's own
+            // start (they apply) and to another document (most ops then cannot).
+            let (batches, _) = Gen::new(&roots, &values, raw).stream(&start);
+            let mut encoder = Encoder::new();
+            let mut texts: Vec<String> = batches
+                .iter()
+                .map(|b| encoder.encode(b).to_json())
+                .collect();
+            texts.extend(junk);
+            for (doc, limits) in [
+                (&start, Limits::default()),
+                (&wild, Limits::default()),
+                (&start, tight()),
+            ] {
+                // Decoding first, then applying the ops: the reference.
+                let mut first = Decoder::new();
+                let mut want = doc.clone();
+                // Applying each op as it is read.
+                let mut streaming = Decoder::new();
+                let mut got = doc.clone();
+                for text in &texts {
+                    let expected = first
+                        .decode_str(text)
+                        .and_then(|ops| apply_with(&mut want, ops, &limits));
+                    let actual = streaming.apply_str(text, &mut got, &limits).map(drop);
+                    *seen
+                        .borrow_mut()
+                        .entry(match (&expected, first.is_poisoned()) {
+                            (Ok(()), _) => "applied",
+                            (Err(_), true) => "refused by the decoder",
+                            (Err(_), false) => "refused by the applier",
+                        })
+                        .or_default() += 1;
+                    prop_assert_eq!(outcome(actual), outcome(expected), "{}", text);
+                    prop_assert_eq!(streaming.is_poisoned(), first.is_poisoned());
+                    prop_assert_eq!(text_of(&got), text_of(&want), "{}", text);
+                }
+            }
+            Ok(())
+        },
+    );
+    let seen = seen.borrow();
+    for what in [
+        "applied",
+        "refused by the decoder",
+        "refused by the applier",
+    ] {
+        assert!(
+            seen.get(what).copied().unwrap_or(0) > 100,
+            "{what}: {seen:?}"
+        );
+    }
+}
 
 #[test]
 fn the_decoder_never_panics_and_stays_poisoned() {

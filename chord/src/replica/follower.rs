@@ -23,7 +23,7 @@ use super::settings::Settings;
 use super::stats::Counters;
 use super::target::Target;
 use super::{Break, State};
-use crate::{apply, is_base, Decoder};
+use crate::{Decoder, ErrorKind, Limits};
 
 /// The header naming the offset before the latest base batch (see `streams`).
 const BASE_OFFSET: &str = "chord-base-offset";
@@ -173,18 +173,28 @@ impl Follower {
         }
     }
 
-    /// Decodes and applies one batch: the first of a fresh start must be a base batch.
+    /// Decodes and applies one batch, op by op as it is read (the batch's ops are never all
+    /// held): the first of a fresh start must be a base batch.
     fn batch(&self, decoder: &mut Decoder, text: &str, fresh: bool) -> Result<(), Break> {
-        let ops = decoder
-            .decode_str(text)
-            .map_err(|e| Break::Decode(e.to_string()))?;
-        let base = is_base(&ops);
-        if fresh {
-            if !base {
-                return Err(Break::NotBase);
+        let limits = Limits::default();
+        let broken = |decoder: &Decoder, e: crate::Error| {
+            if decoder.is_poisoned() {
+                Break::Decode(e.to_string())
+            } else {
+                Break::Apply(e.to_string())
             }
+        };
+        if fresh {
             let mut value = None;
-            apply(&mut value, ops).map_err(|e| Break::Apply(e.to_string()))?;
+            match decoder.apply_str(text, &mut value, &limits) {
+                Ok(applied) if applied.base => {}
+                // Only an `r` gives a value to a fresh start: anything else first has none.
+                Ok(_) => return Err(Break::NotBase),
+                Err(e) if !decoder.is_poisoned() && *e.kind() == ErrorKind::NoValue => {
+                    return Err(Break::NotBase)
+                }
+                Err(e) => return Err(broken(decoder, e)),
+            }
             // Counted before the new state is published: whoever sees the state change
             // also sees the counters that go with it.
             self.stats.bases.fetch_add(1, Ordering::Relaxed);
@@ -194,22 +204,22 @@ impl Follower {
         }
         let mut failed = None;
         self.state
-            .send_if_modified(|s| match apply(&mut s.value, ops) {
-                Ok(()) => {
+            .send_if_modified(|s| match decoder.apply_str(text, &mut s.value, &limits) {
+                Ok(applied) => {
                     // Inside the update, so before the watchers are told.
-                    if base {
+                    if applied.base {
                         self.stats.bases.fetch_add(1, Ordering::Relaxed);
                     }
                     self.stats.batches.fetch_add(1, Ordering::Relaxed);
                     true
                 }
                 Err(e) => {
-                    failed = Some(e);
+                    failed = Some(broken(decoder, e));
                     false
                 }
             });
         match failed {
-            Some(e) => Err(Break::Apply(e.to_string())),
+            Some(e) => Err(e),
             None => Ok(()),
         }
     }

@@ -146,27 +146,44 @@ fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<bool> {
     if !batch.trim_start().starts_with('[') {
         return invalid("a batch must be a JSON array".into());
     }
-    // Exactly what recovery does (`Decoder::decode_str`): serde_json's parser, with its
-    // nesting limit, straight into wire ops (no JSON tree of the batch).
+    // Exactly what recovery does (`Decoder::apply_str`): serde_json's parser, with its
+    // nesting limit, straight into wire ops, one op at a time (no JSON tree of the batch, and
+    // never all its ops).
     let unrecoverable = |source: crate::Error| Error::Unrecoverable {
         address: address.clone(),
         source,
     };
-    let ops = match crate::wire::de::wire_batch(batch) {
-        Ok(ops) => ops,
-        Err(e) => match e.kind() {
-            ErrorKind::Json(e) => return invalid(format!("invalid JSON: {e}")),
-            _ => return Err(unrecoverable(e)),
-        },
-    };
-    if tag == Some(BASE) && !WireOp::is_base(&ops) {
+    let mut check = WireCheck::default();
+    let mut first_is_replace = None;
+    let mut failed = None;
+    let parsed = crate::wire::de::parse(batch, crate::wire::de::Mode::Decode, &mut |i, op| {
+        if i == 0 {
+            first_is_replace = Some(matches!(op, WireOp::Replace(_)));
+        }
+        // The first op the check refuses is the one reported; the rest is still parsed, as
+        // a JSON or grammar error later in the text comes first.
+        if failed.is_none() {
+            failed = check.op(i, &op).err();
+        }
+        Ok(())
+    });
+    if let Err(e) = parsed {
+        return match e.kind() {
+            ErrorKind::Json(e) => invalid(format!("invalid JSON: {e}")),
+            _ => Err(unrecoverable(e)),
+        };
+    }
+    let base = first_is_replace == Some(true);
+    if tag == Some(BASE) && !base {
         return invalid(format!(
             "a record tagged {BASE:?} must start with an `r` op: recovery starts there with no \
              value"
         ));
     }
-    wire_ops(&ops).map_err(unrecoverable)?;
-    Ok(WireOp::is_base(&ops))
+    match failed {
+        Some(e) => Err(unrecoverable(e)),
+        None => Ok(base),
+    }
 }
 
 /// Checks ops before they are encoded: the static bounds of [`Limits::default`] and the path
@@ -194,30 +211,36 @@ pub(crate) fn ops(batch: &[Op]) -> crate::Result<()> {
     Ok(())
 }
 
-/// The decoder's rules that hold whatever came before, plus the static bounds, on one parsed
-/// wire batch. Path lengths are known for inline paths, short forms whose path is known, and
+/// The decoder's rules that hold whatever came before, plus the static bounds, on a wire
+/// batch, op by op as it is parsed. Path lengths are known for inline paths, short forms whose path is known, and
 /// ids defined in this batch; otherwise a lower bound is used (1 for the verbs that need a
 /// non-empty path, 0 for `p`), so nothing recoverable is ever refused.
-fn wire_ops(batch: &[WireOp]) -> crate::Result<()> {
-    // Path lengths of the ids defined in this batch.
-    let mut ids: HashMap<usize, usize> = HashMap::new();
-    // Whether an `r` cleared the id table: from then on, only ids defined here resolve.
-    let mut cleared = false;
-    // The previous op's path length, for short forms: `None` when there is none (an `r`
-    // resets it, as at the start of a batch), `Some(None)` when its length is unknown.
-    let mut previous: Option<Option<usize>> = None;
-    for (i, op) in batch.iter().enumerate() {
+#[derive(Default)]
+struct WireCheck {
+    /// Path lengths of the ids defined in this batch.
+    ids: HashMap<usize, usize>,
+    /// Whether an `r` cleared the id table: from then on, only ids defined here resolve.
+    cleared: bool,
+    /// The previous op's path length, for short forms: `None` when there is none (an `r`
+    /// resets it, as at the start of a batch), `Some(None)` when its length is unknown.
+    previous: Option<Option<usize>>,
+}
+
+impl WireCheck {
+    /// Checks the op at position `i`, after every op before it.
+    fn op(&mut self, i: usize, op: &WireOp) -> crate::Result<()> {
+        let (ids, cleared, previous) = (&mut self.ids, &mut self.cleared, &mut self.previous);
         let mut resolve = |path: &Option<PathRef>| -> crate::Result<Option<usize>> {
             let len = match path {
                 None => previous.ok_or(ErrorKind::NoPreviousPath)?,
                 Some(PathRef::Path(p)) => Some(p.len()),
                 Some(PathRef::Id(id)) => match ids.get(id) {
                     Some(&len) => Some(len),
-                    None if cleared => return Err(ErrorKind::UnknownId(*id).into()),
+                    None if *cleared => return Err(ErrorKind::UnknownId(*id).into()),
                     None => None,
                 },
             };
-            previous = Some(len);
+            *previous = Some(len);
             Ok(len)
         };
         let non_empty = |len: Option<usize>, verb: char| -> crate::Result<usize> {
@@ -229,13 +252,13 @@ fn wire_ops(batch: &[WireOp]) -> crate::Result<()> {
         };
         let result = match op {
             WireOp::Define { id, path } => {
-                ids.insert(*id, path.len());
+                self.ids.insert(*id, path.len());
                 Ok(())
             }
             WireOp::Replace(v) => {
-                ids.clear();
-                cleared = true;
-                previous = None;
+                self.ids.clear();
+                self.cleared = true;
+                self.previous = None;
                 fits(v, 0)
             }
             WireOp::Set(p, v) => resolve(p)
@@ -250,9 +273,8 @@ fn wire_ops(batch: &[WireOp]) -> crate::Result<()> {
                 resolve(path).and_then(|len| splice_fits(items, len.unwrap_or(0)))
             }
         };
-        result.map_err(|e| e.at_op(i))?;
+        result.map_err(|e| e.at_op(i))
     }
-    Ok(())
 }
 
 /// Whether `value`, placed `at` containers deep, keeps the document within the default depth.

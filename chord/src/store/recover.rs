@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Address, Error, ReadOptions, Record, Result, Store, BASE};
-use crate::{apply, Decoder};
+use crate::{Decoder, Limits};
 
 /// Records read per page while looking for the last base record.
 const PAGE: usize = 100;
@@ -167,6 +167,7 @@ pub fn replay<S: Store + ?Sized>(store: &S, address: &Address, at: Option<u64>) 
         options.cursor = page.next_cursor;
     }
     let mut decoder = Decoder::new();
+    let limits = Limits::default();
     let mut value = None;
     for record in newest_first.iter().rev() {
         let failed = |source| Error::Replay {
@@ -174,8 +175,9 @@ pub fn replay<S: Store + ?Sized>(store: &S, address: &Address, at: Option<u64>) 
             seq: record.seq,
             source,
         };
-        let ops = decoder.decode_str(&record.batch).map_err(failed)?;
-        apply(&mut value, ops).map_err(failed)?;
+        decoder
+            .apply_str(&record.batch, &mut value, &limits)
+            .map_err(failed)?;
     }
     Ok(Replay {
         value,

@@ -29,7 +29,7 @@ use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::path::{Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
 use crate::validate;
 use crate::wire::grammar::{self, Elem, Ref};
-use crate::wire::op::{PathRef, WireOp};
+use crate::wire::op::WireOp;
 
 /// What an op's elements are read into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,13 +96,14 @@ pub(crate) fn parse(
 
 /// The wire ops of `json`: the outcome of `grammar::wire_batch_from_value` on the parsed text,
 /// parsed straight into wire ops, no JSON tree of the batch built.
+#[cfg(test)]
 pub(crate) fn wire_batch(json: &str) -> Result<Vec<WireOp>> {
     let mut ops = Vec::new();
     // The last inline path: the same path written out again right after it shares its
     // segments, as in a decoder.
     let mut last: Option<Path> = None;
     parse(json, Mode::Decode, &mut |_, mut op| {
-        if let Some(Some(PathRef::Path(p))) = op.path_ref_mut() {
+        if let Some(Some(crate::wire::op::PathRef::Path(p))) = op.path_ref_mut() {
             match &last {
                 Some(q) if q == p => *p = q.clone(),
                 _ => last = Some(p.clone()),

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::apply::{Applier, Limits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path};
@@ -38,6 +39,17 @@ pub struct Decoder {
     /// Paths by id (`None`: not defined). Ids are below `MAX_IDS`, so a vector.
     pub(super) ids: Vec<Option<Path>>,
     pub(super) poisoned: bool,
+}
+
+/// What [`Decoder::apply_str`] applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Applied {
+    /// How many ops the batch decoded to (an id definition is not an op).
+    pub ops: usize,
+    /// Whether its first op was an `r`: a base batch, which [`is_base`](crate::is_base)
+    /// says of decoded ops.
+    pub base: bool,
 }
 
 impl Decoder {
@@ -119,6 +131,102 @@ impl Decoder {
                 .map_err(|e| e.at_op(i))
         });
         parsed.map_err(|e| self.poison(e))
+    }
+
+    /// Decodes one wire batch given as JSON text and applies it to `target` as it is read,
+    /// atomically: what [`decode_str`](Decoder::decode_str) followed by
+    /// [`apply_with`](crate::apply_with) does, without ever holding the batch's ops.
+    ///
+    /// The outcome is theirs exactly: on success `target` holds the new value; on a decoding
+    /// error (invalid JSON, the wire grammar, an unknown id, ...) `target` is unchanged and
+    /// the decoder poisoned ([`is_poisoned`](Decoder::is_poisoned)), as `decode_str` would
+    /// leave it; on an apply error `target` is unchanged and the decoder is not poisoned (the
+    /// ids the batch defines are known to the next one, as after a successful `decode_str`).
+    /// A decoding error anywhere in the batch wins over an apply error at an earlier op, as
+    /// when decoding comes first.
+    ///
+    /// # Cost
+    ///
+    /// One op at a time is decoded, applied and dropped, so the memory is that of the
+    /// largest op while it is read, plus the batch's undo log: one entry per location the
+    /// batch changes (an op that changes the location the previous op changed folds into its
+    /// entry, and a later `r` drops every entry since the first), and one per distinct member
+    /// of a run of deletes. A batch of a million ops rewriting one location holds a few
+    /// entries, not a million ops.
+    ///
+    /// # Errors
+    ///
+    /// As [`decode_str`](Decoder::decode_str) and [`apply_with`](crate::apply_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chord::{Decoder, Limits};
+    /// use serde_json::json;
+    /// let mut dec = Decoder::new();
+    /// let mut doc = None;
+    /// let applied = dec
+    ///     .apply_str(r##"[["r",{"out":"a"}],["#",0,["out"]],["a",0,"b"]]"##, &mut doc, &Limits::default())
+    ///     .unwrap();
+    /// assert!(applied.base);
+    /// assert_eq!(doc, Some(json!({"out": "ab"})));
+    /// // An op that cannot apply leaves the value as it was; the decoder goes on.
+    /// let err = dec.apply_str(r#"[["a",0,"c"],["a",["gone"],"x"]]"#, &mut doc, &Limits::default());
+    /// assert_eq!(err.unwrap_err().to_string(), "op 1 at gone: no such member or element");
+    /// assert_eq!(doc, Some(json!({"out": "ab"})));
+    /// assert!(!dec.is_poisoned());
+    /// ```
+    pub fn apply_str(
+        &mut self,
+        json: &str,
+        target: &mut Option<Value>,
+        limits: &Limits,
+    ) -> Result<Applied> {
+        self.check_poisoned()?;
+        let mut applier = Applier::new(limits);
+        let mut applied = Applied {
+            ops: 0,
+            base: false,
+        };
+        let mut failed = None;
+        let mut previous = None;
+        let parsed = de::parse(json, Mode::Decode, &mut |i, wire| {
+            let Some(op) = self
+                .decode_op(wire, &mut previous)
+                .map_err(|e| e.at_op(i))?
+            else {
+                return Ok(());
+            };
+            // An apply error names the op by its position among the decoded ops (id
+            // definitions are not ops), as applying a decoded batch does.
+            let k = applied.ops;
+            if k == 0 {
+                applied.base = matches!(op, Op::Replace(_));
+            }
+            applied.ops += 1;
+            // After an op fails to apply, the rest is still decoded: a decoding error later
+            // in the batch wins, and the ids it defines are kept.
+            if failed.is_none() {
+                failed = applier.op(target, k, op).err();
+            }
+            Ok(())
+        });
+        if let Err(e) = parsed {
+            applier.rollback(target);
+            return Err(self.poison(e));
+        }
+        match failed {
+            Some(e) => {
+                applier.rollback(target);
+                Err(e)
+            }
+            None => applier.finish(target).map(|()| applied),
+        }
+    }
+
+    /// Whether the decoder refuses every batch, after one failed to decode.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
     }
 
     /// Decodes one wire batch given as a parsed JSON value.

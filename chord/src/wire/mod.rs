@@ -56,6 +56,6 @@ pub const MAX_IDS: usize = 1024;
 /// may hold. Bounds a decoder's table to `MAX_IDS` short paths.
 pub const MAX_ID_PATH_UNITS: usize = 256;
 
-pub use decoder::Decoder;
+pub use decoder::{Applied, Decoder};
 pub use encoder::{Encoder, WireBatch};
 pub use op::{PathRef, WireOp};

@@ -64,6 +64,7 @@ impl WireOp {
     }
 
     /// The op's path reference, if its verb takes one (`None` for `r` and `#`).
+    #[cfg(test)]
     pub(crate) fn path_ref_mut(&mut self) -> Option<&mut Option<PathRef>> {
         match self {
             WireOp::Define { .. } | WireOp::Replace(_) => None,

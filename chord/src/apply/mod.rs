@@ -10,6 +10,12 @@ use crate::path::{NonEmptyPath, Path, Seg};
 use crate::utf16;
 use crate::validate;
 
+mod undo;
+mod walk;
+
+use undo::{Undo, UndoLog};
+use walk::{key_of, walk};
+
 /// Bounds on what one batch may make of a document, so that a hostile producer cannot exhaust
 /// the replica. Exceeding one is an [`ErrorKind::LimitExceeded`] error and the batch is rolled
 /// back.
@@ -210,233 +216,192 @@ where
     I: IntoIterator,
     I::Item: IntoOp,
 {
-    let mut undo = Vec::new();
-    let mut budget = Budget {
-        used: 0,
-        max: limits.work,
-    };
-    let mut ops = ops.into_iter().map(IntoOp::into_op).enumerate().peekable();
-    while let Some((i, op)) = ops.next() {
-        let result = match op {
-            // Deletes under one parent go together: a run of member deletes (a map being
-            // cleared, say) is one ordered pass over the object.
-            Op::Delete(first) => {
-                let mut run = vec![first];
-                while let Some((_, Op::Delete(next))) = ops.next_if(|(_, next)| {
-                    matches!(next, Op::Delete(p) if p.split_last().0 == run[0].split_last().0)
-                }) {
-                    run.push(next);
-                }
-                delete_run(target, &run, limits, &mut budget, &mut undo)
-                    .map_err(|(k, e)| (i + k, e, Some(run[k].as_path().clone())))
-            }
-            op => {
-                let path = op.path().cloned();
-                validate::check_paths(&op)
-                    .and_then(|()| step(target, op, limits, &mut budget, &mut undo))
-                    .map_err(|e| (i, e, path))
-            }
-        };
-        if let Err((i, e, path)) = result {
-            rollback(target, undo);
-            let e = e.at_op(i);
-            return Err(match (e.path().is_some(), path) {
-                (false, Some(p)) => e.at_path(p),
-                _ => e,
-            });
+    let mut applier = Applier::new(limits);
+    for (i, op) in ops.into_iter().map(IntoOp::into_op).enumerate() {
+        if let Err(e) = applier.op(target, i, op) {
+            applier.rollback(target);
+            return Err(e);
         }
     }
-    Ok(())
+    applier.finish(target)
+}
+
+/// One batch being applied, op by op: what [`apply_with`] does for a list of ops, and what a
+/// [`Decoder`](crate::Decoder) does as it reads a batch's text, so that the batch's ops are
+/// never all held at once.
+///
+/// Every op goes through [`op`](Applier::op); then [`finish`](Applier::finish) ends the batch,
+/// or [`rollback`](Applier::rollback) puts the document back as it was before the first op.
+/// The memory it holds: the undo log (one entry per location changed, see [`undo`]) and the
+/// members of a pending run of deletes (one entry per distinct member).
+pub(crate) struct Applier<'l> {
+    limits: &'l Limits,
+    budget: Budget,
+    undo: UndoLog,
+    /// Deletes under one object, not yet applied: they are applied together when an op that
+    /// is not one of them comes, or the batch ends.
+    run: Option<DeleteRun>,
+}
+
+/// Consecutive `d` ops of members of one object.
+struct DeleteRun {
+    /// The ops: their first position in the batch, their path, and how many ops in a row
+    /// named that same path.
+    paths: Vec<(usize, NonEmptyPath, usize)>,
+    /// Every op of the run, repeated paths included.
+    ops: usize,
+}
+
+impl<'l> Applier<'l> {
+    pub(crate) fn new(limits: &'l Limits) -> Applier<'l> {
+        Applier {
+            limits,
+            budget: Budget {
+                used: 0,
+                max: limits.work,
+            },
+            undo: UndoLog::default(),
+            run: None,
+        }
+    }
+
+    /// Applies the op at position `i` of the batch (or holds it in a run of deletes).
+    ///
+    /// # Errors
+    ///
+    /// The first op that cannot apply (this one, or one of the run it ends), with its
+    /// position and path. The document is then partly changed: call
+    /// [`rollback`](Applier::rollback).
+    pub(crate) fn op(&mut self, target: &mut Option<Value>, i: usize, op: Op) -> Result<()> {
+        if let Op::Delete(path) = op {
+            let parent = path.split_last().0;
+            if let Some(run) = &mut self.run {
+                let first = &run.paths[0].1;
+                if first.split_last().0 == parent {
+                    run.ops += 1;
+                    match run.paths.last_mut() {
+                        Some((_, last, count)) if *last == path => *count += 1,
+                        _ => run.paths.push((i, path, 1)),
+                    }
+                    return Ok(());
+                }
+            }
+            self.end_run(target)?;
+            // Deletes under one object go together: a run of member deletes (a map being
+            // cleared, say) is one ordered pass over the object.
+            let of_object = matches!(
+                target.as_mut().map(|root| walk(root, parent)),
+                Some(Ok(Value::Object(_)))
+            );
+            if of_object {
+                self.run = Some(DeleteRun {
+                    paths: vec![(i, path, 1)],
+                    ops: 1,
+                });
+                return Ok(());
+            }
+            return self.one(target, i, Op::Delete(path));
+        }
+        self.end_run(target)?;
+        self.one(target, i, op)
+    }
+
+    /// Ends the batch: applies a pending run of deletes.
+    ///
+    /// # Errors
+    ///
+    /// As [`op`](Applier::op); on error the document is rolled back.
+    pub(crate) fn finish(mut self, target: &mut Option<Value>) -> Result<()> {
+        match self.end_run(target) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.rollback(target);
+                Err(e)
+            }
+        }
+    }
+
+    /// Puts `target` back as it was before the batch's first op.
+    pub(crate) fn rollback(self, target: &mut Option<Value>) {
+        self.undo.rollback(target);
+    }
+
+    /// Applies one op on its own, its error given its position and path.
+    fn one(&mut self, target: &mut Option<Value>, i: usize, op: Op) -> Result<()> {
+        let path = op.path().cloned();
+        validate::check_paths(&op)
+            .and_then(|()| step(target, op, self.limits, &mut self.budget, &mut self.undo))
+            .map_err(|e| positioned(e, i, path))
+    }
+
+    /// Applies the pending run of deletes, if any. A long enough run takes one ordered pass
+    /// over its object, keeping the other members' order; a short one applies op by op.
+    fn end_run(&mut self, target: &mut Option<Value>) -> Result<()> {
+        let Some(run) = self.run.take() else {
+            return Ok(());
+        };
+        if run.ops < DELETE_RUN {
+            for (i, path, count) in run.paths {
+                for k in 0..count {
+                    self.one(target, i + k, Op::Delete(path.clone()))?;
+                }
+            }
+            return Ok(());
+        }
+        let at = |e: Error, i: usize, path: &NonEmptyPath| {
+            positioned(e, i, Some(path.as_path().clone()))
+        };
+        for (i, path, count) in &run.paths {
+            for k in 0..*count {
+                validate::check_paths(&Op::Delete(path.clone()))
+                    .and_then(|()| self.budget.spend(walk_cost(path)))
+                    .map_err(|e| at(e, i + k, path))?;
+            }
+        }
+        let (last_at, last, count) = &run.paths[run.paths.len() - 1];
+        let (parent, _) = run.paths[0].1.split_last();
+        let Some(Ok(Value::Object(map))) = target.as_mut().map(|root| walk(root, parent)) else {
+            unreachable!("a run starts only at an object, and its deletes have not changed it")
+        };
+        self.budget
+            .spend(map.len())
+            .map_err(|e| at(e, last_at + count - 1, last))?;
+        let keys: std::collections::HashSet<Cow<'_, str>> = run
+            .paths
+            .iter()
+            .map(|(_, p, _)| key_of(p.split_last().1))
+            .collect();
+        let mut removed = Vec::new();
+        let mut position = 0;
+        map.retain(|k, v| {
+            let keep = !keys.contains(k.as_str());
+            if !keep {
+                removed.push((position, k.clone(), std::mem::take(v)));
+            }
+            position += 1;
+            keep
+        });
+        if !removed.is_empty() {
+            self.undo
+                .push(Undo::DeleteKeys(run.paths[0].1.as_path().clone(), removed));
+        }
+        Ok(())
+    }
+}
+
+/// `e` placed at op `i`, and at its path when it names none of its own.
+fn positioned(e: Error, i: usize, path: Option<Path>) -> Error {
+    let e = e.at_op(i);
+    match (e.path().is_some(), path) {
+        (false, Some(p)) => e.at_path(p),
+        _ => e,
+    }
 }
 
 /// Runs at least this long of member deletes under one object take one ordered pass over it
 /// (`O(members + run)`); shorter ones delete one by one (`O(members after each)`), which is
 /// cheaper near the end of a large object.
 const DELETE_RUN: usize = 16;
-
-/// Applies `d` ops that share a parent. On an object with a long enough run, one pass removes
-/// every named member, keeping the others' order; otherwise each op applies on its own.
-///
-/// An error comes with the position in the run of the op it concerns.
-fn delete_run(
-    target: &mut Option<Value>,
-    run: &[NonEmptyPath],
-    limits: &Limits,
-    budget: &mut Budget,
-    undo: &mut Vec<Undo>,
-) -> std::result::Result<(), (usize, Error)> {
-    let (parent, _) = run[0].split_last();
-    let is_object = |target: &mut Option<Value>| {
-        matches!(
-            target.as_mut().map(|root| walk(root, parent)),
-            Some(Ok(Value::Object(_)))
-        )
-    };
-    if run.len() < DELETE_RUN || !is_object(target) {
-        for (k, path) in run.iter().enumerate() {
-            let op = Op::Delete(path.clone());
-            validate::check_paths(&op)
-                .and_then(|()| step(target, op, limits, budget, undo))
-                .map_err(|e| (k, e))?;
-        }
-        return Ok(());
-    }
-    for (k, path) in run.iter().enumerate() {
-        validate::check_paths(&Op::Delete(path.clone()))
-            .and_then(|()| budget.spend(walk_cost(path)))
-            .map_err(|e| (k, e))?;
-    }
-    let Some(Ok(Value::Object(map))) = target.as_mut().map(|root| walk(root, parent)) else {
-        unreachable!("checked above")
-    };
-    budget.spend(map.len()).map_err(|e| (run.len() - 1, e))?;
-    let keys: std::collections::HashSet<Cow<'_, str>> =
-        run.iter().map(|p| key_of(p.split_last().1)).collect();
-    let mut removed = Vec::new();
-    let mut position = 0;
-    map.retain(|k, v| {
-        let keep = !keys.contains(k.as_str());
-        if !keep {
-            removed.push((position, k.clone(), std::mem::take(v)));
-        }
-        position += 1;
-        keep
-    });
-    if !removed.is_empty() {
-        undo.push(Undo::DeleteKeys(run[0].as_path().clone(), removed));
-    }
-    Ok(())
-}
-
-/// How to put back what one op changed. Paths are the op's own (shared, not copied: see
-/// [`Path`]); the parent of a member or element is every segment but the last.
-enum Undo {
-    Root(Option<Value>),
-    /// A member was set; `None` means it did not exist (it was added at the end).
-    SetKey(Path, Option<Value>),
-    /// An element was set; `None` means it was pushed one past the end.
-    SetIndex(Path, Option<Value>),
-    /// A member was removed from this position.
-    DeleteKey(Path, usize, String, Value),
-    /// Members removed in one pass from the parent of this path, with their positions
-    /// before the pass, in ascending order.
-    DeleteKeys(Path, Vec<(usize, String, Value)>),
-    DeleteIndex(Path, Value),
-    /// The string's byte length before an append.
-    Append(Path, usize),
-    /// The prefix a truncate removed.
-    Truncate(Path, String),
-    /// Where a splice happened, how many items it inserted, what it removed.
-    Splice(Path, usize, usize, Vec<Value>),
-}
-
-/// The parent segments and the last segment of a non-empty path.
-fn split(path: &Path) -> Option<(&[Seg], &Seg)> {
-    path.split_last().map(|(last, parent)| (parent, last))
-}
-
-fn rollback(target: &mut Option<Value>, undo: Vec<Undo>) {
-    for u in undo.into_iter().rev() {
-        if let Undo::Root(previous) = u {
-            *target = previous;
-            continue;
-        }
-        let Some(root) = target.as_mut() else {
-            continue;
-        };
-        // Every step below re-walks a path that the forward op just walked; after undoing
-        // the later ops the document is in the same shape again, so the walks succeed. Each
-        // costs what its forward op cost, so a rollback stays within the work budget too.
-        match u {
-            Undo::Root(_) => {}
-            Undo::SetKey(path, previous) => {
-                let Some((parent, last)) = split(&path) else {
-                    continue;
-                };
-                if let Ok(Value::Object(map)) = walk(root, parent) {
-                    let key = key_of(last);
-                    match previous {
-                        Some(v) => {
-                            map.insert(key.into_owned(), v);
-                        }
-                        None => {
-                            // Added at the end, so this removes the last member: O(1).
-                            map.shift_remove(key.as_ref());
-                        }
-                    }
-                }
-            }
-            Undo::SetIndex(path, previous) => {
-                let Some((parent, Seg::Index(index))) = split(&path) else {
-                    continue;
-                };
-                if let Ok(Value::Array(arr)) = walk(root, parent) {
-                    match previous {
-                        Some(v) if *index < arr.len() => arr[*index] = v,
-                        Some(_) => {}
-                        None => {
-                            arr.pop();
-                        }
-                    }
-                }
-            }
-            Undo::DeleteKey(path, position, key, value) => {
-                let Some((parent, _)) = split(&path) else {
-                    continue;
-                };
-                if let Ok(Value::Object(map)) = walk(root, parent) {
-                    let position = position.min(map.len());
-                    map.shift_insert(position, key, value);
-                }
-            }
-            Undo::DeleteKeys(path, removed) => {
-                let Some((parent, _)) = split(&path) else {
-                    continue;
-                };
-                if let Ok(Value::Object(map)) = walk(root, parent) {
-                    // One merge of the kept and the removed members, in their old order.
-                    let kept = std::mem::take(map);
-                    let mut kept = kept.into_iter();
-                    for (position, key, value) in removed {
-                        while map.len() < position {
-                            match kept.next() {
-                                Some((k, v)) => map.insert(k, v),
-                                None => break,
-                            };
-                        }
-                        map.insert(key, value);
-                    }
-                    map.extend(kept);
-                }
-            }
-            Undo::DeleteIndex(path, value) => {
-                let Some((parent, Seg::Index(index))) = split(&path) else {
-                    continue;
-                };
-                if let Ok(Value::Array(arr)) = walk(root, parent) {
-                    arr.insert((*index).min(arr.len()), value);
-                }
-            }
-            Undo::Append(path, len) => {
-                if let Ok(Value::String(s)) = walk(root, &path) {
-                    s.truncate(len);
-                }
-            }
-            Undo::Truncate(path, mut removed) => {
-                if let Ok(Value::String(s)) = walk(root, &path) {
-                    removed.push_str(s);
-                    *s = removed;
-                }
-            }
-            Undo::Splice(path, index, inserted, removed) => {
-                if let Ok(Value::Array(arr)) = walk(root, &path) {
-                    let end = (index + inserted).min(arr.len());
-                    arr.splice(index.min(end)..end, removed);
-                }
-            }
-        }
-    }
-}
 
 /// The work one batch has done so far, against [`Limits::max_work`].
 struct Budget {
@@ -470,7 +435,7 @@ fn step(
     op: Op,
     limits: &Limits,
     budget: &mut Budget,
-    undo: &mut Vec<Undo>,
+    undo: &mut UndoLog,
 ) -> Result<()> {
     if let Op::Replace(v) = op {
         limits.check_value(&v, 0)?;
@@ -609,34 +574,6 @@ fn step(
     Ok(())
 }
 
-/// Walks `path` from `root`, through own members and existing elements only.
-fn walk<'v>(root: &'v mut Value, path: &[Seg]) -> Result<&'v mut Value> {
-    let mut at = root;
-    for (depth, seg) in path.iter().enumerate() {
-        let here =
-            |kind: ErrorKind| Error::from(kind).at_path(path[..=depth].iter().cloned().collect());
-        at = match at {
-            Value::Object(map) => map
-                .get_mut(key_of(seg).as_ref())
-                .ok_or_else(|| here(ErrorKind::Missing))?,
-            Value::Array(arr) => match seg {
-                Seg::Key(_) => return Err(here(ErrorKind::KeyOnArray)),
-                Seg::Index(i) => {
-                    let len = arr.len();
-                    arr.get_mut(*i)
-                        .ok_or_else(|| here(ErrorKind::IndexOutOfRange { index: *i, len }))?
-                }
-            },
-            other => {
-                return Err(here(ErrorKind::NotAContainer {
-                    found: json_type(other),
-                }))
-            }
-        };
-    }
-    Ok(at)
-}
-
 fn string_at<'v>(root: &'v mut Value, path: &[Seg]) -> Result<&'v mut String> {
     match walk(root, path)? {
         Value::String(s) => Ok(s),
@@ -644,14 +581,6 @@ fn string_at<'v>(root: &'v mut Value, path: &[Seg]) -> Result<&'v mut String> {
             found: json_type(other),
         }
         .into()),
-    }
-}
-
-/// The member name a segment addresses on an object.
-fn key_of(seg: &Seg) -> Cow<'_, str> {
-    match seg {
-        Seg::Key(k) => Cow::Borrowed(k.as_ref()),
-        Seg::Index(i) => Cow::Owned(i.to_string()),
     }
 }
 
