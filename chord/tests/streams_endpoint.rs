@@ -1453,6 +1453,43 @@ mod read_hook {
     }
 
     #[tokio::test]
+    async fn with_a_read_hook_a_kept_read_is_revalidated_through_it() {
+        use chord::streams::{AUTHORIZED_CACHE_CONTROL, DEFAULT_CACHE_CONTROL};
+        let f = fixture().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let uri = "/streams/lanes/main?offset=-1";
+        let r = get(&f.app(), uri).await;
+        assert_eq!(r.header("cache-control"), Some(DEFAULT_CACHE_CONTROL));
+        let app = hooked(&f, &seen).router();
+        let r = call(&app, Method::GET, uri, &[READER], "").await;
+        assert_eq!(r.header("cache-control"), Some(AUTHORIZED_CACHE_CONTROL));
+        assert_eq!(AUTHORIZED_CACHE_CONTROL, "private, no-cache");
+        // The revalidation of a kept read: refused without the credential, 304 with it.
+        let etag = ("if-none-match", r.header("etag").unwrap().to_owned());
+        let etag = (etag.0, etag.1.as_str());
+        let r = call(&app, Method::GET, uri, &[etag], "").await;
+        assert_refused(
+            &r,
+            StatusCode::UNAUTHORIZED,
+            "a revalidation without a credential",
+        );
+        let r = call(&app, Method::GET, uri, &[etag, READER], "").await;
+        assert_eq!(r.status, StatusCode::NOT_MODIFIED);
+        // A Cache-Control set explicitly holds, before the hook or after it.
+        let public = axum::http::HeaderValue::from_static("public, max-age=5");
+        for app in [
+            hooked(&f, &seen).cache_control(public.clone()).router(),
+            Streams::new(&f.log)
+                .cache_control(public.clone())
+                .reads(|_| true)
+                .router(),
+        ] {
+            let r = call(&app, Method::GET, uri, &[READER], "").await;
+            assert_eq!(r.header("cache-control"), Some("public, max-age=5"));
+        }
+    }
+
+    #[tokio::test]
     async fn a_write_hook_answers_401_or_403_as_the_read_hook_does() {
         let f = fixture().await;
         let app = Streams::new(&f.log)

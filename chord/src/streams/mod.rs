@@ -110,10 +110,12 @@
 //! memory (a session table, a signature check), not block on I/O. A long-poll or an SSE
 //! response is authorized when it starts; an SSE response ends after
 //! [`Streams::sse_lifetime`] (60 s by default) and its client reconnects through the hook
-//! again, so a revoked reader stops within that. Catch-up reads are
-//! `Cache-Control: private, max-age=60` by default: a browser may answer a read from its
-//! own cache for that long without asking; [`Streams::cache_control`] with
-//! `private, no-cache` sends every read (as a revalidation) through the hook.
+//! again, so a revoked reader stops within that. A browser's cache could answer a read
+//! without asking the server: without a read hook catch-up reads are
+//! `Cache-Control: private, max-age=60` ([`DEFAULT_CACHE_CONTROL`]), and a browser reuses
+//! one for a minute; with one they are `private, no-cache` ([`AUTHORIZED_CACHE_CONTROL`]),
+//! and a browser revalidates before each reuse (a conditional request, through the hook,
+//! answered 304 when allowed and unchanged).
 //!
 //! # Credentials across origins
 //!
@@ -187,8 +189,9 @@ pub use self::memory::{
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{
-    default_cors, stream_path, Streams, BASE_OFFSET_HEADER, DEFAULT_CACHE_CONTROL,
-    DEFAULT_KEEP_ALIVE, DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME, EXPOSED_HEADERS, MAX_NAME, ROUTE,
+    default_cors, stream_path, Streams, AUTHORIZED_CACHE_CONTROL, BASE_OFFSET_HEADER,
+    DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE, DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME,
+    EXPOSED_HEADERS, MAX_NAME, ROUTE,
 };
 pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};
 pub use self::write::{

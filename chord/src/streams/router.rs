@@ -53,6 +53,12 @@ pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The default `Cache-Control` of catch-up and long-poll reads.
 pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";
 
+/// The default `Cache-Control` of catch-up and long-poll reads once a read hook is set
+/// ([`Streams::reads`]): a browser may keep a read but asks the server again before each use
+/// (a conditional request, answered 304 when unchanged), so that every read goes through the
+/// hook and a cached read is never shown to a request without the credential.
+pub const AUTHORIZED_CACHE_CONTROL: &str = "private, no-cache";
+
 /// Most bytes of batches in one catch-up response (a single larger record is sent whole).
 const CHUNK: usize = 256 * 1024;
 
@@ -107,6 +113,8 @@ pub struct Streams {
     keep_alive: Duration,
     coalesce: Duration,
     cache_control: HeaderValue,
+    /// Whether [`cache_control`](Streams::cache_control) was called (a read hook then keeps it).
+    cache_control_set: bool,
     write_hook: Option<AuthorizeWrite>,
     read_hook: Option<AuthorizeRead>,
     bodies: Bodies,
@@ -135,6 +143,7 @@ impl Streams {
             keep_alive: DEFAULT_KEEP_ALIVE,
             coalesce: Duration::ZERO,
             cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
+            cache_control_set: false,
             write_hook: None,
             read_hook: None,
             bodies: Bodies::default(),
@@ -201,9 +210,11 @@ impl Streams {
     }
 
     /// The `Cache-Control` of catch-up and long-poll reads (default
-    /// [`DEFAULT_CACHE_CONTROL`]; `public, ...` for streams every user may read).
+    /// [`DEFAULT_CACHE_CONTROL`], or [`AUTHORIZED_CACHE_CONTROL`] once a read hook is set;
+    /// `public, ...` for streams every user may read). Set, it holds with a read hook too.
     pub fn cache_control(mut self, value: HeaderValue) -> Streams {
         self.cache_control = value;
+        self.cache_control_set = true;
         self
     }
 
@@ -275,7 +286,10 @@ impl Streams {
     ///
     /// Without a hook (the default) every read is served. Only a malformed name or an
     /// unknown `live` mode is answered (400) before the hook, as neither says anything of
-    /// a stream. Preflight `OPTIONS` requests carry no credentials, and are answered by the
+    /// a stream. Catch-up and long-poll reads are then [`AUTHORIZED_CACHE_CONTROL`]
+    /// (`private, no-cache`) unless [`cache_control`](Streams::cache_control) says otherwise:
+    /// a browser revalidates a read it kept, through the hook, before it uses it again.
+    /// Preflight `OPTIONS` requests carry no credentials, and are answered by the
     /// cross-origin policy without the hook. How pages on other origins send a credential
     /// (a header, a cookie, a query parameter) is in the [module docs](super#credentials-across-origins).
     ///
@@ -314,6 +328,9 @@ impl Streams {
         A: Into<Access>,
     {
         self.read_hook = Some(Arc::new(move |r: &ReadRequest<'_>| authorize(r).into()));
+        if !self.cache_control_set {
+            self.cache_control = HeaderValue::from_static(AUTHORIZED_CACHE_CONTROL);
+        }
         self
     }
 
