@@ -18,7 +18,7 @@ use crate::tracker::edit::{SeqEdit, TextEdit};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::Trail;
-use crate::wire::table::Cached;
+use crate::wire::table::CachedCell;
 
 /// One touched location in the dirty tree.
 #[doc(hidden)]
@@ -38,7 +38,7 @@ pub struct Node {
     pub(crate) touched: bool,
     /// The id the last stream encoder that wrote this location's path gave it (see
     /// `wire::table::Cached`); kept across flushes, and, untrusted, when the node is recycled.
-    pub(crate) wire: std::cell::Cell<Cached>,
+    pub(crate) wire: CachedCell,
     /// The tracker's [`Risk`], shared by all its nodes.
     pub(crate) risk: Risk,
 }

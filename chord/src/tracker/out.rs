@@ -6,8 +6,6 @@
 //! spliced item. Rarer ones (diffs of reassigned values, windows, sets) build their ops, and
 //! the encoder writes each as it comes.
 
-use std::cell::Cell;
-
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,7 +14,7 @@ use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
 use crate::tracker::Trail;
-use crate::wire::table::{write_last_str, write_uint, Cached};
+use crate::wire::table::{write_last_str, write_uint, CachedCell};
 use crate::Encoder;
 
 /// The destination of one flush. Not a public API (the derive's generated code passes it on).
@@ -120,7 +118,7 @@ impl<'a> Out<'a> {
 
     /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
     #[inline]
-    pub(crate) fn append(&mut self, wire: &Cell<Cached>, path: &Trail, text: &str) {
+    pub(crate) fn append(&mut self, wire: &CachedCell, path: &Trail, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {
                 if let Some(p) = path.non_empty() {
@@ -138,7 +136,7 @@ impl<'a> Out<'a> {
     /// array (for the path of an error), checked as every value sent is.
     pub(crate) fn splice<'v, T: Serialize + ?Sized + 'v>(
         &mut self,
-        wire: &Cell<Cached>,
+        wire: &CachedCell,
         path: &Trail,
         index: usize,
         remove: usize,

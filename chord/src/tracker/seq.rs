@@ -5,8 +5,6 @@
 //! splice edits the runs in `O(runs)`; an unshift on a clean array is two runs, whatever the
 //! length. Flush walks the runs once and emits one `p` per contiguous change.
 
-use std::cell::Cell;
-
 use crate::error::Result;
 use crate::path::Seg;
 use crate::tracker::edit::{Run, SeqEdit};
@@ -14,7 +12,7 @@ use crate::tracker::node::{flush_reassigned, set, with_seg, Key, Node, State};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::Trail;
-use crate::wire::table::Cached;
+use crate::wire::table::CachedCell;
 
 /// Records a splice on an array of current length `len` (call before performing it).
 pub(crate) fn record_splice(
@@ -176,7 +174,7 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
 fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     edit: &SeqEdit,
-    wire: &Cell<Cached>,
+    wire: &CachedCell,
     path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {

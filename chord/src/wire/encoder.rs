@@ -5,9 +5,8 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 use crate::op::{serialize_op, Op, OpPath};
 use crate::path::{Path, Seg};
 use crate::wire::op::{PathRef, WireOp};
-use std::cell::Cell;
 
-use crate::wire::table::{write_last_str, write_path, write_uint, Cached, Form, Table};
+use crate::wire::table::{write_last_str, write_path, write_uint, CachedCell, Form, Table};
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,
 /// per stored value): ids it defines are only meaningful to a decoder that saw them.
@@ -133,7 +132,7 @@ impl Encoder {
         out: &mut Vec<u8>,
         verb: char,
         path: &[Seg],
-        cached: Option<&Cell<Cached>>,
+        cached: Option<&CachedCell>,
     ) {
         if let Some(cell) = cached {
             if let Some(form) = self.table.form_cached(cell, path) {
@@ -151,7 +150,7 @@ impl Encoder {
         out: &mut Vec<u8>,
         verb: char,
         path: &[Seg],
-        cached: Option<&Cell<Cached>>,
+        cached: Option<&CachedCell>,
     ) {
         let form = self.table.form(path);
         if let (Some(cell), Some(c)) = (cached, self.table.cache(form)) {

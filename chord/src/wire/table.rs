@@ -27,7 +27,6 @@
 //! what the batch changed (definitions, paths seen) is undone, so the table is exactly as
 //! before and a retry writes the same bytes.
 
-use std::cell::Cell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -88,6 +87,54 @@ impl Cached {
             trusted: false,
             ..self
         }
+    }
+}
+
+/// Where a dirty-tree node keeps its [`Cached`] id: two relaxed atomics rather than a `Cell`,
+/// so that a tracker stays `Sync` (shared behind an `RwLock`, say) at the cost of a `Cell`:
+/// a relaxed load or store is a plain move. Only a flush (which holds the tracker mutably)
+/// writes it, so the two words never mix two writes; a reader that did see a mix would
+/// still only miss or check, as for any stale entry.
+#[derive(Debug, Default)]
+pub(crate) struct CachedCell {
+    /// The table's uid, with `trusted` in the top bit (uids count up from 1 and never get
+    /// there).
+    uid: AtomicU64,
+    /// The id in the high half, the epoch in the low half.
+    slot: AtomicU64,
+}
+
+const TRUSTED: u64 = 1 << 63;
+
+impl CachedCell {
+    #[inline]
+    pub(crate) fn get(&self) -> Cached {
+        let uid = self.uid.load(Ordering::Relaxed);
+        let slot = self.slot.load(Ordering::Relaxed);
+        Cached {
+            uid: uid & !TRUSTED,
+            trusted: uid & TRUSTED != 0,
+            id: (slot >> 32) as u32,
+            epoch: slot as u32,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn set(&self, c: Cached) {
+        let trusted = if c.trusted { TRUSTED } else { 0 };
+        self.uid.store(c.uid | trusted, Ordering::Relaxed);
+        self.slot.store(
+            u64::from(c.id) << 32 | u64::from(c.epoch),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+impl Clone for CachedCell {
+    fn clone(&self) -> Self {
+        let cell = CachedCell::default();
+        cell.set(self.get());
+        cell
     }
 }
 
@@ -339,7 +386,7 @@ impl Table {
     /// table's and still names `path` (trusted, or checked, and then trusted again);
     /// `None` otherwise (ask [`form`](Table::form)).
     #[inline]
-    pub(crate) fn form_cached(&mut self, cached: &Cell<Cached>, path: &[Seg]) -> Option<Form> {
+    pub(crate) fn form_cached(&mut self, cached: &CachedCell, path: &[Seg]) -> Option<Form> {
         let c = cached.get();
         let id = c.id as usize;
         if c.uid != self.uid {
