@@ -9,9 +9,9 @@
 //! - A policy naming only other origins: the browser refuses each (the server answered; the
 //!   page is not shown the answer), and never sends the preflighted read.
 //! - The page's origin named with credentials, and a read hook: without a credential the
-//!   page sees 401, with a wrong token 403, with a bearer token or the session cookie (set
-//!   by the server's origin, sent with `credentials: 'include'` and `withCredentials`) the
-//!   stream.
+//!   page sees 401, with a wrong token 403, with a bearer token, a token in the query (an
+//!   `EventSource`) or the session cookie (set by the server's origin, sent with
+//!   `credentials: 'include'` and `withCredentials`) the stream.
 //!
 //! 127.0.0.1 on two ports is two origins of one site, as `app.example` and
 //! `chord.app.example` are, so a `SameSite=Strict` cookie of the server is sent.
@@ -197,8 +197,10 @@ fn a_page_on_another_origin_reads_as_the_policy_and_the_read_hook_allow() {
                 .unwrap_or("")
                 .split(';')
                 .any(|c| c.trim() == format!("session={SESSION}"));
+            let query = r.uri.query().unwrap_or("");
+            let token = query.split('&').any(|p| p == format!("token={TOKEN}"));
             match bearer {
-                _ if session => Access::Allow,
+                _ if session || token => Access::Allow,
                 Some(b) if b == format!("Bearer {TOKEN}") => Access::Allow,
                 Some(_) => Access::Forbidden,
                 None => Access::Unauthorized,
@@ -350,6 +352,15 @@ fn a_page_on_another_origin_reads_as_the_policy_and_the_read_hook_allow() {
     );
     assert_eq!(r["data"], json!([]), "{r}");
 
+    // What an EventSource can send without cookies: a token in the query.
+    let r = run(format!("listen('{}&token={TOKEN}')", sse(credentialed)));
+    assert_eq!(
+        r["control"]["streamNextOffset"],
+        next.as_str(),
+        "the query token: {r}"
+    );
+    assert_eq!(decoded_events(&r), Some(expected.clone()), "{r}");
+
     let r = run(format!(
         "probe('http://{credentialed}/login', {{method: 'POST', credentials: 'include'}})"
     ));
@@ -395,6 +406,7 @@ fn a_page_on_another_origin_reads_as_the_policy_and_the_read_hook_allow() {
         (ReadKind::CatchUp, None),
         (ReadKind::CatchUp, None),
         (ReadKind::CatchUp, None),
+        (ReadKind::Sse, None),
         (ReadKind::Sse, None),
         (ReadKind::CatchUp, Some(session.clone())),
         (ReadKind::Head, Some(session.clone())),
