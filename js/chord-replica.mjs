@@ -1217,27 +1217,29 @@ export class Replica {
     let isArray;
     try {
       isArray = eachElement(text, (w, i) => {
+        // Each stage runs while no error of it or of a more serious stage has been seen.
         if (level <= NOT_BASE) return;
         if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(fail('ReplicaFailed'), NOT_BASE);
+        if (level <= WIRE_JSON) return;
         try {
           checkWireJson(w, 1);
         } catch (e) {
           return raise(e, WIRE_JSON);
         }
-        if (level <= WIRE_JSON) return;
+        if (level <= GRAMMAR) return;
         try {
           checkWireOp(w);
         } catch (e) {
           return raise(at(e, i), GRAMMAR);
         }
-        if (level <= GRAMMAR) return;
+        if (level <= DECODE) return;
         let op;
         try {
           op = stream.decode(w);
         } catch (e) {
           return raise(at(e, i), DECODE);
         }
-        if (op === null || level <= DECODE) return;
+        if (op === null) return;
         const j = applied++;
         if (j === 0) base = op[0] === 'r';
         if (level <= APPLY) return;

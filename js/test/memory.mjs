@@ -62,9 +62,10 @@ const EXPECTED = {
  * held while `applyWireText` streamed the batch (the value included), over `samples`.
  * @param {string} name a key of WORKLOADS
  * @param {number} n ops
+ * @param {boolean} [keepOps] with an `onChange`, for which the replica keeps the decoded ops
  * @returns {{ bytes: number, parsed: number, peak: number, samples: number }}
  */
-export function measure(name, n) {
+export function measure(name, n, keepOps = false) {
   const [first, op] = WORKLOADS[name];
   const parts = [first];
   for (let i = 1; i <= n; i++) parts.push(op(i));
@@ -75,6 +76,8 @@ export function measure(name, n) {
   const before = live();
   let tree = JSON.parse(text);
   const parsed = live() - before;
+  // Read after the sample, so that an optimized frame keeps the tree alive through it.
+  const length = tree.length;
   tree = null;
 
   const parse = JSON.parse;
@@ -90,7 +93,7 @@ export function measure(name, n) {
     if (++calls % every === 0) sample();
     return parse.apply(this, args);
   };
-  const replica = new Replica();
+  const replica = new Replica(keepOps ? { onChange: (value, ops) => void [value, ops] } : {});
   try {
     replica.applyWireText(text);
   } finally {
@@ -100,19 +103,20 @@ export function measure(name, n) {
   // Held to here, so that the figures above are of live memory; checked, so that a run that
   // applied something else cannot pass for one that held little.
   const expected = JSON.stringify(EXPECTED[name](n));
-  if (JSON.stringify(replica.value) !== expected || calls < n) throw new Error(`${name}: unexpected value or parse count`);
+  if (JSON.stringify(replica.value) !== expected || calls < n || length !== n + first.split('],[').length) throw new Error(`${name}: unexpected value or parse count`);
   text = null;
   return { bytes, parsed: parsed / bytes, peak: peak / bytes, samples };
 }
 
 if (process.argv[2] !== undefined) {
   const n = Number(process.argv[2]);
-  console.log(`| workload (${n.toLocaleString('en')} ops) | text | JSON.parse of the whole text | \`applyWireText\` peak |`);
-  console.log('|---|---:|---:|---:|');
+  console.log(`| workload (${n.toLocaleString('en')} ops) | text | JSON.parse of the whole text | \`applyWireText\` peak | peak with \`onChange\` (ops kept) |`);
+  console.log('|---|---:|---:|---:|---:|');
   for (const name of Object.keys(WORKLOADS)) {
     const m = measure(name, n);
+    const kept = measure(name, n, true);
     const x = (r) => `${r.toFixed(2)}x`;
-    console.log(`| \`${name}\` | ${(m.bytes / 2 ** 20).toFixed(1)} MiB | ${x(m.parsed)} | ${x(m.peak)} |`);
+    console.log(`| \`${name}\` | ${(m.bytes / 2 ** 20).toFixed(1)} MiB | ${x(m.parsed)} | ${x(m.peak)} | ${x(kept.peak)} |`);
   }
 } else {
   const { test } = await import('node:test');

@@ -1,0 +1,212 @@
+// `Replica#applyWireText` reads a batch's text op by op (each op's text parsed on its own) and
+// must end exactly as parsing the whole batch, then checking, decoding and applying it: the
+// same error (kind, op, path, message), the same value, the same failed state, batch after
+// batch. The reference here is `applyWire` on the whole batch as `JSON.parse` gives it.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { MAX_WIRE_NESTING, Replica } from '../chord-replica.mjs';
+
+/** A small deterministic generator, so a failure replays exactly. */
+function rng(seed) {
+  let s = BigInt(seed);
+  return (n) => {
+    s = (s * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+    return Number(s >> 33n) % n;
+  };
+}
+
+/** The outcome of one call: what it returned or threw, and the replica after it. */
+function outcome(replica, run) {
+  let error = null;
+  try {
+    run();
+  } catch (e) {
+    error = { name: e.name, kind: e.kind, opIndex: e.opIndex, path: e.path, message: e.message };
+  }
+  return { error, value: JSON.stringify(replica.value), failed: replica.failed !== null };
+}
+
+/** As the replica ended before streaming: the batch parsed whole, then decoded and applied. */
+function whole(replica, text) {
+  let parsed;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    // A syntax error fails the replica with the value as it was; `applyWire` of a batch
+    // refused with a `Json` error before anything is decoded does the same.
+    const error = { name: 'ChordError', kind: 'Json', opIndex: undefined, path: undefined, message: `invalid JSON: ${e.message}` };
+    if (replica.failed === null) assert.throws(() => replica.applyWire([['s', ['x'], Infinity]]), (f) => f.kind === 'Json');
+    return { error, value: JSON.stringify(replica.value), failed: true };
+  }
+  return outcome(replica, () => replica.applyWire(parsed));
+}
+
+const deep = (n) => `${'['.repeat(n)}0${']'.repeat(n)}`;
+
+/** One wire op's text: valid most of the time, else wrong at one stage or another. */
+function wireOp(next) {
+  const path = () => [['a'], ['o', 'k'], ['xs', next(3)], ['s'], ['missing', 'x'], ['xs'], []][next(7)];
+  const ref = () => (next(3) === 0 ? next(3) : path());
+  const value = () => [1, 'x', null, { k: 'v' }, [1, 2], { s: 'y', xs: [] }][next(6)];
+  const ops = [
+    () => ['r', { a: 1, o: { k: 'v' }, xs: [1, 2, 3], s: 'hello' }],
+    () => ['s', ref(), value()],
+    () => ['s', value()],
+    () => ['d', ref()],
+    () => ['d'],
+    () => ['a', ref(), 'z'],
+    () => ['a', 'z'],
+    () => ['t', ref(), next(4)],
+    () => ['t', next(2)],
+    () => ['p', ref(), next(4), next(3), [value()]],
+    () => ['p', next(3), 1, []],
+    () => ['#', next(3), path()],
+    // Wrong in the wire grammar.
+    () => [['zz'], ['s'], 5, [], ['t', ['a'], -1], ['p', 'x', 0, 0, []], ['d', 1, 2], ['#', 0]][next(8)],
+    // Wrong at decoding: an id never defined, an empty path, the root of an `s`.
+    () => [['s', 9, 1], ['s', [], 1], ['a', 7, 'x'], ['#', 5000, ['a']]][next(4)],
+  ];
+  const op = ops[next(ops.length)]();
+  const text = JSON.stringify(op);
+  switch (next(40)) {
+    case 0:
+      return `["r",${deep(MAX_WIRE_NESTING - 3 + next(3))}]`; // at, then over the nesting limit
+    case 1:
+      return '["s",["a"],"\\ud800"]'; // a lone surrogate
+    case 2:
+      return '["s",["a"],1e400]'; // out of range
+    case 3:
+      // Duplicate keys: the last one is the member, and only the member is checked.
+      return next(2) ? '["s",["a"],{"a":"\\ud800","a":1}]' : '["s",["a"],{"a":1,"a":"\\ud800"}]';
+    case 4:
+      return '["s",["a"],{"\\udfff":1}]'; // a lone surrogate in a key
+    default:
+      return text;
+  }
+}
+
+/** A batch text of `n` ops, with whitespace, sometimes corrupted by one character. */
+function batchText(next, n) {
+  const sep = () => [',', ' , ', ',\n', '\t,\r\n '][next(4)];
+  const ops = Array.from({ length: n }, () => wireOp(next));
+  let text = `${next(4) === 0 ? ' \n' : ''}[${ops.join(sep())}]${next(4) === 0 ? '\n' : ''}`;
+  if (next(6) === 0) {
+    const at = next(text.length + 1);
+    const junk = ['[', ']', '{', '}', ',', '"', ':', 'x', '\\', ' ', '1', ''][next(12)];
+    text = next(2) ? text.slice(0, at) + junk + text.slice(at) : text.slice(0, at) + text.slice(at + 1);
+  }
+  return text;
+}
+
+test('property: streaming a batch text ends as parsing it whole (error, value, failed state, batch after batch)', () => {
+  for (let seed = 1; seed <= 400; seed++) {
+    const next = rng(seed);
+    const streamed = new Replica({ limits: { maxWork: 2000 } });
+    const reference = new Replica({ limits: { maxWork: 2000 } });
+    const base = '[["r",{"a":1,"o":{"k":"v"},"xs":[1,2,3],"s":"hello"}],["#",0,["xs"]],["#",1,["s"]]]';
+    const texts = [base, ...Array.from({ length: 12 }, () => (next(8) === 0 ? base : batchText(next, 1 + next(next(5) === 0 ? 300 : 8))))];
+    texts.forEach((text, i) => {
+      const got = outcome(streamed, () => streamed.applyWireText(text));
+      const want = whole(reference, text);
+      assert.deepEqual(got, want, `seed ${seed}, batch ${i}: ${text.length > 400 ? `${text.slice(0, 400)}...` : text}`);
+    });
+  }
+});
+
+test('a syntax error anywhere wins, with the message JSON.parse gives for the whole text', () => {
+  const op = '["s",["a"],{"k":"v","xs":[1,2,3]}]';
+  const long = (tail) => `[["r",{"a":{}}],${`${op},\n`.repeat(2000)}${tail}`;
+  const cases = [
+    long(`${op}]x`), // after the batch
+    long(`${op},]`), // a trailing comma
+    long(`${op} ${op}]`), // a missing comma
+    long(`["s",["a"],{"k":}]]`), // inside an op
+    long(`["s",["a"],"\\x"]]`), // a bad escape
+    long(`["zz"],["s",["a"],1,]]`), // after a grammar error
+    long(`${op}`), // the end of the text
+    long(`${op}}`), // a brace closing the batch
+    '[["zz"],["s",["a"],1]', // short text: parsed whole
+    ' \n',
+    '[',
+    '[]]',
+    '["s"]garbage',
+  ];
+  for (const text of cases) {
+    let expected;
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      expected = `invalid JSON: ${e.message}`;
+    }
+    assert.ok(expected, text.slice(-40));
+    const replica = new Replica();
+    assert.throws(() => replica.applyWireText(text), (e) => e.kind === 'Json' && e.message === expected, text.slice(-60));
+    assert.ok(replica.failed);
+  }
+});
+
+test('the first error of the most serious stage wins, wherever it is in the batch', () => {
+  const run = (text, setup = '[["r",{"a":1}]]') => {
+    const replica = new Replica();
+    replica.applyWireText(setup);
+    try {
+      replica.applyWireText(text);
+    } catch (e) {
+      return [e.kind, e.opIndex];
+    }
+    return ['ok'];
+  };
+  // An op that cannot apply (op 0) loses to a later decode error (op 1).
+  assert.deepEqual(run('[["s",["no","x"],1],["s",9,1]]'), ['UnknownId', 1]);
+  // A decode error (op 0) loses to a later grammar error (op 2), which loses to a later refusal in the JSON.
+  assert.deepEqual(run('[["s",9,1],["s",["a"],1],["zz"]]'), ['UnknownVerb', 2]);
+  assert.deepEqual(run('[["zz"],["s",["a"],"\\ud800"]]'), ['Json', undefined]);
+  // Of two errors of one stage, the first.
+  assert.deepEqual(run('[["s",["a"],2],["s",["no","x"],1],["t",["a"],1]]'), ['Missing', 1]);
+  // An apply error's index counts decoded ops: definitions are not ops.
+  assert.deepEqual(run('[["#",0,["no","x"]],["s",0,1]]'), ['Missing', 0]);
+  // A failed replica takes only a base batch, and a syntax error still wins over that.
+  const failed = new Replica();
+  assert.throws(() => failed.applyWireText('[["s",["a"],1]]'), (e) => e.kind === 'NoValue');
+  assert.throws(() => failed.applyWireText('[["s",["a"],1]]'), (e) => e.kind === 'ReplicaFailed');
+  assert.throws(() => failed.applyWireText('[]'), (e) => e.kind === 'ReplicaFailed');
+  assert.throws(() => failed.applyWireText('[["s",["a"],1],'), (e) => e.kind === 'Json');
+  assert.deepEqual(failed.applyWireText('[["r",{"b":2}],["#",0,["b"]],["s",0,3]]'), { b: 3 });
+  assert.deepEqual(failed.applyWireText('[["s",0,4]]'), { b: 4 });
+});
+
+test('the text is read op by op: an op is applied before the next one is parsed', () => {
+  const parse = JSON.parse;
+  const seen = [];
+  const replica = new Replica();
+  replica.subscribe((v) => v, () => {});
+  JSON.parse = function traced(text, ...rest) {
+    seen.push(text);
+    return parse.call(this, text, ...rest);
+  };
+  try {
+    replica.applyWireText('[["r",{"a":[]}], ["p",["a"],0,0,[1]] ,\n["p",0,0,[2]]]');
+  } finally {
+    JSON.parse = parse;
+  }
+  assert.deepEqual(seen, ['["r",{"a":[]}]', ' ["p",["a"],0,0,[1]] ', '\n["p",0,0,[2]]']);
+  assert.deepEqual(replica.value, { a: [2, 1] });
+});
+
+test('nesting counts the batch and the op, as when the batch is checked whole', () => {
+  // Under the limit it decodes, and apply's depth limit (120) refuses it; at the limit, the decoder.
+  for (const [depth, kind] of [[MAX_WIRE_NESTING - 3, 'LimitExceeded'], [MAX_WIRE_NESTING - 2, 'Json']]) {
+    const replica = new Replica();
+    let got = 'ok';
+    try {
+      replica.applyWireText(`[["r",${deep(depth)}]]`);
+    } catch (e) {
+      got = e.kind;
+    }
+    assert.equal(got, kind, `depth ${depth}`);
+  }
+  // A million levels: refused, no stack overflow.
+  assert.throws(() => new Replica().applyWireText(`[["r",${deep(1_000_000)}]]`), (e) => e.kind === 'Json');
+});
