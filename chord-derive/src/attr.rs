@@ -52,6 +52,11 @@ pub(crate) struct Container {
     pub(crate) untagged: bool,
     pub(crate) opaque: bool,
     pub(crate) proxy: Option<Ident>,
+    /// `rename = "..."`: the name serde knows the type by (the value of a struct's `tag`,
+    /// and its TypeScript name).
+    pub(crate) rename: Option<String>,
+    /// `#[chord(ts = "...")]`: the type's TypeScript declaration, as written.
+    pub(crate) ts: Option<LitStr>,
 }
 
 /// Variant-level attributes.
@@ -77,6 +82,8 @@ pub(crate) struct Field {
     pub(crate) skip_if: Option<ExprPath>,
     pub(crate) opaque: bool,
     pub(crate) with: Option<With>,
+    /// `#[chord(ts = "...")]`: the field's TypeScript type, as written.
+    pub(crate) ts: Option<LitStr>,
 }
 
 /// Skips the value of a serde attribute chord has no use for.
@@ -190,6 +197,11 @@ pub(crate) fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
             let result = attr.parse_nested_meta(|meta| {
                 let name = meta.path.to_token_stream().to_string();
                 match name.as_str() {
+                    "rename" => {
+                        if let Some(lit) = serialize_name(&meta)? {
+                            out.rename = Some(lit.value());
+                        }
+                    }
                     "rename_all" => out.rename_all = rule(cx, &meta)?,
                     "rename_all_fields" => out.rename_all_fields = rule(cx, &meta)?,
                     "tag" => out.tag = Some(meta.value()?.parse::<LitStr>()?.value()),
@@ -225,6 +237,8 @@ pub(crate) fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
             let result = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("opaque") {
                     out.opaque = true;
+                } else if meta.path.is_ident("ts") {
+                    out.ts = Some(meta.value()?.parse()?);
                 } else if meta.path.is_ident("proxy") {
                     let lit: LitStr = meta.value()?.parse()?;
                     match lit.parse::<Ident>() {
@@ -305,6 +319,8 @@ pub(crate) fn field(cx: &Ctxt, attrs: &[Attribute]) -> Field {
             let result = attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("opaque") {
                     out.opaque = true;
+                } else if meta.path.is_ident("ts") {
+                    out.ts = Some(meta.value()?.parse()?);
                 } else {
                     skip_value(&meta)?;
                     cx.error(

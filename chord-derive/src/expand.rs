@@ -15,7 +15,7 @@ use syn::{
 
 use crate::ast::{Field, Input, Seg, Shape, Style, Variant};
 use crate::attr::{Ctxt, With};
-use crate::{fallback, valid};
+use crate::{fallback, typescript, valid};
 
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::default();
@@ -24,18 +24,20 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     if let Err(e) = cx.finish() {
         return fallback::expand(input, e);
     }
-    match &parsed.shape {
+    let tracked = match &parsed.shape {
         _ if parsed.attrs.opaque => opaque(input),
         Shape::Struct(Style::Unit, _) => opaque(input),
         Shape::Struct(_, fields) => tracked_struct(&parsed, fields),
         Shape::Enum(variants) if variants.iter().all(|v| v.fields.is_empty()) => opaque(input),
         Shape::Enum(variants) => tracked_enum(&parsed, variants),
         Shape::Union => unreachable!("validated: unions are opaque or refused"),
-    }
+    };
+    let typescript = typescript::expand(&parsed);
+    quote!(#tracked #typescript)
 }
 
 /// Whether `ty` mentions the type parameter `param`.
-fn mentions(ty: &Type, param: &Ident) -> bool {
+pub(crate) fn mentions(ty: &Type, param: &Ident) -> bool {
     fn walk(tokens: TokenStream, param: &Ident) -> bool {
         tokens.into_iter().any(|t| match t {
             proc_macro2::TokenTree::Ident(i) => i == *param,
@@ -131,7 +133,7 @@ fn present(f: &Field, value: TokenStream) -> TokenStream {
 /// Whether a `skip_serializing_if` predicate is `Option::is_none` (spelled with or without
 /// `std::option::` or `core::option::`): the field is then an `Option`, absent only when
 /// `None`, which nothing but an assignment changes.
-fn is_option_is_none(pred: &syn::ExprPath) -> bool {
+pub(crate) fn is_option_is_none(pred: &syn::ExprPath) -> bool {
     let spelled = pred.to_token_stream().to_string().replace(' ', "");
     let spelled = spelled.trim_start_matches("::");
     ["std::", "core::", ""].iter().any(|krate| {
@@ -142,7 +144,7 @@ fn is_option_is_none(pred: &syn::ExprPath) -> bool {
 }
 
 /// Whether a field's type is spelled `Option<..>` (or `std::option::Option<..>`).
-fn is_option(ty: &syn::Type) -> bool {
+pub(crate) fn is_option(ty: &syn::Type) -> bool {
     match ty {
         syn::Type::Path(p) if p.qself.is_none() => p
             .path

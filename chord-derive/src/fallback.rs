@@ -10,8 +10,10 @@ pub(crate) fn expand(input: &DeriveInput, error: syn::Error) -> TokenStream {
     let name = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let errors = error.to_compile_error();
+    let typescript = crate::typescript::fallback(input);
     quote! {
         #errors
+        #typescript
 
         #[automatically_derived]
         impl #impl_generics ::chord::Tracked for #name #ty_generics #where_clause {

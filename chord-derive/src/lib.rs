@@ -15,6 +15,7 @@ mod attr;
 mod case;
 mod expand;
 mod fallback;
+mod typescript;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -34,8 +35,10 @@ pub fn __reserved_names(_input: TokenStream) -> TokenStream {
 ///
 /// Attributes: `#[chord(opaque)]` on a field tracks it as one JSON value (set or update,
 /// diffed at flush); on a type, makes the whole type such a value (enums, tuple structs).
-/// `#[chord(proxy = "Name")]` names the generated proxy (default: `<Type>Proxy`). The serde
-/// attributes that change JSON names are honoured (`rename`, `rename_all`, `skip`,
+/// `#[chord(proxy = "Name")]` names the generated proxy (default: `<Type>Proxy`).
+/// `#[chord(ts = "...")]` on a field is its TypeScript type, on a type its TypeScript
+/// declaration (see `chord::typescript`, whose `TypeScript` trait the derive implements too).
+/// The serde attributes that change JSON names are honoured (`rename`, `rename_all`, `skip`,
 /// `skip_serializing`, `skip_serializing_if`); those that would make paths lie (`flatten`,
 /// `with`, `serialize_with`, `getter`, `transparent`, `into`, `remote`) are refused.
 #[proc_macro_derive(Tracked, attributes(chord))]

@@ -13,6 +13,14 @@ pub use serde_json;
 pub use std::borrow::Cow;
 pub use std::vec::Vec;
 
+/// What the derive's `TypeScript` implementations call.
+pub mod ts {
+    pub use crate::typescript::{
+        enumeration, fields, structure, tuple, Declarations, EnumRepr, Fields, Member, Probe,
+        TsParam, TsType, TypeScript, ViaTypeScript, ViaUnknown,
+    };
+}
+
 use crate::tracker::{flush_assigned, to_json, with_seg, Before, Key, State};
 
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else

@@ -693,6 +693,7 @@ pub mod store;
 #[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
 pub mod streams;
 mod tracker;
+pub mod typescript;
 mod utf16;
 mod validate;
 pub mod wire;
