@@ -125,7 +125,7 @@
 //! | credential | the page sends it with | `fetch` | `EventSource` | policy |
 //! | --- | --- | --- | --- | --- |
 //! | a token in `Authorization` | `fetch(url, {headers: {Authorization: 'Bearer …'}})` | yes, after a preflight | no: it cannot set headers | [`default_cors`] (any origin; `authorization` is an allowed request header) |
-//! | a cookie of the server's origin | `fetch(url, {credentials: 'include'})`, `new EventSource(url, {withCredentials: true})` | yes | yes | the page's origin named, credentials allowed |
+//! | a cookie of the server's host | `fetch(url, {credentials: 'include'})`, `new EventSource(url, {withCredentials: true})` | yes | yes | the page's origin named, credentials allowed |
 //! | a token in a query parameter (`?offset=…&live=sse&token=…`) | the URL | yes | yes | [`default_cors`] |
 //!
 //! - **`Authorization` header.** To the browser it is an ordinary request header, not a
@@ -133,15 +133,17 @@
 //!   any origin (`Access-Control-Allow-Origin: *`) serves it. It is not a CORS-safelisted
 //!   header, so the browser first sends a preflight `OPTIONS` (answered by the policy,
 //!   without the hook, and cached for the policy's `max_age`: a day by default, which
-//!   browsers cap, Chromium at two hours), then the
-//!   read, which the hook sees. `EventSource` cannot send it: SSE readers use a cookie or
-//!   a query parameter, or read by long-poll with `fetch`.
+//!   browsers cap, Chromium at two hours), then the read, which the hook sees.
+//!   `EventSource` cannot send it: SSE readers use a cookie or a query parameter, or read
+//!   by long-poll with `fetch`.
 //! - **Cookies.** Sent only when the page asks (`credentials: 'include'`,
 //!   `withCredentials: true`), and the browser shows the response to the page only when
 //!   the server answers `Access-Control-Allow-Credentials: true` and the page's exact
 //!   origin in `Access-Control-Allow-Origin` (never `*`):
 //!   `Streams::cors(Some(default_cors().allow_origin(origin).allow_credentials(true)))`,
-//!   with one origin or a list. The cookie's `SameSite` decides whether it is sent at all.
+//!   with one origin or a list. The cookie is the server's host's (set by it, or by the
+//!   app for a domain covering both, `Domain=app.example`; ports do not count), and its
+//!   `SameSite` decides whether it is sent at all.
 //!   It is about *sites* (scheme and registrable domain), not origins: from
 //!   `https://app.example` to `https://chord.app.example`, or from `http://127.0.0.1:3000`
 //!   to `http://127.0.0.1:8080`, is the same site, and `Lax` and `Strict` cookies are sent.
@@ -161,6 +163,7 @@
 //! sees its status (`response.status` 401 or 403). An `EventSource` refused fires `error`
 //! and closes (`readyState` 2) without reconnecting, and does not show the status; a
 //! client that must tell a refusal from a broken connection asks again with `fetch`.
+//! `chord/tests/cross_origin.rs` drives each of these in Chromium.
 
 mod auth;
 mod compaction;
