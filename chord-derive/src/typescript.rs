@@ -121,7 +121,7 @@ pub(crate) fn expand(input: &Input) -> TokenStream {
     }
     let (impl_generics, _, where_clause) = generics.split_for_impl();
     let (_, ty_generics, _) = original.generics.split_for_impl();
-    let param_names = params.iter().map(|p| unraw(p));
+    let param_names = params.iter().map(unraw);
     let doc = match docs(&original.attrs) {
         Some(doc) => quote!(::chord::__private::core::option::Option::Some(#doc)),
         None => quote!(::chord::__private::core::option::Option::None),

@@ -271,7 +271,7 @@ fn check<T: TypeScript + ?Sized>(tsc: &Path, values: &str) -> Result<(), String>
 
 /// `values.ts`: one `const` a value, typed `ty`.
 fn values_file(ty: &str, values: &[Value]) -> String {
-    let mut out = format!("import type * as T from \"./types\";\n");
+    let mut out = String::from("import type * as T from \"./types\";\n");
     for (i, v) in values.iter().enumerate() {
         out.push_str(&format!("export const v{i}: T.{ty} = {v};\n"));
     }
