@@ -78,7 +78,13 @@ export interface Decoder {
 /** A fresh decoder for one stream. */
 export function createDecoder(): Decoder;
 
-/** Applies a batch atomically; returns the new value (the target is untouched on error). */
+/**
+ * Applies a batch atomically, copy on write, and returns the new value. The target is never
+ * modified: the result shares every subtree the batch did not change (the same objects) and
+ * has a new object for every container on a changed path, the root included. An op that
+ * changes nothing leaves its path as it was. Each changed container is copied once per
+ * batch, in time and memory proportional to its own size.
+ */
 export function apply(target: unknown, ops: ReadonlyArray<unknown>, limits?: Partial<Limits>): unknown;
 
 /** Options of a `Replica`. */
@@ -86,12 +92,21 @@ export interface ReplicaOptions {
   /** Bounds for `apply`. */
   limits?: Partial<Limits>;
   /**
-   * Called after every batch that applied, with the new value and the decoded ops. A throw
-   * leaves the batch applied (`failed` stays `null`) and is rethrown by `applyWire`; `follow`
-   * reports it and keeps following.
+   * Called after every batch that applied, with the new value and the decoded ops (full
+   * paths, an append's text). A throw leaves the batch applied (`failed` stays `null`) and
+   * is rethrown by `applyWire`; `follow` reports it and keeps following.
    */
   onChange?: (value: unknown, ops: Op[]) => void;
 }
+
+/** Stops a subscription. */
+export type Unsubscribe = () => void;
+
+/**
+ * Subscribes to a slice of a replica's value: `listener(selected, previous)` runs after a
+ * batch only when `selector(value)` changed by `Object.is`.
+ */
+export type Subscribe = <T>(selector: (value: any) => T, listener: (selected: T, previous: T | undefined) => void) => Unsubscribe;
 
 /** A value kept current by wire batches, with its own decoder. */
 export class Replica {
@@ -102,11 +117,18 @@ export class Replica {
   readonly value: unknown;
   /** The error that stopped the replica, or `null`. */
   readonly failed: ChordError | null;
-  /** Forgets the value, the ids and any failure. */
+  /** Forgets the value, the ids and any failure (subscriptions stay, and are not called). */
   reset(): void;
   /**
-   * Decodes and applies one wire batch given as JSON text; returns the new value. Throws the
-   * batch's `ChordError` (the value left as it was), or what `onChange` threw (the batch applied).
+   * Calls `listener(selected, previous)` after every batch that changes `selector(value)`
+   * (by `Object.is`; values are copy on write, so an unchanged slice is the same object).
+   * The selector runs now (if there is a value) and after each batch that applied.
+   */
+  subscribe: Subscribe;
+  /**
+   * Decodes and applies one wire batch given as JSON text, op by op (never the whole batch
+   * as one parsed tree); returns the new value. Throws the batch's `ChordError` (the value
+   * left the very object it was), or what `onChange` or a subscription threw (the batch applied).
    */
   applyWireText(textBatch: string): unknown;
   /** Decodes and applies one parsed wire batch; returns the new value. Throws as `applyWireText`. */
@@ -200,8 +222,8 @@ export function durableStreamsTransport(client: { stream: (options: any) => Prom
 /** What `follow` reports through `onEvent`. */
 export type FollowEvent =
   | { type: 'open'; fresh: boolean; offset: string }
-  /** A batch applied: its decoded ops (a base batch's first op is `r`). */
-  | { type: 'batch'; batch: Op[] }
+  /** A batch applied: its decoded ops (full paths, an append's text), whether it was a base batch, the new value. */
+  | { type: 'batch'; batch: Op[]; base: boolean; value: unknown }
   | { type: 'start' | 'resume'; offset: string }
   | { type: 'live'; live: boolean }
   | { type: 'break'; error: unknown; restart: boolean };
@@ -281,6 +303,8 @@ export interface Follower {
   readonly offset: string | null;
   /** Stops following. */
   stop(): void;
+  /** `replica.subscribe`: the listener runs when its slice of the followed value changed. */
+  subscribe: Subscribe;
   /** Resolves once stopped; rejects with the error when an answer no retry changes stopped it. */
   readonly done: Promise<void>;
 }

@@ -51,6 +51,11 @@ if (failed) {
   void [kind, at];
 }
 replica.reset();
+const unsubscribe: () => void = replica.subscribe(
+  (v: { lane: { status: string } }) => v.lane.status,
+  (status: string, previous: string | undefined) => void [status.length, previous],
+);
+unsubscribe();
 
 const parser = new EventParser({ maxEvent: DEFAULT_MAX_EVENT });
 for (const event of parser.push(new TextEncoder().encode('event: control\ndata: {}\n\n'))) {
@@ -69,6 +74,7 @@ async function main(): Promise<void> {
     maxEvent: 1 << 20,
     onEvent: (e: FollowEvent) => {
       if (e.type === 'break' && e.error instanceof StreamHttpError) void e.error.status;
+      if (e.type === 'batch') void [e.batch.length, e.base, e.value];
     },
     onError: (error: unknown, info: FollowErrorInfo) => {
       const stopped: boolean = info.stopped && info.source === 'stream' && !info.restart;
@@ -79,6 +85,8 @@ async function main(): Promise<void> {
   const other = follow(new URL('http://localhost/streams/lanes/main'), {
     transport: durableStreamsTransport(client),
   });
+  const stopWatching = follower.subscribe((v: { n: number }) => v.n, (n: number) => void n);
+  stopWatching();
   follower.stop();
   other.stop();
   await follower.done;
