@@ -458,6 +458,11 @@ serve(listener, app, std::future::pending()).await?;
 //!   dependency-free ES module for browsers and Node 18+, with TypeScript declarations): the
 //!   same decoder and applier rules, and `follow()`, which does what `Replica` does. Its
 //!   README is the JavaScript quickstart.
+//! - **TypeScript types**: [`typescript::declarations`]`::<Lane>()` is the `.d.ts` text of a
+//!   tracked type's JSON, emitted by the derive from the serde attributes its paths follow,
+//!   so a page types the replica's value (`/** @type {import('./lane').Lane} */`) with
+//!   declarations generated from the Rust types, not re-typed by hand; the main example's are
+//!   `chord/examples/agent_lane/lane.d.ts`.
 //!
 #![cfg_attr(
     feature = "replica",
