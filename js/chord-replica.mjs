@@ -381,8 +381,8 @@ const shared = (path) => Object.freeze(path.slice());
 
 /**
  * Decodes a wire batch the caller parsed itself and holds nowhere else (the text of
- * `decodeText` and `Replica#applyWireText`, the events `sseTransport` parsed): it is
- * decoded in place, so that the decoded batch costs little beyond `JSON.parse`'s tree.
+ * `decodeText`, each op `Replica#applyWireText` parsed, the events `sseTransport` parsed):
+ * it is decoded in place, so that the decoded batch costs little beyond `JSON.parse`'s tree.
  */
 const IN_PLACE = Symbol('decode in place');
 
@@ -1155,7 +1155,7 @@ export class Replica {
    *   (`failed` stays `null`)
    */
   applyWireText(textBatch) {
-    return this.#applyText(String(textBatch), this.onChange !== null, undefined);
+    return this.#applyText(textBatch, this.onChange !== null, undefined);
   }
 
   /**
@@ -1214,9 +1214,9 @@ export class Replica {
       batch = ops = null;
       if (at <= DECODE) stream.poison();
     };
-    let isArray;
+    let isArray = false;
     try {
-      isArray = eachElement(text, (w, i) => {
+      isArray = typeof text === 'string' && eachElement(text, (w, i) => {
         // Each stage runs while no error of it or of a more serious stage has been seen.
         if (level <= NOT_BASE) return;
         if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(fail('ReplicaFailed'), NOT_BASE);
