@@ -1745,11 +1745,16 @@ export function durableStreamsTransport(client) {
  *   `done` rejects with it;
  * - every retried error (the network, 5xx, a batch that does not decode or apply) goes to
  *   `onError` with `stopped: false`;
- * - a throwing `onChange` (or `onEvent`) goes to `onError` with `source: 'onChange'`; the batch
- *   has applied, and following goes on from the next one (no restart from the base).
+ * - a throwing `onChange` (or `onEvent`, or a subscription's selector or listener) goes to
+ *   `onError` with `source: 'onChange'`; the batch has applied, and following goes on from
+ *   the next one (no restart from the base).
  * Without `onError`, each distinct message is printed once: retried ones with
  * `console.warn` (again after the stream has delivered since), the others with
  * `console.error`.
+ *
+ * The handle's `subscribe(selector, listener)` is the replica's (see `Replica#subscribe`).
+ * `onEvent`'s `batch` events carry the batch's decoded ops (kept only when there is an
+ * `onEvent`), whether it was a base batch, and the new value.
  *
  * @param {string | URL} url the stream's URL, e.g. `http://127.0.0.1:8080/streams/lanes/main`
  *   (in a browser, `/streams/lanes/main` resolves against the page's location)
@@ -1759,7 +1764,9 @@ export function durableStreamsTransport(client) {
  * @example
  * const replica = new Replica({ onChange: (value) => console.log(value) });
  * const follower = follow('http://127.0.0.1:8080/streams/lanes/main', { replica });
- * // later: follower.stop();
+ * // Called only when a batch changed the lane's status (values are copy on write):
+ * const unsubscribe = follower.subscribe((lane) => lane.status, (status) => console.log(status));
+ * // later: unsubscribe(); follower.stop();
  */
 export function follow(url, options = {}) {
   const href = streamUrl(url);
