@@ -83,6 +83,9 @@ struct Arrived {
 
 type Ledger = Arc<Mutex<Vec<Arrived>>>;
 
+/// What the read hook was asked, with the request's `Cookie` header.
+type Asked = (ReadKind, Option<String>);
+
 /// `app` with every request it is sent written down in `ledger`.
 fn recorded(app: Router, ledger: &Ledger) -> Router {
     let ledger = Arc::clone(ledger);
@@ -179,7 +182,7 @@ fn a_page_on_another_origin_reads_as_the_policy_and_the_read_hook_allow() {
         &closed_ledger,
     )));
     // The page's origin, with credentials; a read hook; a login setting the session cookie.
-    let seen: Arc<Mutex<Vec<(ReadKind, Option<String>)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<Asked>>> = Arc::default();
     let credentialed = {
         let cors = default_cors()
             .allow_origin(HeaderValue::from_str(&page_origin).unwrap())
