@@ -48,6 +48,7 @@ struct Everything {
     pair: (u8, String),
     #[chord(opaque)]
     color: Color,
+    aspect: Aspect,
     #[serde(serialize_with = "pixels")]
     #[chord(ts = "`${number}px`")]
     width: u32,
@@ -97,6 +98,17 @@ impl TypeScript for Color {
         decls.declare(concat!(module_path!(), "::Color"), "Color", |_| {
             TsType::raw("`#${string}`")
         })
+    }
+}
+
+/// Serialized as `"16:9"` by hand; declared by `#[chord(ts)]` on the type.
+#[derive(Tracked, Clone, Debug)]
+#[chord(opaque, ts = "`${number}:${number}`")]
+struct Aspect(u32, u32);
+
+impl Serialize for Aspect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}:{}", self.0, self.1))
     }
 }
 
@@ -408,6 +420,7 @@ prop_compose! {
     fn everything()(
         (plain_text, is_on, small, big, signed, wide, ratio, letter, maybe, sometimes, tags, hidden) in scalars(),
         (list, queue, by_name, hashed, set, unique, json, boxed, pair, color, width, written_by_function) in collections(),
+        aspect in any::<(u32, u32)>().prop_map(|(w, h)| Aspect(w, h)),
         meters in any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Meters),
         point in any::<(i32, i32)>().prop_map(|(x, y)| Point(x, y)),
         tree in tree(),
@@ -434,7 +447,7 @@ prop_compose! {
         Everything {
             plain_text, is_on, small, big, signed, wide, ratio, letter, maybe, sometimes, tags,
             hidden, list, queue, by_name, hashed, set, unique, json, boxed, pair, color, width,
-            written_by_function, nothing: Unit, meters, point, tree, external, internal,
+            written_by_function, aspect, nothing: Unit, meters, point, tree, external, internal,
             adjacent, untagged, status, tagged: Tagged { value }, renamed: Original { two_words },
             page, numbers, holder, unknowable,
         }
@@ -488,6 +501,7 @@ fn sample() -> Everything {
         color: Color(1, 2, 3),
         width: 12,
         written_by_function: 3,
+        aspect: Aspect(16, 9),
         nothing: Unit,
         meters: Meters(1.5),
         point: Point(1, 2),
@@ -600,6 +614,8 @@ fn tsc_refuses_values_of_the_wrong_variant_shape() {
         with("status", serde_json::json!("RunningTool")),
         // A number where the `#[chord(ts)]` type asks for a string.
         with("width", serde_json::json!(12)),
+        // Nor a string outside the type's own declaration.
+        with("aspect", serde_json::json!("16/9")),
         // An untagged unit variant is `null`, not its name.
         with("untagged", serde_json::json!("Unit")),
     ];
@@ -635,6 +651,7 @@ fn declarations_follow_serde_representations() {
         "/** A documented struct. */\nexport type Inner = {\n  /** A documented field. */\n  id: string;\n  count: number;\n};",
         "export type JsonValue =\n  | null\n  | boolean\n  | number\n  | string\n  | JsonValue[]\n  | { [key: string]: JsonValue };",
         "export type Color = `#${string}`;",
+        "export type Aspect = `${number}:${number}`;",
         "  width: `${number}px`;\n  writtenByFunction: unknown;\n",
         "  sometimes?: string;\n  tags?: string[];\n  list: Inner[];\n",
         "  hashed: { [key: string]: number | null };\n  set: number[];\n  unique: string[];\n  json: JsonValue;\n  boxed: Inner;\n  pair: [number, string];\n  color: Color;\n",
