@@ -345,6 +345,57 @@ mod tests {
         }
     }
 
+    /// The expansion for `source`, spaces removed.
+    fn expansion(source: &str) -> String {
+        let input: syn::DeriveInput = syn::parse_str(source).unwrap();
+        let cx = crate::attr::Ctxt::default();
+        let parsed = Input::from_syn(&cx, &input);
+        cx.finish().unwrap();
+        expand(&parsed).to_string().replace(' ', "")
+    }
+
+    #[test]
+    fn only_the_parameters_the_json_uses_are_declared_and_bounded() {
+        let out = expansion(
+            "struct Holder<T, U, V> { value: T, #[serde(skip)] cache: V,              #[serde(serialize_with = \"f\")] written: U }",
+        );
+        assert!(out.contains("&[\"T\"]"), "{out}");
+        assert!(
+            out.contains("T:::chord::__private::ts::TypeScript"),
+            "{out}"
+        );
+        for unused in ["U:::chord", "V:::chord", "\"U\"", "\"V\""] {
+            assert!(!out.contains(unused), "{unused} in {out}");
+        }
+        // The field's type with its placeholder; the one a function writes is `unknown`.
+        assert!(
+            out.contains("Probe::<::chord::__private::ts::TsParam<0usize>>"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Member::new(\"written\",::chord::__private::ts::TsType::unknown())"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn serde_names_and_representations_reach_the_expansion() {
+        let out = expansion(
+            "#[serde(tag = \"t\", content = \"c\", rename = \"Reply\", rename_all = \"kebab-case\")]              enum Answer { TextPart(String), #[serde(rename = \"end\")] Done }",
+        );
+        assert!(out.contains("EnumRepr::Adjacent(\"t\",\"c\")"), "{out}");
+        assert!(
+            out.contains("(\"text-part\",::chord::__private::ts::Fields::Newtype("),
+            "{out}"
+        );
+        assert!(
+            out.contains("(\"end\",::chord::__private::ts::Fields::Unit)"),
+            "{out}"
+        );
+        // Declared under serde's name, located by the Rust one.
+        assert!(out.contains("\"::\",\"Answer\"),\"Reply\""), "{out}");
+    }
+
     #[test]
     fn doc_comments_are_read_line_by_line() {
         let input: syn::DeriveInput =
