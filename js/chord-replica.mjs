@@ -613,38 +613,86 @@ function syntaxError(text, open, starts, at) {
  * and hands each parsed element to `visit(element, index)` before the next is read: the
  * batch is never held as one tree. Throws the `Json` error of the first syntax error
  * anywhere in the text, after visiting the elements before it.
+ *
+ * `read` turns an element's text into what `visit` gets (`JSON.parse` by default; it throws
+ * when the text is not JSON) and `syntax` makes the error thrown for a syntax error.
  * @returns {boolean} false when the text is not an array (nothing was visited)
  */
-function eachElement(text, visit) {
+function eachElement(text, visit, read = (element) => JSON.parse(element), syntax = syntaxError) {
   const open = skipSpace(text, 0);
   if (text.charCodeAt(open) !== 0x5b) return false;
   let i = open + 1;
   const close = skipSpace(text, i);
   if (text.charCodeAt(close) === 0x5d) {
-    if (skipSpace(text, close + 1) !== text.length) throw syntaxError(text, open, [], i);
+    if (skipSpace(text, close + 1) !== text.length) throw syntax(text, open, [], i);
     return true;
   }
   // The starts of the last few elements: enough to reach 64 characters back.
   const starts = [];
   for (let index = 0; ; index++) {
     const end = elementEnd(text, i);
-    if (end < 0) throw syntaxError(text, open, starts, i);
+    if (end < 0) throw syntax(text, open, starts, i);
     let element;
     try {
-      element = JSON.parse(text.slice(i, end));
+      element = read(text.slice(i, end));
     } catch {
-      throw syntaxError(text, open, starts, i);
+      throw syntax(text, open, starts, i);
     }
     starts.push(i);
     if (starts.length > 40) starts.splice(0, 8);
     visit(element, index);
     element = undefined;
     if (text.charCodeAt(end) === 0x5d) {
-      if (skipSpace(text, end + 1) !== text.length) throw syntaxError(text, open, starts, i);
+      if (skipSpace(text, end + 1) !== text.length) throw syntax(text, open, starts, i);
       return true;
     }
     i = end + 1;
   }
+}
+
+const NOT_JSON = Symbol('not JSON');
+
+/**
+ * Whether `text` is JSON, found without holding its tree when it is an array (one element
+ * parsed at a time, as `eachElement` reads a batch, nested arrays element by element).
+ */
+function isJson(text) {
+  try {
+    if (!eachElement(text, () => {}, undefined, () => NOT_JSON)) JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The batch texts of an SSE event's data (a JSON array of wire batches), each checked to be
+ * JSON, so that a syntax error anywhere in the event is found before any of its batches
+ * applies, as when the event is parsed whole; `null` when the data is not an array.
+ * @throws {ChordError} `Json`, with `JSON.parse`'s message for the whole data
+ */
+function batchTexts(data) {
+  const texts = [];
+  const read = (text) => {
+    if (!isJson(text)) throw NOT_JSON;
+    return text;
+  };
+  return eachElement(data, (text) => texts.push(text), read) ? texts : null;
+}
+
+/** Whether a batch text (known to be JSON) is a base batch: its first op is `r`, as `isBase`. */
+function isBaseText(text) {
+  let base = false;
+  const stop = Symbol('stop');
+  try {
+    eachElement(text, (op) => {
+      base = Array.isArray(op) && op[0] === 'r';
+      throw stop;
+    });
+  } catch (e) {
+    if (e !== stop) throw e;
+  }
+  return base;
 }
 
 // ---- the applier (chord/src/apply.rs) ----
@@ -1583,6 +1631,25 @@ export class EventParser {
   }
 }
 
+/** The texts of a chunk's batches, when its transport kept them as text. */
+const TEXTS = Symbol('batch texts');
+
+/**
+ * A chunk whose batches are texts: `follow` streams each into its replica; `messages`
+ * parses them for any other reader, when first asked.
+ */
+function textChunk(texts, offset) {
+  let parsed = null;
+  return {
+    get messages() {
+      parsed ??= texts.map((text) => JSON.parse(text));
+      return parsed;
+    },
+    offset,
+    [TEXTS]: texts,
+  };
+}
+
 /**
  * The default transport: `fetch` with `live=sse`, parsed here by an {@link EventParser}
  * (browsers and Node 18+). Yields each `data` event's messages together with the
@@ -1645,16 +1712,27 @@ export async function* sseTransport({
             throw new StreamEventError('BadOffset', `a control event's streamNextOffset is not an offset: ${shown}`);
           }
           let messages = [];
+          let texts = null;
           if (pending !== null) {
-            try {
-              messages = JSON.parse(pending);
-            } catch (e) {
-              throw fail('Json', { reason: e.message });
+            // An array of batches (what chord sends) is split into their texts, which a
+            // Replica streams op by op; anything else is parsed whole, as it cannot be read
+            // as batches.
+            texts = batchTexts(pending);
+            if (texts === null) {
+              try {
+                messages = JSON.parse(pending);
+              } catch (e) {
+                throw fail('Json', { reason: e.message });
+              }
             }
             pending = null;
           }
-          // The batches were parsed here and are held nowhere else: they decode in place.
-          yield { messages, offset: next, [IN_PLACE]: true };
+          if (texts === null) {
+            // The batches were parsed here and are held nowhere else: they decode in place.
+            yield { messages, offset: next, [IN_PLACE]: true };
+          } else {
+            yield textChunk(texts, next);
+          }
         }
       }
     }
@@ -1861,12 +1939,13 @@ export function follow(url, options = {}) {
    * Applies one batch, returning its decoded ops (kept only for an `onEvent`) and whether it
    * was a base batch; an error of `onChange` or a subscription is reported, not thrown.
    */
-  function applyOne(batch, inPlace) {
+  function applyOne(batch, inPlace, text) {
     let ops = null;
     let base = false;
     try {
       replica[IN_PLACE](batch, {
         inPlace,
+        text,
         wantOps: options.onEvent !== undefined,
         decoded: (decoded, isBaseBatch) => {
           ops = decoded;
@@ -1888,7 +1967,7 @@ export function follow(url, options = {}) {
     emit('open', { fresh, offset });
     let first = true;
     let delivered = false;
-    for await (const { messages, offset: next, [IN_PLACE]: inPlace } of transport({
+    for await (const chunk of transport({
       url: href,
       offset,
       signal,
@@ -1898,13 +1977,16 @@ export function follow(url, options = {}) {
         stats.bytes += n;
       },
     })) {
+      // Batches kept as text (the default transport's) stream into the replica op by op.
+      const { offset: next, [IN_PLACE]: inPlace, [TEXTS]: texts } = chunk;
+      const messages = texts ?? chunk.messages;
       for (const batch of messages) {
         if (fresh && first) {
-          if (!isBase(batch)) throw fail('NotBase');
+          if (!(texts ? isBaseText(batch) : isBase(batch))) throw fail('NotBase');
           replica.reset();
         }
         first = false;
-        const { ops, base } = applyOne(batch, inPlace === true);
+        const { ops, base } = applyOne(batch, inPlace === true, texts !== undefined);
         stats.batches += 1;
         if (base) stats.bases += 1;
         emit('batch', { batch: ops, base, value: replica.value });

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { MAX_WIRE_NESTING, Replica } from '../chord-replica.mjs';
+import { follow, MAX_WIRE_NESTING, Replica, sseTransport } from '../chord-replica.mjs';
 
 /** A small deterministic generator, so a failure replays exactly. */
 function rng(seed) {
@@ -209,4 +209,91 @@ test('nesting counts the batch and the op, as when the batch is checked whole', 
   }
   // A million levels: refused, no stack overflow.
   assert.throws(() => new Replica().applyWireText(`[["r",${deep(1_000_000)}]]`), (e) => e.kind === 'Json');
+});
+
+/** A `fetch` serving one SSE body per GET (the last one again when they run out). */
+function serving(bodies) {
+  let gets = 0;
+  return async (url, init = {}) => {
+    if (init.method === 'HEAD') return new Response(null, { status: 200, headers: { 'chord-base-offset': '-1' } });
+    gets += 1;
+    const body = bodies[Math.min(gets, bodies.length) - 1];
+    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  };
+}
+
+const sse = (name, data) => `event: ${name}\ndata: ${data}\n\n`;
+
+test('follow streams the default transport\'s batches op by op, never parsing an event or a batch whole', async () => {
+  const base = '[["r",{"xs":[],"t":""}],["#",0,["xs"]]]';
+  const ops = Array.from({ length: 200 }, (_, i) => `["p",0,${i},0,[${i}]]`).join(',');
+  const event = `[${base},[${ops},["a",["t"],"x"],["a","y"]]]`;
+  const body = sse('data', event) + sse('control', '{"streamNextOffset":"0000000000000002"}');
+  const parse = JSON.parse;
+  const parsed = [];
+  JSON.parse = function traced(text, ...rest) {
+    parsed.push(String(text));
+    return parse.call(this, text, ...rest);
+  };
+  const batches = [];
+  let follower;
+  try {
+    follower = follow('http://x/streams/s', {
+      fetch: serving([body]),
+      onEvent: (e) => e.type === 'batch' && batches.push(e.batch),
+      backoffMin: 1,
+      backoffMax: 2,
+    });
+    while (follower.offset === null) await new Promise((r) => setTimeout(r, 1));
+  } finally {
+    JSON.parse = parse;
+  }
+  follower.stop();
+  await follower.done;
+  assert.deepEqual(follower.replica.value, { xs: Array.from({ length: 200 }, (_, i) => i), t: 'xy' });
+  assert.equal(batches.length, 2);
+  assert.deepEqual(batches[1].at(-1), ['a', ['t'], 'y']);
+  const longest = Math.max(...parsed.filter((t) => !t.includes('streamNextOffset')).map((t) => t.length));
+  assert.ok(longest < 40, `the longest text parsed at once is ${longest} characters`);
+  assert.ok(!parsed.includes(event));
+});
+
+test('a syntax error anywhere in an event: none of its batches applies, and follow starts over', async () => {
+  const good = sse('data', '[[["r",{"n":0}]]]') + sse('control', '{"streamNextOffset":"0000000000000001"}');
+  const broken = sse('data', '[[["s",["n"],1]],[["s",["n"],2],]]') + sse('control', '{"streamNextOffset":"0000000000000003"}');
+  const seen = [];
+  const errors = [];
+  const replica = new Replica({ onChange: (v) => seen.push(v.n) });
+  const follower = follow('http://x/streams/s', {
+    fetch: serving([good + broken, good]),
+    replica,
+    backoffMin: 1,
+    backoffMax: 2,
+    onError: (error, info) => errors.push([error, info]),
+  });
+  while (errors.length === 0 || follower.stats.starts < 2) await new Promise((r) => setTimeout(r, 1));
+  follower.stop();
+  await follower.done;
+  const [error, info] = errors[0];
+  let expected;
+  try {
+    JSON.parse('[[["s",["n"],1]],[["s",["n"],2],]]');
+  } catch (e) {
+    expected = `invalid JSON: ${e.message}`;
+  }
+  assert.equal(error.kind, 'Json');
+  assert.equal(error.message, expected);
+  assert.equal(info.restart, true);
+  assert.equal(seen[0], 0);
+  assert.ok(!seen.includes(1), 'the first batch of the broken event never applied');
+});
+
+test('sseTransport\'s chunks still give their batches parsed, to any other reader', async () => {
+  const body = sse('data', '[[["r",1]],[["s",["a"],{"b":[1,"\\u00e9"]}]]]') + sse('control', '{"streamNextOffset":"0000000000000002"}');
+  const chunks = [];
+  for await (const chunk of sseTransport({ url: 'http://x/s', offset: '-1', fetch: serving([body, '']) })) chunks.push(chunk);
+  assert.equal(chunks.length, 1);
+  assert.deepEqual(chunks[0].messages, [[['r', 1]], [['s', ['a'], { b: [1, 'é'] }]]]);
+  assert.equal(chunks[0].messages, chunks[0].messages, 'parsed once');
+  assert.equal(chunks[0].offset, '0000000000000002');
 });
