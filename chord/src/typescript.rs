@@ -51,11 +51,13 @@
 //! JSON (it must, for its paths to be the JSON's), so the declared type is the one that
 //! chord's ops and `serde_json::to_value` produce, with no second derive on every type.
 //! [ts-rs](https://docs.rs/ts-rs) and [specta](https://docs.rs/specta) were the
-//! alternatives; both need their own derive beside `Tracked` on every type, and both differ
-//! from the JSON chord sends where it matters most: ts-rs by design declares a
-//! `skip_serializing_if` field as always present, and specta declares the union of what a
-//! type serializes to and what it deserializes from (`field?: T | null` where chord never
-//! sends `null`).
+//! alternatives; both need their own derive beside `Tracked` on every type (and a second
+//! reading of the serde attributes, which can disagree with the one chord's paths follow),
+//! and both differ from the JSON chord sends where a page notices: ts-rs, by design, declares
+//! a `skip_serializing_if` field as always present (unless it is also `#[serde(default)]`),
+//! and specta declares the union of what a type serializes to and what it deserializes from
+//! (`field?: T | null` for an `Option` chord never sends as `null`). Types the derive cannot
+//! see (a field of another crate's type) are the price: they are `unknown` unless named.
 //!
 //! # How Rust types are declared
 //!
