@@ -645,11 +645,20 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! - The default depth limit is 120, under serde_json's parser limit.
 //! - The string overlap probe finds rolling windows over repetitive text (a build log) that the
 //!   reference gives up on and sends whole.
+//! - A rolling window (a string that lost its front and grew at its end) is sent as one `s`
+//!   of the new string when that is smaller as JSON than `t` + `a`; the reference always
+//!   sends `t` + `a`, and its rolling-window scenarios expect them.
+//! - A change to an array element's place made through the array (an insert, a removal, a
+//!   `splice`) is sent as a `p`, with the items it inserts, where the reference's tracker may
+//!   send `["s", ["xs", 0], 9]` for the element; a plain assignment of an element is an `s`
+//!   in both. Both apply to the same array.
 //! - Encoded payloads match the reference byte for byte on every conformance vector, but not
-//!   always: floats are spelled as serde_json spells them (`1.0`, `-0.0`, `1e-6`, `1e+20`
-//!   where JavaScript writes `1`, `0`, `0.000001`, `100000000000000000000`): each parses to the
-//!   same number on both sides, and a Rust replica decodes exactly the `Value` the producer
-//!   serialized. Objects keep insertion order (serde_json's `preserve_order`), while a
+//!   always: by default floats are spelled as serde_json spells them (`1.0`, `-0.0`, `1e-6`,
+//!   `1e+20` where JavaScript writes `1`, `0`, `0.000001`, `100000000000000000000`): each
+//!   parses to the same number on both sides, and a Rust replica decodes exactly the `Value`
+//!   the producer serialized. An encoder set to [`wire::Numbers::JavaScript`] (and a
+//!   [`store::LogWriter`] set so) writes them as `JSON.stringify` does, checked against Node
+//!   on random floats. Objects keep insertion order (serde_json's `preserve_order`), while a
 //!   JavaScript object lists integer-like keys first: the members agree, `JSON.stringify` of a
 //!   JavaScript replica may order them differently.
 //!
@@ -666,7 +675,8 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `live` | `streams` + `replica` | |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
-//! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa and percent-encoding.
+//! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js and
+//! percent-encoding.
 //!
 //! # Map of the crate
 //!

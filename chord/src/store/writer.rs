@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use super::MAX_RECORD_BYTES;
 use super::{check, Address, CheckedBatch, Error, ReadOptions, Result, Store, BASE};
 use crate::error::ErrorKind;
+use crate::wire::Numbers;
 use crate::{is_base, Encoder, Op};
 
 /// When a stored value should get a new base batch, so that recovery's work is bounded by a
@@ -77,6 +78,8 @@ pub struct LogWriter<S: Store> {
     streams: HashMap<Address, Stream>,
     /// The longest record it appends, batch and tag: at most [`MAX_RECORD_BYTES`].
     bound: usize,
+    /// How its encoders spell numbers.
+    numbers: Numbers,
 }
 
 /// One address's encoder and where the checkpoint policy stands.
@@ -131,7 +134,17 @@ impl<S: Store> LogWriter<S> {
             policy,
             streams: HashMap::new(),
             bound: MAX_RECORD_BYTES,
+            numbers: Numbers::Serde,
         }
+    }
+
+    /// Spells the numbers of the records it writes as `numbers` says: [`Numbers::Serde`] by
+    /// default; [`Numbers::JavaScript`] writes records byte for byte as a JavaScript
+    /// producer would (see [`Numbers`] for what a Rust reader then decodes). Set it before the
+    /// first append.
+    pub fn numbers(mut self, numbers: Numbers) -> LogWriter<S> {
+        self.numbers = numbers;
+        self
     }
 
     /// Sets the longest record this writer appends (batch text and tag, in bytes):
@@ -210,7 +223,7 @@ impl<S: Store> LogWriter<S> {
         if !self.streams.contains_key(address) {
             let since = since_base(&self.store, address, self.policy)?;
             let stream = Stream {
-                encoder: Encoder::new(),
+                encoder: Encoder::new().numbers(self.numbers),
                 since,
             };
             self.streams.insert(address.clone(), stream);
@@ -305,7 +318,7 @@ impl<S: Store> LogWriter<S> {
                 bytes: 0,
             };
             let stream = Stream {
-                encoder: Encoder::new(),
+                encoder: Encoder::new().numbers(self.numbers),
                 since,
             };
             self.streams.insert(address.clone(), stream);

@@ -400,7 +400,8 @@ impl<T: Tracked> Tracker<T> {
     fn flush_base_into(&mut self, encoder: &mut Encoder, out: &mut Vec<u8>) -> Result<usize> {
         let start = out.len();
         out.extend_from_slice(b"[[\"r\",");
-        out::write_checked(out, &self.value, Path::root).inspect_err(|_| out.truncate(start))?;
+        out::write_checked(out, &self.value, encoder.numbers, Path::root)
+            .inspect_err(|_| out.truncate(start))?;
         out.extend_from_slice(b"]]");
         let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
         if self.js_safe && seen != self.unsafe_seen {

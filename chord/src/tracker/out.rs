@@ -15,6 +15,7 @@ use crate::path::{Path, Seg};
 use crate::tracker::check;
 use crate::tracker::Trail;
 use crate::wire::table::{write_last_str, write_uint, CachedCell};
+use crate::wire::Numbers;
 use crate::Encoder;
 
 /// The destination of one flush. Not a public API (the derive's generated code passes it on).
@@ -91,7 +92,8 @@ impl<'a> Out<'a> {
                 // (No `Op`: its path would be a copy of the trail's segments.)
                 enc.head(buf, 's', path, None);
                 buf.push(b',');
-                let _ = serde_json::to_writer(&mut **buf, &value); // (a `Value` always serializes)
+                // (A `Value` always serializes.)
+                let _ = crate::wire::write_json(buf, &value, enc.numbers);
                 buf.push(b']');
             }
             _ => self.push(match path.non_empty() {
@@ -167,7 +169,8 @@ impl<'a> Out<'a> {
                     if i > 0 {
                         buf.push(b',');
                     }
-                    write_checked(buf, item, || path.to_path().child(Seg::Index(at)).into())?;
+                    let at = || path.to_path().child(Seg::Index(at)).into();
+                    write_checked(buf, item, enc.numbers, at)?;
                 }
                 buf.extend_from_slice(b"]]");
             }
@@ -181,10 +184,11 @@ impl<'a> Out<'a> {
 pub(crate) fn write_checked<T: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     value: &T,
+    numbers: Numbers,
     at: impl Fn() -> Path,
 ) -> Result<()> {
     let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(at());
     check::check(value).map_err(|e| fail(e.0))?;
-    serde_json::to_writer(&mut *buf, value).map_err(|e| fail(e.to_string()))?;
+    crate::wire::write_json(buf, value, numbers).map_err(|e| fail(e.to_string()))?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use crate::path::{Path, Seg};
 use crate::wire::op::{PathRef, WireOp};
 
 use crate::wire::table::{write_last_str, write_path, write_uint, CachedCell, Form, Table};
+use crate::wire::Numbers;
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,
 /// per stored value): ids it defines are only meaningful to a decoder that saw them.
@@ -33,6 +34,8 @@ use crate::wire::table::{write_last_str, write_path, write_uint, CachedCell, For
 #[derive(Debug, Default)]
 pub struct Encoder {
     pub(crate) table: Table,
+    /// How the values' numbers are spelled.
+    pub(crate) numbers: Numbers,
 }
 
 /// One encoded batch, borrowing the ops it was made from. Serialize it (it implements
@@ -41,6 +44,7 @@ pub struct Encoder {
 #[derive(Debug)]
 pub struct WireBatch<'a> {
     items: Vec<Item<'a>>,
+    numbers: Numbers,
 }
 
 #[derive(Debug)]
@@ -53,6 +57,15 @@ impl Encoder {
     /// A fresh encoder with an empty id table.
     pub fn new() -> Encoder {
         Encoder::default()
+    }
+
+    /// The same encoder, spelling the numbers of the values it writes as `numbers` says
+    /// ([`Numbers::Serde`] unless told otherwise). Applies to [`encode_into`](Encoder::encode_into),
+    /// [`WireBatch::to_json`] and a tracker's [`flush_into`](crate::Tracker::flush_into); a
+    /// [`WireBatch`] serialized through serde is spelled by the serializer given.
+    pub fn numbers(mut self, numbers: Numbers) -> Encoder {
+        self.numbers = numbers;
+        self
     }
 
     /// Forgets every id, as an `r` does.
@@ -81,7 +94,10 @@ impl Encoder {
             };
             items.push(Item::Op(op, form));
         }
-        WireBatch { items }
+        WireBatch {
+            items,
+            numbers: self.numbers,
+        }
     }
 
     /// Encodes the next batch of the stream straight into `out` as wire JSON text (the same
@@ -119,7 +135,7 @@ impl Encoder {
                 write_head(out, op.verb(), Form::Inline, &[]);
             }
         }
-        write_args(out, op);
+        write_args(out, op, self.numbers);
     }
 
     /// An op's opening through the table: its path's definition first when this op makes
@@ -208,9 +224,9 @@ fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
 }
 
 /// An op's arguments after its path, and its closing bracket.
-fn write_args(out: &mut Vec<u8>, op: &Op) {
+fn write_args(out: &mut Vec<u8>, op: &Op, numbers: Numbers) {
     match op {
-        Op::Replace(v) | Op::Set(_, v) => write_value(out, v),
+        Op::Replace(v) | Op::Set(_, v) => write_value(out, v, numbers),
         Op::Delete(_) => {}
         Op::Append(_, text) => return write_last_str(out, text),
         Op::Truncate(_, n) => {
@@ -228,22 +244,22 @@ fn write_args(out: &mut Vec<u8>, op: &Op) {
             out.push(b',');
             write_uint(out, *remove as u64);
             out.push(b',');
-            write_json(out, items);
+            write_json(out, items, numbers);
         }
     }
     out.push(b']');
 }
 
 /// `,` and a value's JSON.
-fn write_value(out: &mut Vec<u8>, v: &serde_json::Value) {
+fn write_value(out: &mut Vec<u8>, v: &serde_json::Value, numbers: Numbers) {
     out.push(b',');
-    write_json(out, v);
+    write_json(out, v, numbers);
 }
 
 /// Any serializable value as JSON. Values that reach here were checked (or are `Value`s,
 /// which always serialize), so the error cannot occur.
-fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
-    let _ = serde_json::to_writer(&mut *out, v);
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T, numbers: Numbers) {
+    let _ = crate::wire::write_json(out, v, numbers);
 }
 
 impl WireBatch<'_> {
@@ -271,7 +287,7 @@ impl WireBatch<'_> {
                         }
                     };
                     write_head(&mut out, op.verb(), form, &key);
-                    write_args(&mut out, op);
+                    write_args(&mut out, op, self.numbers);
                 }
             }
         }

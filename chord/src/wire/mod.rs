@@ -39,6 +39,7 @@ pub(crate) mod de;
 mod decoder;
 pub(crate) mod encoder;
 pub(crate) mod grammar;
+mod numbers;
 pub(crate) mod op;
 pub(crate) mod table;
 
@@ -58,4 +59,6 @@ pub const MAX_ID_PATH_UNITS: usize = 256;
 
 pub use decoder::{Applied, Decoder};
 pub use encoder::{Encoder, WireBatch};
+pub use numbers::Numbers;
+pub(crate) use numbers::write_json;
 pub use op::{PathRef, WireOp};
