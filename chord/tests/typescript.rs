@@ -1,7 +1,8 @@
 //! The TypeScript declarations `chord::typescript` generates, checked by the TypeScript
 //! compiler against the JSON serde_json writes: random values of types that cover every field
 //! kind and enum representation must be accepted, and a value with a Rust field name in place
-//! of its serde name, or without a required member, refused at its line.
+//! of its serde name, or without a required member, refused at its line; and random type
+//! expressions, as `TsType` lays them out, mean what a fully parenthesised spelling means.
 //!
 //! The compiler is the repository's pinned one (`js/node_modules/.bin/tsc`, installed by
 //! `scripts/test`); without it the tsc tests print `SKIPPED ...`, and fail under `CI=true`.
@@ -245,8 +246,13 @@ fn tsc(test: &str) -> Option<PathBuf> {
 /// What tsc said about `values` (TypeScript importing the declarations of `T` from
 /// `./types`): `Ok` when it accepted, else its diagnostics.
 fn check<T: TypeScript + ?Sized>(tsc: &Path, values: &str) -> Result<(), String> {
+    check_files(tsc, &declarations::<T>().unwrap(), values)
+}
+
+/// What tsc said about `values` importing the declarations `types` from `./types`.
+fn check_files(tsc: &Path, types: &str, values: &str) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("types.d.ts"), declarations::<T>().unwrap()).unwrap();
+    std::fs::write(dir.path().join("types.d.ts"), types).unwrap();
     std::fs::write(dir.path().join("values.ts"), values).unwrap();
     let config = serde_json::json!({
         "compilerOptions": {
@@ -703,4 +709,140 @@ fn two_types_named_alike_are_refused() {
         message.contains("a::Lane") && message.contains("b::Lane"),
         "{message}"
     );
+}
+
+// ---- The layout of type expressions: the fewest parentheses, the same types. ----
+
+/// A type expression, built both through `TsType` and by the fully parenthesised reference
+/// printer below.
+#[derive(Clone, Debug)]
+enum Expr {
+    Keyword(&'static str),
+    Literal(String),
+    Raw(&'static str),
+    Array(Box<Expr>),
+    Tuple(Vec<Expr>),
+    Object(Vec<(String, bool, Expr)>),
+    Map(Box<Expr>),
+    Nullable(Box<Expr>),
+    Union(Vec<Expr>),
+    Intersection(Vec<Expr>),
+}
+
+impl Expr {
+    fn ts(&self) -> TsType {
+        use chord::typescript::Member;
+        match self {
+            Expr::Keyword("string") => TsType::string(),
+            Expr::Keyword("number") => TsType::number(),
+            Expr::Keyword("boolean") => TsType::boolean(),
+            Expr::Keyword(_) => TsType::null(),
+            Expr::Literal(s) => TsType::literal(s.clone()),
+            Expr::Raw(s) => TsType::raw(*s),
+            Expr::Array(e) => TsType::array(e.ts()),
+            Expr::Tuple(es) => TsType::tuple(es.iter().map(Expr::ts).collect()),
+            Expr::Object(ms) => TsType::object(
+                ms.iter()
+                    .map(|(name, optional, e)| {
+                        let m = Member::new(name.clone(), e.ts());
+                        if *optional {
+                            m.optional()
+                        } else {
+                            m
+                        }
+                    })
+                    .collect(),
+            ),
+            Expr::Map(e) => TsType::map(e.ts()),
+            Expr::Nullable(e) => TsType::nullable(e.ts()),
+            Expr::Union(es) => TsType::union(es.iter().map(Expr::ts).collect()),
+            Expr::Intersection(es) => TsType::intersection(es.iter().map(Expr::ts).collect()),
+        }
+    }
+
+    /// Every compound written inside parentheses: no precedence to get wrong.
+    fn reference(&self) -> String {
+        let all = |es: &[Expr], sep: &str| {
+            es.iter()
+                .map(|e| format!("({})", e.reference()))
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        match self {
+            Expr::Keyword(k) => (*k).to_owned(),
+            Expr::Literal(s) => serde_json::to_string(s).unwrap(),
+            Expr::Raw(s) => (*s).to_owned(),
+            Expr::Array(e) => format!("Array<{}>", e.reference()),
+            Expr::Tuple(es) => format!("[{}]", all(es, ", ")),
+            Expr::Object(ms) => {
+                let members: Vec<String> = ms
+                    .iter()
+                    .map(|(name, optional, e)| {
+                        format!(
+                            "{}{}: ({})",
+                            serde_json::to_string(name).unwrap(),
+                            if *optional { "?" } else { "" },
+                            e.reference()
+                        )
+                    })
+                    .collect();
+                format!("{{ {} }}", members.join("; "))
+            }
+            Expr::Map(e) => format!("{{ [key: string]: ({}) }}", e.reference()),
+            Expr::Nullable(e) => format!("({}) | null", e.reference()),
+            Expr::Union(es) => all(es, " | "),
+            Expr::Intersection(es) => all(es, " & "),
+        }
+    }
+}
+
+fn expr() -> impl Strategy<Value = Expr> {
+    let leaf = prop_oneof![
+        prop::sample::select(vec!["string", "number", "boolean", "null"]).prop_map(Expr::Keyword),
+        "[a-z-]{1,3}".prop_map(Expr::Literal),
+        prop::sample::select(vec!["`x${number}`", "Date", "() => void"]).prop_map(Expr::Raw),
+    ];
+    leaf.prop_recursive(4, 24, 3, |inner| {
+        let member = ("[a-z_-]{1,4}", any::<bool>(), inner.clone());
+        prop_oneof![
+            inner.clone().prop_map(|e| Expr::Array(Box::new(e))),
+            prop::collection::vec(inner.clone(), 1..3).prop_map(Expr::Tuple),
+            prop::collection::vec(member, 1..3).prop_map(Expr::Object),
+            inner.clone().prop_map(|e| Expr::Map(Box::new(e))),
+            inner.clone().prop_map(|e| Expr::Nullable(Box::new(e))),
+            prop::collection::vec(inner.clone(), 2..4).prop_map(Expr::Union),
+            prop::collection::vec(inner, 2..4).prop_map(Expr::Intersection),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3, max_shrink_iters: 16, ..ProptestConfig::default() })]
+
+    /// What `chord::typescript` writes, on one line or over several, is the type the fully
+    /// parenthesised reference writes: tsc finds each assignable to the other.
+    #[test]
+    fn layout_keeps_the_meaning_of_every_expression(exprs in prop::collection::vec(expr(), 32..48)) {
+        let Some(tsc) = tsc("layout_keeps_the_meaning_of_every_expression") else { return Ok(()) };
+        let mut decls = Declarations::new();
+        let mut values = String::from(
+            "import type * as T from \"./types\";\n\
+             type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;\n",
+        );
+        for (i, e) in exprs.iter().enumerate() {
+            let name = format!("X{i}");
+            let ty = e.ts();
+            let _ = decls.declare(&format!("layout::{name}"), &name, |_| ty.clone());
+            values.push_str(&format!(
+                "type R{i} = {};\nexport const same{i}: Same<T.{name}, R{i}> = true;\n\
+                 export const inline{i}: Same<{}, R{i}> = true;\n",
+                e.reference(),
+                ty.inline(),
+            ));
+        }
+        let types = decls.to_file().unwrap();
+        if let Err(diagnostics) = check_files(&tsc, &types, &values) {
+            prop_assert!(false, "{diagnostics}\n--- types.d.ts:\n{types}\n--- values.ts:\n{values}");
+        }
+    }
 }
