@@ -20,6 +20,10 @@
 //! HTTP, checked against the producer. `-- --serve` keeps the server running with the agent
 //! looping slowly, for a browser or a JavaScript replica, and prints its URL; `-- --port N`
 //! (or `CHORD_PORT=N`) picks the port, an ephemeral one by default.
+//!
+//! `-- --types PATH` writes the TypeScript declarations of the lane's JSON (what a replica's
+//! value is) to PATH and exits: `agent_lane/lane.d.ts` is that file, checked in, and
+//! `chord/tests/typescript.rs` fails when it is not what the types declare now.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -82,6 +86,12 @@ struct Usage {
     output_tokens: u64,
 }
 
+/// The TypeScript declarations of the lane's JSON: `--types` writes them, and
+/// `agent_lane/lane.d.ts` holds them.
+pub(crate) fn lane_declarations() -> Result<String, chord::typescript::Error> {
+    chord::typescript::declarations::<LaneView>()
+}
+
 /// How many bytes of tool output the lane keeps.
 const WINDOW: usize = 2048;
 
@@ -104,6 +114,7 @@ fn log_size(store: &LaneStore) -> (usize, u64) {
 /// The flags, as `--help` prints them.
 const USAGE: &str = "\
 usage: agent_lane [--quiet | --wire] [--log PATH] [--serve] [--port N]
+       agent_lane --types PATH
 
   --quiet      print the summary only, not each batch
   --wire       print each batch's wire text too (the JSON a replica receives)
@@ -113,6 +124,8 @@ usage: agent_lane [--quiet | --wire] [--log PATH] [--serve] [--port N]
                seconds; prints the page's and the stream's URL (needs --features live)
   --port N     the port to serve on (default: $CHORD_PORT, else a free one; needs
                --features live)
+  --types PATH write the TypeScript declarations of the lane's JSON to PATH and exit
+               (chord/examples/agent_lane/lane.d.ts is that file)
   -h, --help   print this";
 
 /// What each flush prints.
@@ -133,6 +146,7 @@ pub(crate) struct Args {
     pub(crate) log: Option<PathBuf>,
     pub(crate) serve: bool,
     pub(crate) port: Option<u16>,
+    pub(crate) types: Option<PathBuf>,
 }
 
 impl Args {
@@ -147,6 +161,7 @@ impl Args {
             log: None,
             serve: false,
             port: None,
+            types: None,
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -154,6 +169,10 @@ impl Args {
                 "--quiet" => parsed.output = Output::Quiet,
                 "--wire" => parsed.output = Output::Wire,
                 "--serve" => parsed.serve = true,
+                "--types" => match args.next() {
+                    Some(path) => parsed.types = Some(PathBuf::from(path)),
+                    None => return Err(wrong("--types needs a path".into())),
+                },
                 "--log" => match args.next() {
                     Some(path) => parsed.log = Some(PathBuf::from(path)),
                     None => return Err(wrong("--log needs a path".into())),
@@ -383,6 +402,11 @@ fn main() -> std::process::ExitCode {
 
 /// The demo: the agent's turn, checked, then the summary (with `live`, also served).
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(path) = &args.types {
+        std::fs::write(path, lane_declarations()?)?;
+        println!("wrote the TypeScript declarations of the lane to {}", path.display());
+        return Ok(());
+    }
     let log_file = LogFile::new(args.log.clone())?;
     let s = Stream::new(args.output, log_file)?;
     s.legend();

@@ -124,7 +124,7 @@
 //! # Writing the file
 //!
 //! The declarations depend on the application's types, so the application writes them: a
-//! flag of its own (the repository's main example, `agent_lane`, is meant to take
+//! flag of its own (the repository's main example, `agent_lane`, takes
 //! `--types PATH`), a build script, or a test that compares the checked-in file with
 //! [`declarations`] so that it never drifts:
 //!
