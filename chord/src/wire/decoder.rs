@@ -412,6 +412,7 @@ mod tests {
         // decoder follows every redefinition and its table stays within the bound.
         let mut enc = Encoder {
             table: crate::wire::table::Table::with_limit(8),
+            numbers: crate::wire::Numbers::Serde,
         };
         let dec = round_trip(&mut enc, 64, 4);
         assert_eq!(enc.table.ids(), 8);
