@@ -19,7 +19,6 @@
 //! Chromium is Debian's `chromium` (or `$CHROMIUM`); without it the test prints a
 //! `SKIPPED` line, and fails under `CI=true`.
 
-
 #[path = "support/browser.rs"]
 mod browser;
 
