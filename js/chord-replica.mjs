@@ -746,6 +746,25 @@ function copyJson(value, depth, limits) {
 }
 
 /**
+ * A value parsed by `JSON.parse` and checked by `checkWireJson`, held nowhere else, taken as
+ * it is after checking the depth limit (`JSON.parse` makes plain objects with own keys, a
+ * `"__proto__"` key included, and the check refused numbers out of range): no copy, so a
+ * large value costs its tree once. Iterative, as `copyJson`.
+ */
+function adoptJson(value, depth, limits) {
+  if (typeof value !== 'object' || value === null) return value;
+  const stack = [value, depth + 1];
+  while (stack.length > 0) {
+    const d = stack.pop();
+    const node = stack.pop();
+    if (d > limits.maxDepth) throw fail('LimitExceeded', { limit: 'max_depth', max: limits.maxDepth });
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const c of children) if (typeof c === 'object' && c !== null) stack.push(c, d + 1);
+  }
+  return value;
+}
+
+/**
  * Replaces `remove` elements at `index` with `inserted`, in place, without spreading
  * arguments. The tail moves only when the length changes, so this costs what the work
  * budget charges a `p`.
@@ -823,9 +842,17 @@ const shallowCopy = (node) => (Array.isArray(node) ? node.slice() : { ...node })
  * lengths of long strings appended to.
  */
 class Batch {
-  constructor(limits, root) {
+  /**
+   * @param {typeof DEFAULT_LIMITS} limits
+   * @param {unknown} root the value before the batch
+   * @param {boolean} [adopt] whether the ops' values were parsed for this batch alone and are
+   *   held nowhere else (a streamed text whose ops nobody is given), so that they become part
+   *   of the value as they are; otherwise they are copied in
+   */
+  constructor(limits, root, adopt = false) {
     this.limits = limits;
     this.root = root;
+    this.adopt = adopt;
     /** @type {WeakSet<object>} the containers this batch copied, which it may write into */
     this.owned = new WeakSet();
     /**
@@ -839,6 +866,11 @@ class Batch {
     this.ordered = new WeakSet();
     /** @type {WeakMap<object, Map<string|number, [string, number]>>} parent -> last -> [string, UTF-8 length] */
     this.bytes = new WeakMap();
+  }
+
+  /** An op's value placed `depth` containers deep, as the value will hold it. */
+  take(value, depth) {
+    return this.adopt ? adoptJson(value, depth, this.limits) : copyJson(value, depth, this.limits);
   }
 
   /** Adds `units` of work; over `maxWork` is a `LimitExceeded` error. */
@@ -912,7 +944,7 @@ function step(batch, op) {
   const { limits } = batch;
   const verb = op[0];
   if (verb === 'r') {
-    batch.root = copyJson(op[1], 0, limits);
+    batch.root = batch.take(op[1], 0);
     return;
   }
   const root = batch.root;
@@ -922,7 +954,7 @@ function step(batch, op) {
   const last = path[depth];
   batch.spend(walkCost(path));
   if (verb === 's') {
-    const value = copyJson(op[2], path.length, limits);
+    const value = batch.take(op[2], path.length);
     const parent = walk(root, path, depth);
     if (Array.isArray(parent)) {
       const i = indexOf(last, parent.length);
@@ -1010,7 +1042,7 @@ function step(batch, op) {
     run.key = key;
     run.appends = appends;
   } else {
-    const inserted = op[4].map((item) => copyJson(item, path.length + 1, limits));
+    const inserted = op[4].map((item) => batch.take(item, path.length + 1));
     const arr = walk(root, path, path.length);
     if (!Array.isArray(arr)) throw fail('NotAnArray', { found: jsonType(arr) });
     const index = Math.min(op[2], arr.length);
@@ -1249,7 +1281,9 @@ export class Replica {
     const failed = this.#failed !== null;
     const decoder = failed ? createDecoder() : this.#decoder;
     const stream = decoder[STREAM]();
-    let batch = new Batch({ ...DEFAULT_LIMITS, ...this.limits }, failed ? undefined : this.#value);
+    // Without anyone to give the ops to, their values (parsed here, one op at a time) become
+    // part of the value as they are.
+    let batch = new Batch({ ...DEFAULT_LIMITS, ...this.limits }, failed ? undefined : this.#value, !wantOps);
     let ops = wantOps ? [] : null;
     let level = NONE;
     let error = null;
