@@ -297,3 +297,36 @@ test('sseTransport\'s chunks still give their batches parsed, to any other reade
   assert.equal(chunks[0].messages, chunks[0].messages, 'parsed once');
   assert.equal(chunks[0].offset, '0000000000000002');
 });
+
+test('values a streamed batch takes as parsed: depth limit, "__proto__" keys, no prototype reached', () => {
+  for (const [text, kind] of [
+    ['[["r",{"a":{"b":{"c":1}}}]]', 'ok'],
+    ['[["r",{"a":{"b":{"c":[]}}}]]', 'LimitExceeded'],
+    ['[["r",{"a":{}}],["s",["a","b"],{"c":1}]]', 'ok'],
+    ['[["r",{"a":{}}],["s",["a","b"],{"c":{}}]]', 'LimitExceeded'],
+    ['[["r",{"xs":[]}],["p",["xs"],0,0,[[1]]]]', 'ok'],
+    ['[["r",{"xs":[]}],["p",["xs"],0,0,[[[1]]]]]', 'LimitExceeded'],
+  ]) {
+    // Streamed with no onChange (values taken as parsed) and with one (values copied): alike.
+    for (const onChange of [undefined, () => {}]) {
+      const replica = new Replica({ limits: { maxDepth: 3 }, onChange });
+      let got = 'ok';
+      try {
+        replica.applyWireText(text);
+      } catch (e) {
+        got = e.kind;
+      }
+      assert.equal(got, kind, `${text} ${onChange ? 'with' : 'without'} onChange`);
+    }
+  }
+  const replica = new Replica();
+  replica.applyWireText('[["r",{"v":{"__proto__":{"polluted":true}},"xs":[]}],["p",["xs"],0,0,[{"__proto__":[1]}]]]');
+  for (const o of [replica.value.v, replica.value.xs[0]]) {
+    assert.ok(Object.hasOwn(o, '__proto__'));
+    assert.equal(Object.getPrototypeOf(o), Object.prototype);
+  }
+  assert.equal(({}).polluted, undefined);
+  replica.applyWireText('[["s",["v","x"],1]]');
+  assert.ok(Object.hasOwn(replica.value.v, '__proto__'), 'a copied object keeps the key');
+  assert.equal(({}).polluted, undefined);
+});
