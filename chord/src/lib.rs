@@ -173,6 +173,16 @@
 //!   change chord does not model (`sort`, `rotate_left`, a method of your own) marks the location
 //!   reassigned: its JSON is taken once, and the flush sends the difference from the accepted
 //!   value, by [`diff`]'s rules. [`Tracker::edit`] does the same for the whole value.
+//! - **Write helpers on the proxy types.** A helper written for plain Rust,
+//!   `fn log(buf: &mut VecDeque<String>, line: &str)`, compiles when given a field (through
+//!   `DerefMut`) and takes that fallback: the whole deque is serialized and diffed at each
+//!   flush, and its batch may be larger than the ops. The same helper on the proxy type,
+//!   `fn log(buf: &mut DequeProxy<'_, String>, line: &str)`, has the same methods and records
+//!   a push and a pop. The fallback stays implicit (any std API keeps working, and the batch is
+//!   still exact), but it is visible: [`Tracker::fallbacks`] counts each container flushed this
+//!   way by path, with the bytes its ops took, and each is a `tracing` event at `DEBUG`
+//!   (target `chord::fallback`). An intended whole reassignment is [`proxy::VecProxy::set`],
+//!   [`proxy::DequeProxy::set`] or [`proxy::MapProxy::set`], which are not counted.
 //! - **The flush works from a dirty tree**, not a log of mutations: repeated writes collapse, an
 //!   op a later reassignment overwrites is never sent, a deeply equal reassignment sends
 //!   nothing. There is no baseline copy of the state. Ops come out field by field, in
@@ -675,7 +685,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `live` | `streams` + `replica` | |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
-//! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js and
+//! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
 //! percent-encoding.
 //!
 //! # Map of the crate
@@ -719,7 +729,7 @@ pub use crate::error::{Category, Error, ErrorKind, Result};
 pub use crate::op::{display_batch, is_base, utf16_len, Op};
 pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
 pub use crate::tracker::js_safe::MAX_SAFE_INTEGER;
-pub use crate::tracker::{track, Proxy, Tracked, Tracker};
+pub use crate::tracker::{track, Fallbacks, Proxy, Tracked, Tracker, FALLBACK_PATHS};
 pub use crate::validate::{batch_from_value, parse_batch};
 pub use crate::wire::{
     Applied, Decoder, Encoder, PathRef, WireBatch, WireOp, MAX_IDS, MAX_ID_PATH_UNITS,

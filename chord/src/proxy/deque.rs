@@ -4,7 +4,7 @@ use std::ops::{Deref, DerefMut, RangeBounds};
 
 use crate::error::Result;
 use crate::proxy::vec::range;
-use crate::tracker::Out;
+use crate::tracker::{fallback, Out};
 use crate::tracker::{seq, Cx, Node, Tracked, Trail};
 
 /// The proxy of a `VecDeque<T>` (a JSON array), with `VecDeque`'s methods: `push_back`,
@@ -173,6 +173,7 @@ impl<T: Tracked> DerefMut for DequeProxy<'_, T> {
     fn deref_mut(&mut self) -> &mut VecDeque<T> {
         if let Some(node) = self.cx.node.as_deref_mut() {
             node.assign_tracked(&*self.v);
+            fallback::fell_back(Some(node));
         }
         self.v
     }
@@ -205,7 +206,9 @@ impl<T: Tracked> Tracked for VecDeque<T> {
     }
 
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
-        seq::flush(self, node, path, out)
+        fallback::flush_counted(node, path, out, |node, path, out| {
+            seq::flush(self, node, path, out)
+        })
     }
 
     fn __assign<'a>(proxy: &mut DequeProxy<'a, T>, value: Self)

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::path::{Seg, RESERVED};
-use crate::tracker::Out;
+use crate::tracker::{fallback, Out};
 use crate::tracker::{
     flush_assigned, flush_reassigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked,
     Trail,
@@ -290,6 +290,7 @@ impl<M: MapLike> DerefMut for MapProxy<'_, M> {
     fn deref_mut(&mut self) -> &mut M {
         if let Some(node) = self.cx.node.as_deref_mut() {
             node.assign_tracked(&*self.m);
+            fallback::fell_back(Some(node));
         }
         self.m
     }
@@ -345,7 +346,9 @@ impl<V: Tracked> Tracked for BTreeMap<String, V> {
         MapProxy::new(self, cx)
     }
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
-        flush(self, node, path, out)
+        fallback::flush_counted(node, path, out, |node, path, out| {
+            flush(self, node, path, out)
+        })
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
     where
@@ -365,7 +368,9 @@ impl<V: Tracked, S: BuildHasher> Tracked for HashMap<String, V, S> {
         MapProxy::new(self, cx)
     }
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
-        flush(self, node, path, out)
+        fallback::flush_counted(node, path, out, |node, path, out| {
+            flush(self, node, path, out)
+        })
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
     where
@@ -381,7 +386,9 @@ impl Tracked for serde_json::Map<String, Value> {
         MapProxy::new(self, cx)
     }
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
-        flush(self, node, path, out)
+        fallback::flush_counted(node, path, out, |node, path, out| {
+            flush(self, node, path, out)
+        })
     }
     fn __assign<'a>(proxy: &mut MapProxy<'a, Self>, value: Self)
     where

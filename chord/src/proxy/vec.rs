@@ -2,7 +2,7 @@ use std::fmt;
 use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 
 use crate::error::Result;
-use crate::tracker::Out;
+use crate::tracker::{fallback, Out};
 use crate::tracker::{seq, Cx, Node, Tracked, Trail};
 
 /// The proxy of a `Vec<T>`, with `Vec`'s methods. Every structural change is recorded as a
@@ -364,6 +364,7 @@ impl<T: Tracked> DerefMut for VecProxy<'_, T> {
     fn deref_mut(&mut self) -> &mut Vec<T> {
         if let Some(node) = self.cx.node.as_deref_mut() {
             node.assign_tracked(&*self.v);
+            fallback::fell_back(Some(node));
         }
         self.v
     }
@@ -417,7 +418,9 @@ impl<T: Tracked> Tracked for Vec<T> {
     }
 
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
-        seq::flush(self.as_slice(), node, path, out)
+        fallback::flush_counted(node, path, out, |node, path, out| {
+            seq::flush(self.as_slice(), node, path, out)
+        })
     }
 
     fn __assign<'a>(proxy: &mut VecProxy<'a, T>, value: Self)

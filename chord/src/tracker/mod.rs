@@ -4,6 +4,7 @@ mod check;
 pub(crate) mod compact;
 mod cx;
 mod edit;
+pub(crate) mod fallback;
 pub(crate) mod js_safe;
 mod node;
 mod out;
@@ -23,6 +24,7 @@ use crate::path::{Path, Seg};
 use crate::Encoder;
 
 pub use cx::{Cx, Fields};
+pub use fallback::{Fallbacks, FALLBACK_PATHS};
 pub use node::Node;
 pub(crate) use node::{flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State};
 pub use out::Out;
@@ -104,6 +106,8 @@ pub struct Tracker<T> {
     /// The path a flush walk extends and shortens, kept (empty) between flushes so that its
     /// segments' allocation is reused.
     path: Trail,
+    /// The whole-value fallbacks its flushes wrote.
+    fallbacks: Fallbacks,
 }
 
 impl<T: Tracked> Tracker<T> {
@@ -116,6 +120,7 @@ impl<T: Tracked> Tracker<T> {
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
             path: Trail::with_capacity(8),
+            fallbacks: Fallbacks::default(),
         }
     }
 
@@ -134,6 +139,7 @@ impl<T: Tracked> Tracker<T> {
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
             path: Trail::with_capacity(8),
+            fallbacks: Fallbacks::default(),
         }
     }
 
@@ -162,6 +168,7 @@ impl<T: Tracked> Tracker<T> {
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
             path: Trail::with_capacity(8),
+            fallbacks: Fallbacks::default(),
         }
     }
 
@@ -264,19 +271,22 @@ impl<T: Tracked> Tracker<T> {
     /// Nothing is accepted then: the recorded changes stay for the next flush.
     pub fn flush(&mut self) -> Result<Vec<Op>> {
         let mut out = Vec::new();
+        let mut pending = Vec::new();
         if self.base {
             out.push(Op::Replace(to_json(&self.value, &[])?));
         } else {
             let resetting = self.resetting();
-            let walked = self.value.__flush(
-                &mut self.root,
-                &mut self.path,
-                &mut Out::ops(&mut out).resetting(resetting),
-            );
+            let mut to = Out::ops(&mut out).resetting(resetting);
+            let walked = self.value.__flush(&mut self.root, &mut self.path, &mut to);
+            let fallbacks = std::mem::take(&mut to.fallbacks);
             if resetting {
-                return self.walked_resetting(walked).map(|()| out);
+                self.walked_resetting(walked)?;
+                self.fallbacks.add(fallbacks);
+                return Ok(out);
             }
             walked.inspect_err(|_| self.path.clear())?;
+            // (Counted only once the flush is accepted: a refused one is flushed again.)
+            pending = fallbacks;
         }
         // Every value sent went through `check` (at flush, or for edits kept across a
         // reassignment, when they were recorded), which counts unsafe integers.
@@ -287,7 +297,23 @@ impl<T: Tracked> Tracker<T> {
         self.unsafe_seen = seen;
         self.base = false;
         self.forget();
+        self.fallbacks.add(pending);
         Ok(out)
+    }
+
+    /// The whole-value fallbacks of this tracker's flushes so far: each location whose
+    /// change came through a plain `&mut` of a container (`&mut *state.items`, or a helper
+    /// taking `&mut Vec<T>`) and so was serialized and diffed whole at its flush. A helper
+    /// that takes the field's proxy type (`&mut VecProxy<'_, T>`, `&mut DequeProxy<'_, T>`,
+    /// `&mut MapProxy<'_, M>`, `&mut TextProxy<'_>`) records its edits as ops instead.
+    /// Leaves (numbers, booleans) assigned through `*x = v` are never fallbacks.
+    pub fn fallbacks(&self) -> &Fallbacks {
+        &self.fallbacks
+    }
+
+    /// Returns the fallbacks counted so far and starts counting afresh.
+    pub fn take_fallbacks(&mut self) -> Fallbacks {
+        std::mem::take(&mut self.fallbacks)
     }
 
     /// Whether this flush forgets each record as it writes it: when nothing recorded can
@@ -368,12 +394,14 @@ impl<T: Tracked> Tracker<T> {
         let resetting = self.resetting();
         let mut to = Out::wire(encoder, out).resetting(resetting);
         let flushed = self.value.__flush(&mut self.root, &mut self.path, &mut to);
+        let fallbacks = std::mem::take(&mut to.fallbacks);
         if resetting {
             if let Err(e) = self.walked_resetting(flushed) {
                 encoder.table.rollback();
                 out.truncate(start);
                 return Err(e);
             }
+            self.fallbacks.add(fallbacks);
             return Ok(close_batch(out, start));
         }
         if let Err(e) = flushed {
@@ -391,6 +419,7 @@ impl<T: Tracked> Tracker<T> {
         }
         self.unsafe_seen = seen;
         self.forget();
+        self.fallbacks.add(fallbacks);
         Ok(written)
     }
 

@@ -36,6 +36,9 @@ pub struct Node {
     /// anything below be recorded, so flush and reset skip the children of an untouched
     /// node (a struct of twenty fields costs one field's walk when one field changed).
     pub(crate) touched: bool,
+    /// Whether the value was reached through a plain `&mut` (a container proxy's `DerefMut`)
+    /// since the last flush: its flush is then a counted fallback (see `tracker::fallback`).
+    pub(crate) fell_back: bool,
     /// The id the last stream encoder that wrote this location's path gave it (see
     /// `wire::table::Cached`); kept across flushes, and, untrusted, when the node is recycled.
     pub(crate) wire: CachedCell,
@@ -249,6 +252,7 @@ impl Node {
             variant: None,
             children: Children::default(),
             touched: false,
+            fell_back: false,
             wire: Default::default(),
             risk: risk.clone(),
         }
@@ -324,6 +328,7 @@ impl Node {
     fn forget_own(&mut self) -> bool {
         self.present = None;
         self.touched = false;
+        self.fell_back = false;
         let keep = if matches!(self.state, State::Clean) {
             self.children.fields || self.children.list.len() <= SPARE
         } else {

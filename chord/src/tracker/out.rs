@@ -25,6 +25,9 @@ pub struct Out<'a> {
     /// The walk forgets each node's record once written (a flush that cannot fail; see
     /// `Risk`).
     pub(crate) reset: bool,
+    /// The fallbacks this flush wrote: each path and the bytes of its ops (see
+    /// [`fallback`](super::fallback)); handed to the tracker's count once the flush succeeds.
+    pub(crate) fallbacks: Vec<(Path, u64)>,
 }
 
 enum Sink<'a> {
@@ -41,6 +44,7 @@ impl<'a> Out<'a> {
         Out {
             sink: Sink::Ops(ops),
             reset: false,
+            fallbacks: Vec::new(),
         }
     }
 
@@ -49,6 +53,7 @@ impl<'a> Out<'a> {
         Out {
             sink: Sink::Wire { enc, buf },
             reset: false,
+            fallbacks: Vec::new(),
         }
     }
 
@@ -56,6 +61,24 @@ impl<'a> Out<'a> {
     /// written.
     pub(crate) fn resetting(self, reset: bool) -> Out<'a> {
         Out { reset, ..self }
+    }
+
+    /// Where the destination stands: what [`count_fallback`](Out::count_fallback) counts from.
+    pub(crate) fn mark(&self) -> usize {
+        match &self.sink {
+            Sink::Ops(ops) => ops.len(),
+            Sink::Wire { buf, .. } => buf.len(),
+        }
+    }
+
+    /// Counts what was written since `mark` as a fallback at `path`.
+    #[cold]
+    pub(crate) fn count_fallback(&mut self, path: Path, mark: usize) {
+        let bytes = match &self.sink {
+            Sink::Ops(ops) => crate::diff::json_len(&ops[mark..]),
+            Sink::Wire { buf, .. } => buf.len() - mark,
+        };
+        self.fallbacks.push((path, bytes as u64));
     }
 
     /// One op.
