@@ -1,0 +1,1 @@
+//! Operations tests (catch_up); filled in below.

@@ -1,0 +1,1 @@
+//! Operations tests (drain); filled in below.

@@ -1,0 +1,1 @@
+//! Operations tests (health); filled in below.

@@ -1,0 +1,1 @@
+//! Operations tests (metrics); filled in below.
