@@ -3,6 +3,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut, RangeBounds};
 
 use crate::error::Result;
+use crate::proxy::elements::Elements;
 use crate::proxy::vec::range;
 use crate::tracker::{fallback, Out};
 use crate::tracker::{seq, Cx, Node, Tracked, Trail};
@@ -29,7 +30,7 @@ pub struct DequeProxy<'a, T> {
     cx: Cx<'a>,
 }
 
-impl<T: Tracked> DequeProxy<'_, T> {
+impl<'a, T: Tracked> DequeProxy<'a, T> {
     fn record(&mut self, at: usize, remove: usize, insert: usize) {
         seq::record_splice(
             self.cx.node.as_deref_mut(),
@@ -59,11 +60,28 @@ impl<T: Tracked> DequeProxy<'_, T> {
     }
 
     /// Every element's proxy, in order (see [`VecProxy::iter_mut`](crate::proxy::VecProxy::iter_mut)).
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = T::Proxy<'_>> {
-        let mut slots = seq::element_slots(self.cx.node.as_deref_mut(), self.v.len());
-        self.v
-            .iter_mut()
-            .map(move |item| item.__proxy(Cx::root(slots.next().flatten())))
+    pub fn iter_mut(&mut self) -> Elements<'_, std::collections::vec_deque::IterMut<'_, T>> {
+        let slots = seq::element_slots(self.cx.node.as_deref_mut(), self.v.len());
+        Elements::new(self.v.iter_mut(), slots)
+    }
+
+    /// The proxy of element `index`, consuming this one (see
+    /// [`VecProxy::into_get_mut`](crate::proxy::VecProxy::into_get_mut)).
+    pub fn into_get_mut(self, index: usize) -> Option<T::Proxy<'a>> {
+        let accepted = seq::accepted_index(self.cx.node.as_deref(), index);
+        let item = self.v.get_mut(index)?;
+        Some(item.__proxy(self.cx.into_element(accepted)))
+    }
+
+    /// [`front_mut`](DequeProxy::front_mut), consuming the proxy.
+    pub fn into_front_mut(self) -> Option<T::Proxy<'a>> {
+        self.into_get_mut(0)
+    }
+
+    /// [`back_mut`](DequeProxy::back_mut), consuming the proxy.
+    pub fn into_back_mut(self) -> Option<T::Proxy<'a>> {
+        let last = self.v.len().checked_sub(1)?;
+        self.into_get_mut(last)
     }
 
     /// Appends an element.
@@ -176,6 +194,27 @@ impl<T: Tracked> DerefMut for DequeProxy<'_, T> {
             fallback::fell_back(Some(node));
         }
         self.v
+    }
+}
+
+impl<'a, T: Tracked> IntoIterator for DequeProxy<'a, T> {
+    type Item = T::Proxy<'a>;
+    type IntoIter = Elements<'a, std::collections::vec_deque::IterMut<'a, T>>;
+
+    /// Every element's proxy, consuming this one.
+    fn into_iter(mut self) -> Self::IntoIter {
+        let slots = seq::element_slots(self.cx.node.take(), self.v.len());
+        Elements::new(self.v.iter_mut(), slots)
+    }
+}
+
+impl<'b, T: Tracked> IntoIterator for &'b mut DequeProxy<'_, T> {
+    type Item = T::Proxy<'b>;
+    type IntoIter = Elements<'b, std::collections::vec_deque::IterMut<'b, T>>;
+
+    /// [`DequeProxy::iter_mut`].
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
     }
 }
 

@@ -8,6 +8,7 @@
 //! (its JSON is taken once, when `&mut` is first taken in a flush interval).
 
 mod deque;
+mod elements;
 mod leaf;
 pub(crate) mod map;
 mod option;
@@ -16,6 +17,7 @@ mod value;
 mod vec;
 
 pub use deque::DequeProxy;
+pub use elements::Elements;
 pub use leaf::LeafProxy;
 pub use map::{Entry, MapLike, MapProxy};
 pub use option::OptionProxy;

@@ -2,6 +2,7 @@ use std::fmt;
 use std::ops::{Bound, Deref, DerefMut, Index, IndexMut, RangeBounds};
 
 use crate::error::Result;
+use crate::proxy::elements::Elements;
 use crate::tracker::{fallback, Out};
 use crate::tracker::{seq, Cx, Node, Tracked, Trail};
 
@@ -102,11 +103,39 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     /// Every element's proxy, in order (`slice::iter_mut`). Prepares a dirty-tree slot for
     /// each element it hands out, so it costs `O(len)` now and at the next flush; use
     /// [`get_mut`](VecProxy::get_mut) when the index is known.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = T::Proxy<'_>> {
-        let mut slots = seq::element_slots(self.cx.node.as_deref_mut(), self.v.len());
-        self.v
-            .iter_mut()
-            .map(move |item| item.__proxy(Cx::root(slots.next().flatten())))
+    ///
+    /// A `for` loop over `&mut` the proxy does the same; over the proxy itself, it consumes
+    /// it. Nested sequences flatten (`plan.iter_mut().flatten()`). On edition 2021, an
+    /// `if let` on `xs.iter_mut().find(..)` as the tail expression of a block can fail to
+    /// compile (E0597: the iterator, dropped after the block's locals, still borrows them);
+    /// end it with `;`, or bind the iterator first. Edition 2024 drops it earlier and accepts
+    /// it.
+    pub fn iter_mut(&mut self) -> Elements<'_, std::slice::IterMut<'_, T>> {
+        let slots = seq::element_slots(self.cx.node.as_deref_mut(), self.v.len());
+        Elements::new(self.v.iter_mut(), slots)
+    }
+
+    /// The proxy of element `index`, keeping this proxy's lifetime (it is consumed): for
+    /// chains that pass a proxy on, such as
+    /// `plan.first_mut().and_then(|phase| phase.into_first_mut())`, where the borrowing
+    /// [`get_mut`](VecProxy::get_mut) would return a proxy of the closure's own argument.
+    pub fn into_get_mut(self, index: usize) -> Option<T::Proxy<'a>> {
+        let accepted = seq::accepted_index(self.cx.node.as_deref(), index);
+        let item = self.v.get_mut(index)?;
+        Some(item.__proxy(self.cx.into_element(accepted)))
+    }
+
+    /// [`first_mut`](VecProxy::first_mut), consuming the proxy (see
+    /// [`into_get_mut`](VecProxy::into_get_mut)).
+    pub fn into_first_mut(self) -> Option<T::Proxy<'a>> {
+        self.into_get_mut(0)
+    }
+
+    /// [`last_mut`](VecProxy::last_mut), consuming the proxy (see
+    /// [`into_get_mut`](VecProxy::into_get_mut)).
+    pub fn into_last_mut(self) -> Option<T::Proxy<'a>> {
+        let last = self.v.len().checked_sub(1)?;
+        self.into_get_mut(last)
     }
 
     /// Appends an element.
@@ -367,6 +396,27 @@ impl<T: Tracked> DerefMut for VecProxy<'_, T> {
             fallback::fell_back(Some(node));
         }
         self.v
+    }
+}
+
+impl<'a, T: Tracked> IntoIterator for VecProxy<'a, T> {
+    type Item = T::Proxy<'a>;
+    type IntoIter = Elements<'a, std::slice::IterMut<'a, T>>;
+
+    /// Every element's proxy, consuming this one (what lets nested sequences flatten).
+    fn into_iter(mut self) -> Self::IntoIter {
+        let slots = seq::element_slots(self.cx.node.take(), self.v.len());
+        Elements::new(self.v.iter_mut(), slots)
+    }
+}
+
+impl<'b, T: Tracked> IntoIterator for &'b mut VecProxy<'_, T> {
+    type Item = T::Proxy<'b>;
+    type IntoIter = Elements<'b, std::slice::IterMut<'b, T>>;
+
+    /// [`VecProxy::iter_mut`].
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
     }
 }
 

@@ -40,6 +40,16 @@ impl<'a> Cx<'a> {
     /// element inserted since the last flush (it will be sent whole, so nothing is recorded
     /// inside).
     #[inline]
+    pub(crate) fn into_element(self, accepted: Option<usize>) -> Cx<'a> {
+        let node = match accepted {
+            Some(i) => self.node.and_then(|n| n.child(Key::Index(i))),
+            None => None,
+        };
+        Cx { node }
+    }
+
+    /// [`into_element`](Cx::into_element), borrowing this context.
+    #[inline]
     pub(crate) fn element(&mut self, accepted: Option<usize>) -> Cx<'_> {
         let node = match accepted {
             Some(i) => self
