@@ -153,6 +153,9 @@ struct Following {
     id: u64,
     /// The last time a live reader asked for the address, or the follower saw one waiting.
     wanted: Instant,
+    /// The last time the follower heard from the store (records, or a wait that ended with
+    /// none); its start until it first does.
+    heard: Instant,
 }
 
 /// What a read wants of [`Shared::tail`].
@@ -305,7 +308,19 @@ impl<S: Store> Log<S> {
     ///
     /// As [`Store::compact`].
     pub fn compact(&self, address: &Address) -> Result<Compacted> {
-        self.shared.compact(&mut lock(&self.shared.store), address)
+        let done = self.shared.compact(&mut lock(&self.shared.store), address);
+        super::metrics::compacted(done.is_ok());
+        done
+    }
+
+    /// How far behind its followers are, over a store other nodes write to: for each
+    /// address a follower feeds (one per address with live readers), how long ago it last
+    /// heard from the store, the longest of them; `None` when no follower runs (a store only
+    /// this process writes, or no live reader). A follower hears at least every half second
+    /// while the store answers, so a lag of seconds means the store is away (its
+    /// connection cut, its server restarting): readers at the tail see nothing new meanwhile.
+    pub fn follower_lag(&self) -> Option<Duration> {
+        self.shared.follower_lag()
     }
 
     /// The bytes all the tail caches hold now, as they count them (see
@@ -322,6 +337,35 @@ impl<S: Store> Log<S> {
     }
 }
 
+/// The address the readiness probe reads: one nobody writes, so its read is the least a
+/// store can do and still reach its data.
+const PROBE_ADDRESS: (&str, &str) = ("chord.health", "probe");
+
+impl<S: Store> Shared<S> {
+    /// Reads the newest record of an address nobody writes, under the store's lock: whether
+    /// the store answers (a PostgreSQL store reaches its server and schema).
+    fn probe(&self) -> Result<()> {
+        let address = Address::new(PROBE_ADDRESS.0, PROBE_ADDRESS.1);
+        lock(&self.store)
+            .read_list(&address, &ReadOptions::desc().limit(1))
+            .map(drop)
+    }
+
+    /// See [`Log::follower_lag`].
+    fn follower_lag(&self) -> Option<Duration> {
+        let index = lock(&self.index);
+        index
+            .followers
+            .iter()
+            .map(|(address, f)| {
+                let lag = f.heard.elapsed();
+                super::metrics::follower_lag(address, lag);
+                lag
+            })
+            .max()
+    }
+}
+
 impl<S> Shared<S> {
     /// Empties tail caches, the least recently used first, until all of them together hold
     /// at most the log's bound. `keep` (the address just read or written) goes last, and
@@ -329,6 +373,11 @@ impl<S> Shared<S> {
     /// no read in progress: every other handle is cloned under the index's lock, which the
     /// caller holds) is forgotten; one still held is emptied, and its readers read the store.
     fn trim(&self, index: &mut Index, keep: Option<&Address>) {
+        self.trim_to_bound(index, keep);
+        super::metrics::tail_cache_bytes(self.usage.bytes());
+    }
+
+    fn trim_to_bound(&self, index: &mut Index, keep: Option<&Address>) {
         let Some(mut over) = self.usage.bytes().checked_sub(self.cache_bytes) else {
             return;
         };
@@ -421,9 +470,14 @@ impl<S: Store + Send + 'static> Shared<S> {
                 None => {
                     let id = self.start_follower(address, &tail)?;
                     let wanted = Instant::now();
-                    index
-                        .followers
-                        .insert(address.clone(), Following { id, wanted });
+                    index.followers.insert(
+                        address.clone(),
+                        Following {
+                            id,
+                            wanted,
+                            heard: wanted,
+                        },
+                    );
                 }
             }
         }
@@ -585,6 +639,8 @@ fn catch_up<S: Store>(store: &S, address: &Address, tail: &Tail) -> Result<()> {
 
 impl<S: Store> Shared<S> {
     fn append_checked(&self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        let _span = tracing::debug_span!("chord.store.append", stream = %address).entered();
+        let started = Instant::now();
         let mut store = lock(&self.store);
         let appended = store.append_checked(address, batch);
         // Still under the store's lock: records reach the cache in the log's order.
@@ -594,9 +650,11 @@ impl<S: Store> Shared<S> {
             Err(e) => {
                 // Perhaps no longer this log's address (another node may take it over).
                 index.own.remove(address);
+                super::metrics::append_failed();
                 return Err(e);
             }
         };
+        super::metrics::appended(batch.text().len(), started.elapsed());
         if self.live.is_some() && !index.own.contains(address) {
             // The first append here (or the first since one failed): another node may have
             // written since the cache was last fed, so it is brought up to date from the
@@ -622,6 +680,7 @@ impl<S: Store> Shared<S> {
             // cache readers need not wait for the store.
             drop(index);
             let done = self.compact(&mut store, address);
+            super::metrics::compacted(done.is_ok());
             let mut index = lock(&self.index);
             match done {
                 Ok(_) => {
@@ -687,17 +746,42 @@ impl<S> Follower<S> {
                     backoff = Duration::from_millis(10);
                     self.tail.extend(&records);
                     if let Some(log) = self.log.upgrade() {
-                        log.trim(&mut lock(&log.index), Some(&self.address));
+                        let mut index = lock(&log.index);
+                        if let Some(following) = self.following(&mut index) {
+                            following.heard = Instant::now();
+                        }
+                        super::metrics::follower_lag(&self.address, Duration::ZERO);
+                        log.trim(&mut index, Some(&self.address));
                     }
                 }
-                Err(_) => {
+                Err(e) => {
                     // The store is away (a restart, a cut connection): the tail keeps its
                     // place and reads again.
+                    tracing::debug!(
+                        target: "chord::streams",
+                        stream = %self.address,
+                        error = %e,
+                        "the follower's read failed"
+                    );
+                    if let Some(log) = self.log.upgrade() {
+                        let mut index = lock(&log.index);
+                        if let Some(following) = self.following(&mut index) {
+                            super::metrics::follower_lag(&self.address, following.heard.elapsed());
+                        }
+                    }
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
             }
         }
+    }
+
+    /// This follower's entry in the log's list (`None` once a later one replaced it).
+    fn following<'a>(&self, index: &'a mut Index) -> Option<&'a mut Following> {
+        index
+            .followers
+            .get_mut(&self.address)
+            .filter(|f| f.id == self.id)
     }
 
     /// Whether to go on; when not, the follower is taken off the log's list.
@@ -763,6 +847,10 @@ pub(crate) trait Source: Send + Sync {
     fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>>;
     /// Checks and appends one batch from outside the process (the protocol's write side).
     fn append(&self, address: &Address, batch: &str) -> Result<u64>;
+    /// See [`Shared::probe`].
+    fn probe(&self) -> Result<()>;
+    /// See [`Log::follower_lag`].
+    fn follower_lag(&self) -> Option<Duration>;
 }
 
 impl<S: Store + Send + 'static> Source for Shared<S> {
@@ -775,6 +863,12 @@ impl<S: Store + Send + 'static> Source for Shared<S> {
     fn append(&self, address: &Address, batch: &str) -> Result<u64> {
         let checked = CheckedBatch::tagging_bases(address, batch)?;
         self.append_checked(address, checked)
+    }
+    fn probe(&self) -> Result<()> {
+        Shared::probe(self)
+    }
+    fn follower_lag(&self) -> Option<Duration> {
+        Shared::follower_lag(self)
     }
 }
 

@@ -166,11 +166,14 @@
 //! `chord/tests/cross_origin.rs` drives each of these in Chromium.
 
 mod auth;
+mod catchup;
 mod compaction;
 mod frame;
 mod generic;
+mod health;
 mod log;
 mod memory;
+pub mod metrics;
 mod offset;
 mod retention;
 mod router;
@@ -181,6 +184,9 @@ mod write;
 
 pub use self::auth::{Access, ReadKind, ReadRequest};
 pub use self::compaction::Compaction;
+pub use self::health::{
+    Health, Readiness, DEFAULT_MAX_FOLLOWER_LAG, DEFAULT_PROBE_TIMEOUT, HEALTH_ROUTE, READY_ROUTE,
+};
 pub use self::log::{
     Log, LogBuilder, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_CACHE_BYTES,
     DEFAULT_TAIL_RECORDS,
@@ -196,7 +202,7 @@ pub use self::router::{
     DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE, DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME,
     EXPOSED_HEADERS, MAX_NAME, ROUTE,
 };
-pub use self::server::{serve, Server, DEFAULT_SEND_BUFFER};
+pub use self::server::{serve, Server, DEFAULT_DRAIN, DEFAULT_SEND_BUFFER};
 pub use self::write::{
     WriteKind, WriteRequest, DEFAULT_BODY_BUDGET, DEFAULT_BODY_TIMEOUT, DEFAULT_BODY_WAIT,
     WRITE_BODY_LIMIT,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -17,12 +17,16 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_AL
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use tokio::time::{sleep_until, Instant};
+use tracing::Instrument;
 
 use super::auth::{self, Access, AuthorizeRead, AuthorizeWrite, ReadKind, ReadRequest};
+use super::catchup::CatchUpBody;
 use super::generic;
 use super::log::{Source, Want};
 use super::memory::Backend;
+use super::metrics::{self, Reading};
 use super::offset::Start;
+use super::server::Draining;
 use super::sse::{self, Changes, Feed, Next, Pending, SseBody, Timing};
 use super::tail::{Entry, Found, Tail};
 use super::write::{self, Bodies, WriteKind, WriteRequest};
@@ -59,7 +63,9 @@ pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revali
 /// hook and a cached read is never shown to a request without the credential.
 pub const AUTHORIZED_CACHE_CONTROL: &str = "private, no-cache";
 
-/// Most bytes of batches in one catch-up response (a single larger record is sent whole).
+/// Most bytes of batches read at once for a catch-up response (a single larger record is
+/// read whole); a response reaching past one chunk is sent a chunk at a time
+/// ([`CatchUpBody`]).
 const CHUNK: usize = 256 * 1024;
 
 /// Most bytes of batches in one SSE `data` event (a single larger record is sent whole): a
@@ -387,13 +393,24 @@ impl Streams {
         self
     }
 
-    /// The timing of this router's SSE responses.
-    fn sse_timing(&self) -> Timing {
+    /// The timing of this router's SSE responses, ending early when `drain` fires.
+    fn sse_timing(&self, drain: Option<Draining>) -> Timing {
         Timing {
             lifetime: self.sse_lifetime,
             keep_alive: self.keep_alive,
             coalesce: self.coalesce,
+            drain,
         }
+    }
+
+    /// The liveness and readiness routes of this router's log, with [`Health`]'s defaults
+    /// (`/healthz`, `/readyz`): merge them into the application's router. [`Health::new`]
+    /// configures them.
+    ///
+    /// [`Health`]: super::Health
+    /// [`Health::new`]: super::Health::new
+    pub fn health(&self) -> Router {
+        super::health::Health::of(Arc::clone(&self.source)).router()
     }
 
     /// The router: [`ROUTE`]. Add routes to it, or nest it under a prefix.
@@ -427,6 +444,7 @@ impl Streams {
                           query: Query<HashMap<String, String>>,
                           uri: Uri,
                           headers: HeaderMap,
+                          draining: Option<Extension<Draining>>,
                           body: Body| {
             let streams = Arc::clone(&streams);
             let namespace = Arc::clone(&namespace);
@@ -434,15 +452,17 @@ impl Streams {
                 let Ok(Path(key)) = path else {
                     return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
                 };
+                let span = request_span(&method, &namespace, &key);
                 serve_address(
                     streams,
                     method,
                     (namespace.to_string(), key),
                     query,
-                    &uri,
+                    (&uri, draining.map(|Extension(d)| d)),
                     headers,
                     body,
                 )
+                .instrument(span)
                 .await
             }
         };
@@ -651,12 +671,30 @@ async fn handle(
     Query(query): Query<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
+    draining: Option<Extension<Draining>>,
     body: Body,
 ) -> Response {
     let Ok(Path(names)) = path else {
         return plain(StatusCode::BAD_REQUEST, "malformed stream address\n");
     };
-    serve_address(streams, method, names, Query(query), &uri, headers, body).await
+    let span = request_span(&method, &names.0, &names.1);
+    let draining = draining.map(|Extension(d)| d);
+    serve_address(
+        streams,
+        method,
+        names,
+        Query(query),
+        (&uri, draining),
+        headers,
+        body,
+    )
+    .instrument(span)
+    .await
+}
+
+/// The span of one request (its response's body, an SSE stream, is polled outside it).
+fn request_span(method: &Method, namespace: &str, key: &str) -> tracing::Span {
+    tracing::debug_span!("chord.request", method = %method, namespace, key)
 }
 
 async fn serve_address(
@@ -664,7 +702,7 @@ async fn serve_address(
     method: Method,
     (namespace, key): (String, String),
     Query(query): Query<HashMap<String, String>>,
-    uri: &Uri,
+    (uri, draining): (&Uri, Option<Draining>),
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -770,7 +808,7 @@ async fn serve_address(
         }
     }
     if let Some(stream) = streams.backend.as_ref().and_then(|b| b.get(&address)) {
-        let mut r = read_generic(&streams, stream, &method, &query, &headers).await;
+        let mut r = read_generic(&streams, stream, &method, &query, &headers, draining).await;
         security(r.headers_mut());
         return r;
     }
@@ -804,6 +842,7 @@ async fn serve_address(
         streams: Arc::clone(&streams),
         address,
         tail,
+        draining,
     };
     match query.get("live").map(String::as_str) {
         None => reader.catch_up(start, &headers).await,
@@ -831,6 +870,7 @@ async fn read_generic(
     method: &Method,
     query: &HashMap<String, String>,
     headers: &HeaderMap,
+    draining: Option<Draining>,
 ) -> Response {
     if stream.lock().deleted {
         return generic::gone();
@@ -854,7 +894,7 @@ async fn read_generic(
         headers,
         cache_control: &streams.cache_control,
         long_poll: streams.long_poll,
-        sse: streams.sse_timing(),
+        sse: streams.sse_timing(draining),
     };
     generic::get(stream, get).await
 }
@@ -867,12 +907,16 @@ async fn load(
     let source = Arc::clone(&streams.source);
     let at = address.clone();
     // Loading reads the store: not on a runtime worker.
-    match tokio::task::spawn_blocking(move || source.tail(&at, want)).await {
+    let span = tracing::debug_span!("chord.store.tail", stream = %address);
+    match tokio::task::spawn_blocking(move || span.in_scope(|| source.tail(&at, want))).await {
         Ok(Ok(tail)) => Ok(tail),
-        Ok(Err(e)) => Err(Box::new(plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("reading {address}: {e}\n"),
-        ))),
+        Ok(Err(e)) => Err(Box::new({
+            metrics::read_failed();
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("reading {address}: {e}\n"),
+            )
+        })),
         Err(_) => Err(Box::new(plain(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the read was cancelled\n",
@@ -905,6 +949,8 @@ struct Reader {
     streams: Arc<Streams>,
     address: Address,
     tail: Arc<Tail>,
+    /// The server's drain signal, when a [`Server`](super::Server) serves the read.
+    draining: Option<Draining>,
 }
 
 /// A chunk of records read from the cache or the store.
@@ -953,17 +999,22 @@ impl Reader {
             Found::Entries(entries) => Ok(Some(Chunk::Entries(entries))),
             Found::Gone => Ok(None),
             Found::Miss => {
+                metrics::cache_miss();
                 let source = Arc::clone(&self.streams.source);
                 let address = self.address.clone();
-                let read = move || source.read(&address, after, CHUNK);
+                let span = tracing::debug_span!("chord.store.read", stream = %address, after);
+                let read = move || span.in_scope(|| source.read(&address, after, CHUNK));
                 match tokio::task::spawn_blocking(read).await {
                     Ok(Ok(Some(records))) => Ok(Some(Chunk::Records(records))),
                     // Compacted away meanwhile: gone, as the cache would say now.
                     Ok(Ok(None)) => Ok(None),
-                    Ok(Err(e)) => Err(plain(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("reading {}: {e}\n", self.address),
-                    )),
+                    Ok(Err(e)) => Err({
+                        metrics::read_failed();
+                        plain(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            format!("reading {}: {e}\n", self.address),
+                        )
+                    }),
                     Err(_) => Err(plain(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "the read was cancelled\n",
@@ -974,6 +1025,7 @@ impl Reader {
     }
 
     fn gone(&self) -> Response {
+        metrics::gone();
         let mut r = plain(
             StatusCode::GONE,
             "offset no longer served (before the oldest base kept, or beyond the tail): \
@@ -1036,17 +1088,71 @@ impl Reader {
             return r;
         }
         match self.chunk(after).await {
-            Ok(Some(chunk)) => self.data(after, &chunk, None, headers),
+            Ok(Some(chunk)) => {
+                let until = self.tail.position().last;
+                match chunk.last_seq() {
+                    Some(next) if next < until => self.whole(after, &chunk, until, headers),
+                    _ => self.data(after, &chunk, None, headers),
+                }
+            }
             Ok(None) => self.gone(),
             Err(r) => r,
         }
+    }
+
+    /// A 200 with every record after `after` up to `until` as one JSON array, up to date:
+    /// `chunk` (the first records) at once, the rest as the connection sends it (see
+    /// [`CatchUpBody`] for why one response).
+    fn whole(&self, after: u64, chunk: &Chunk, until: u64, headers: &HeaderMap) -> Response {
+        let etag = format!(
+            "\"{}:{}\"",
+            Offset::from_seq(after),
+            Offset::from_seq(until)
+        );
+        let matches = headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+        let mut r = if matches {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::NOT_MODIFIED;
+            r
+        } else {
+            let mut first = frame::json_array(chunk.batches());
+            first.pop(); // the `]`: the body goes on
+            let next = chunk.last_seq().unwrap_or(after);
+            Response::new(Body::new(CatchUpBody::new(
+                first,
+                Arc::clone(&self.streams.source),
+                Arc::clone(&self.tail),
+                self.address.clone(),
+                (next, until),
+                CHUNK,
+            )))
+        };
+        let h = r.headers_mut();
+        stream_headers(h, &self.tail);
+        h.insert("stream-next-offset", offset_value(until));
+        h.insert("stream-up-to-date", HeaderValue::from_static("true"));
+        h.insert(
+            header::ETAG,
+            HeaderValue::from_str(&etag).expect("hex digits"),
+        );
+        h.insert(header::CACHE_CONTROL, self.streams.cache_control.clone());
+        r
     }
 
     async fn long_poll(self, start: Start, echoed: Option<u64>) -> Response {
         let after = self.resolve(start);
         // Subscribed before the first read, so no record slips between it and the wait.
         let mut changes = self.tail.subscribe();
+        let _reading = Reading::new(&self.address);
         let deadline = Instant::now() + self.streams.long_poll;
+        // Draining: the poll answers 204 at once, and the client polls the server's successor.
+        let mut drain: Pending<()> = match &self.draining {
+            Some(d) => Box::pin(d.wait()),
+            None => Box::pin(std::future::pending()),
+        };
         loop {
             changes.borrow_and_update();
             let chunk = match self.chunk(after).await {
@@ -1065,6 +1171,7 @@ impl Reader {
             let changed = tokio::select! {
                 changed = changes.changed() => changed.is_ok(),
                 () = sleep_until(deadline) => false,
+                () = &mut drain => false,
             };
             if !changed {
                 let mut r = Response::new(Body::empty());
@@ -1085,9 +1192,10 @@ impl Reader {
         if let Found::Gone = self.tail.read(after, 1) {
             return self.gone();
         }
-        let timing = self.streams.sse_timing();
+        let timing = self.streams.sse_timing(self.draining.clone());
         let tail = Arc::clone(&self.tail);
         let feed = LogFeed {
+            _reading: Reading::new(&self.address),
             changes: Changes::new(self.tail.subscribe()),
             read: None,
             after,
@@ -1106,6 +1214,8 @@ impl Reader {
 /// The SSE events of one reader of a chord log: what it has not had yet, from the tail cache
 /// (the same bytes for every reader at the tail) or else the store.
 struct LogFeed {
+    /// Counts this reader of the stream while it lives.
+    _reading: Reading,
     reader: Reader,
     after: u64,
     echoed: Option<u64>,
@@ -1175,11 +1285,17 @@ impl Feed for LogFeed {
             match self.reader.tail.read(self.after, SSE_CHUNK) {
                 Found::Gone => return Poll::Ready(Next::End),
                 Found::Miss => {
+                    metrics::cache_miss();
                     let source = Arc::clone(&self.reader.streams.source);
                     let address = self.reader.address.clone();
                     let after = self.after;
+                    let span = tracing::debug_span!("chord.store.read", stream = %address, after);
                     let read = tokio::task::spawn_blocking(move || {
-                        source.read(&address, after, SSE_CHUNK)
+                        let read = span.in_scope(|| source.read(&address, after, SSE_CHUNK));
+                        if read.is_err() {
+                            metrics::read_failed();
+                        }
+                        read
                     });
                     self.read = Some(Box::pin(async move {
                         read.await.ok().and_then(Result::ok).flatten()

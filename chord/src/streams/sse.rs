@@ -2,7 +2,8 @@
 //! streams alike: [`SseBody`] over a [`Feed`].
 //!
 //! The body is polled by the connection itself: no task and no queue per reader. It ends the
-//! response after its lifetime (the client resumes from its offset), sends a keep-alive
+//! response after its lifetime or when the server drains (the client resumes from its offset;
+//! every frame is whole events, so the response ends at an event boundary), sends a keep-alive
 //! comment after a quiet interval, and holds `data` events to one per coalescing window; the
 //! [`Feed`] says what to send next.
 
@@ -17,6 +18,9 @@ use bytes::Bytes;
 use http_body::Frame;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant, Sleep};
+
+use super::metrics::{Ended, SseOpen};
+use super::server::Draining;
 
 /// A boxed future a feed polls (a store read, a wait for a change).
 pub(super) type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -91,7 +95,7 @@ impl Changes {
 }
 
 /// The timing of an SSE response.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Timing {
     /// How long the response lasts.
     pub(super) lifetime: Duration,
@@ -99,6 +103,8 @@ pub(super) struct Timing {
     pub(super) keep_alive: Duration,
     /// At most one `data` event per this window (zero: no window).
     pub(super) coalesce: Duration,
+    /// The server's drain signal, when a [`Server`](super::Server) serves the response.
+    pub(super) drain: Option<Draining>,
 }
 
 /// The body of one SSE response: what `feed` yields, with the lifetime, keep-alives and the
@@ -113,12 +119,20 @@ pub(super) struct SseBody<F> {
     last_sent: Instant,
     /// The end of the coalescing window that the last `data` event opened.
     hold: Option<Pin<Box<Sleep>>>,
+    /// Resolves when the server drains.
+    drain: Option<Pending<()>>,
+    /// Counts this response as open, and why it ended.
+    open: SseOpen,
     done: bool,
 }
 
 impl<F: Feed> SseBody<F> {
     pub(super) fn new(feed: F, timing: Timing) -> SseBody<F> {
         let now = Instant::now();
+        let drain = timing
+            .drain
+            .as_ref()
+            .map(|d| Box::pin(d.wait()) as Pending<()>);
         SseBody {
             feed,
             end: Box::pin(sleep_until(now + timing.lifetime)),
@@ -126,6 +140,8 @@ impl<F: Feed> SseBody<F> {
             timing,
             last_sent: now,
             hold: None,
+            drain,
+            open: SseOpen::new(),
             done: false,
         }
     }
@@ -176,7 +192,17 @@ impl<F: Feed> http_body::Body for SseBody<F> {
         }
         if this.end.as_mut().poll(cx).is_ready() {
             this.done = true; // the client resumes from its offset
+            this.open.ended(Ended::Lifetime);
             return Poll::Ready(None);
+        }
+        if let Some(drain) = this.drain.as_mut() {
+            if drain.as_mut().poll(cx).is_ready() {
+                // Between frames, each whole events: the client has the `control` event of
+                // every `data` event it was sent, and resumes from its offset elsewhere.
+                this.done = true;
+                this.open.ended(Ended::Drain);
+                return Poll::Ready(None);
+            }
         }
         if let Some(hold) = this.hold.as_mut() {
             if hold.as_mut().poll(cx).is_pending() {
@@ -193,6 +219,7 @@ impl<F: Feed> http_body::Body for SseBody<F> {
             Poll::Ready(Next::Control(bytes)) => this.send(bytes),
             Poll::Ready(Next::End) => {
                 this.done = true;
+                this.open.ended(Ended::End);
                 Poll::Ready(None)
             }
             Poll::Pending => this.idle(cx),
@@ -237,6 +264,7 @@ mod tests {
             lifetime: Duration::from_millis(lifetime),
             keep_alive: Duration::from_millis(keep_alive),
             coalesce: Duration::from_millis(coalesce),
+            drain: None,
         }
     }
 

@@ -325,7 +325,10 @@ pub(super) async fn handle(
                     )
                 }
                 Ok(b) => b,
-                Err(why) => return status(StatusCode::BAD_REQUEST, format!("{why}\n")),
+                Err(why) => {
+                    super::metrics::rejected_batch();
+                    return status(StatusCode::BAD_REQUEST, format!("{why}\n"));
+                }
             };
             let at = address.clone();
             let append = move || -> Result<u64, String> {

@@ -1,0 +1,176 @@
+//! The body of a catch-up read that reaches past one chunk: every record up to the tail as
+//! the read found it, in one response, read a chunk at a time as the connection sends it.
+//!
+//! The protocol lets a server answer a catch-up read with any part of what follows the
+//! offset (`Stream-Up-To-Date` absent, the client reads on from `Stream-Next-Offset`), and
+//! chord's clients do. The official client (`@durable-streams/client`) with `live: false`
+//! does not: it returns after its first response whatever it says, although its documentation
+//! promises everything up to the tail ("catch-up only, stop at first upToDate"). So a
+//! catch-up read is answered with all of it, up to date: one response, no client left short.
+//! Nothing is gathered first: the body holds one chunk at a time (the connection's
+//! send buffer bounds how far it runs ahead of the client), so a stream of any size is served
+//! in the memory of one chunk per reader.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::Frame;
+
+use super::log::Source;
+use super::sse::Pending;
+use super::tail::{Found, Tail};
+use crate::store::Address;
+
+/// The records after `after` up to `until` as the rest of a JSON array whose `[` and first
+/// messages were sent already.
+pub(super) struct CatchUpBody {
+    /// The first frame: `[` and the first chunk's messages.
+    first: Option<Bytes>,
+    source: Arc<dyn Source>,
+    tail: Arc<Tail>,
+    address: Address,
+    /// The last seq sent.
+    after: u64,
+    /// The last seq to send: the tail when the read started (the response's
+    /// `Stream-Next-Offset`).
+    until: u64,
+    max_bytes: usize,
+    /// A store read in flight.
+    read: Option<Pending<io::Result<Vec<(u64, String)>>>>,
+    done: bool,
+}
+
+impl CatchUpBody {
+    pub(super) fn new(
+        first: Vec<u8>,
+        source: Arc<dyn Source>,
+        tail: Arc<Tail>,
+        address: Address,
+        (after, until): (u64, u64),
+        max_bytes: usize,
+    ) -> CatchUpBody {
+        CatchUpBody {
+            first: Some(Bytes::from(first)),
+            source,
+            tail,
+            address,
+            after,
+            until,
+            max_bytes,
+            read: None,
+            done: false,
+        }
+    }
+
+    /// The frame for `records` (those past `until` left out), or the array's end.
+    fn frame<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = (u64, &'a str)>,
+    ) -> io::Result<Frame<Bytes>> {
+        let mut out = Vec::with_capacity(self.max_bytes + 64);
+        for (seq, batch) in records {
+            if seq > self.until {
+                break;
+            }
+            out.push(b',');
+            out.extend_from_slice(batch.as_bytes());
+            self.after = seq;
+        }
+        if out.is_empty() {
+            // Nothing past `after` although the tail was at `until`: the records went
+            // (compacted meanwhile). The response cannot say so any more, so it breaks off,
+            // and the client's next read gets its 410.
+            return Err(gone(&self.address, self.after));
+        }
+        if self.after >= self.until {
+            out.push(b']');
+            self.done = true;
+        }
+        Ok(Frame::data(Bytes::from(out)))
+    }
+}
+
+fn gone(address: &Address, after: u64) -> io::Error {
+    io::Error::other(format!(
+        "the records of {address} after seq {after} went while a catch-up read sent them"
+    ))
+}
+
+impl http_body::Body for CatchUpBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<io::Result<Frame<Bytes>>>> {
+        let this = self.get_mut();
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(Frame::data(first))));
+        }
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(read) = this.read.as_mut() {
+                let Poll::Ready(records) = read.as_mut().poll(cx) else {
+                    return Poll::Pending;
+                };
+                this.read = None;
+                let frame = records.and_then(|records| {
+                    this.frame(records.iter().map(|(seq, batch)| (*seq, batch.as_str())))
+                });
+                if frame.is_err() {
+                    this.done = true;
+                }
+                return Poll::Ready(Some(frame));
+            }
+            match this.tail.read(this.after, this.max_bytes) {
+                Found::Entries(entries) => {
+                    let frame = this.frame(entries.iter().map(|e| (e.seq, &*e.batch)));
+                    if frame.is_err() {
+                        this.done = true;
+                    }
+                    return Poll::Ready(Some(frame));
+                }
+                Found::Gone => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(gone(&this.address, this.after))));
+                }
+                Found::Miss => {
+                    super::metrics::cache_miss();
+                    let source = Arc::clone(&this.source);
+                    let address = this.address.clone();
+                    let (after, max) = (this.after, this.max_bytes);
+                    let read = tokio::task::spawn_blocking(move || {
+                        let _span =
+                            tracing::debug_span!("chord.store.read", stream = %address, after)
+                                .entered();
+                        match source.read(&address, after, max) {
+                            Ok(Some(records)) => Ok(records
+                                .into_iter()
+                                .map(|r| (r.seq, r.batch))
+                                .collect::<Vec<_>>()),
+                            Ok(None) => Err(gone(&address, after)),
+                            Err(e) => {
+                                super::metrics::read_failed();
+                                Err(io::Error::other(format!("reading {address}: {e}")))
+                            }
+                        }
+                    });
+                    this.read = Some(Box::pin(async move {
+                        read.await
+                            .unwrap_or_else(|_| Err(io::Error::other("the read was cancelled")))
+                    }));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.first.is_none()
+    }
+}

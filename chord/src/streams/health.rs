@@ -1,0 +1,228 @@
+//! [`Health`]: the liveness and readiness routes a deployment probes (`/healthz`, `/readyz`).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+
+use super::log::Source;
+use super::Log;
+use crate::store::Store;
+
+/// The liveness route: `200` while the process answers.
+pub const HEALTH_ROUTE: &str = "/healthz";
+
+/// The readiness route: `200` while the store answers and the followers keep up, else `503`.
+pub const READY_ROUTE: &str = "/readyz";
+
+/// The default [`Health::max_follower_lag`].
+pub const DEFAULT_MAX_FOLLOWER_LAG: Duration = Duration::from_secs(5);
+
+/// The default [`Health::probe_timeout`].
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The liveness and readiness routes of a node serving a [`Log`]:
+///
+/// - [`HEALTH_ROUTE`] (`/healthz`) answers `200` with `{"status":"ok"}` as long as the
+///   process answers requests at all: a failing one means restart the process.
+/// - [`READY_ROUTE`] (`/readyz`) answers `200` with `{"status":"ready", "checks": ...}` when
+///   every check passes, else `503` with `{"status":"not ready", "checks": ...}`, each
+///   failed check with `"ok": false` and what failed: take the node out of the load
+///   balancer until it passes again (its readers resume on another node). The checks:
+///   - `store`: one read of one record through the [`Store`] (the newest of an address
+///     nobody writes, `chord.health/probe`), under the log's store lock, answered within
+///     [`probe_timeout`](Health::probe_timeout). A PostgreSQL store sends one indexed query;
+///     a file store reads its index in memory (it has nothing to reach). While a probe that
+///     timed out is still stuck, later probes fail at once rather than stack up.
+///   - `follower` (a store other nodes write to, with live readers):
+///     [`Log::follower_lag`], under [`max_follower_lag`](Health::max_follower_lag).
+///
+/// Both answer `Cache-Control: no-store`. Each failed check counts in
+/// `chord_not_ready_total{check}` (see the [metrics](super#metrics)).
+///
+/// ```
+/// use chord::store::JsonlStore;
+/// use chord::streams::{Health, Log, Streams};
+/// # let dir = tempfile::tempdir()?;
+/// let log = Log::new(JsonlStore::open(dir.path().join("log.jsonl"), Default::default())?);
+/// let app: axum::Router = Streams::new(&log)
+///     .router()
+///     .merge(Health::new(&log).max_follower_lag(std::time::Duration::from_secs(2)).router());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct Health {
+    source: Arc<dyn Source>,
+    max_follower_lag: Duration,
+    probe_timeout: Duration,
+    /// A store probe that outlived its timeout, perhaps still running.
+    stuck: Arc<Mutex<Option<JoinHandle<crate::store::Result<()>>>>>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health")
+            .field("max_follower_lag", &self.max_follower_lag)
+            .field("probe_timeout", &self.probe_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Health::check`] found.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Readiness {
+    /// Whether every check passed.
+    pub ready: bool,
+    /// The body `/readyz` answers: `status` and each check's result.
+    pub body: Value,
+}
+
+impl Health {
+    /// The routes for `log`, with the defaults.
+    pub fn new<S: Store + Send + 'static>(log: &Log<S>) -> Health {
+        Health::of(log.source())
+    }
+
+    pub(crate) fn of(source: Arc<dyn Source>) -> Health {
+        Health {
+            source,
+            max_follower_lag: DEFAULT_MAX_FOLLOWER_LAG,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            stuck: Arc::default(),
+        }
+    }
+
+    /// The longest [`Log::follower_lag`] a ready node may have (default
+    /// [`DEFAULT_MAX_FOLLOWER_LAG`]). A follower hears from the store at least twice a
+    /// second while the store answers; keep this well above that.
+    pub fn max_follower_lag(mut self, lag: Duration) -> Health {
+        self.max_follower_lag = lag;
+        self
+    }
+
+    /// How long the store probe may take before the node counts as not ready (default
+    /// [`DEFAULT_PROBE_TIMEOUT`]).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Health {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// Runs the readiness checks (what `/readyz` answers), for an application serving them
+    /// its own way.
+    pub async fn check(&self) -> Readiness {
+        let store = self.probe().await;
+        let lag = self.source.follower_lag();
+        let mut ready = true;
+        let store = match store {
+            Ok(()) => json!({"ok": true}),
+            Err(error) => {
+                ready = false;
+                super::metrics::not_ready("store");
+                json!({"ok": false, "error": error})
+            }
+        };
+        let max_ms = millis(self.max_follower_lag);
+        let follower = match lag {
+            None => json!({"ok": true, "lag_ms": null, "max_lag_ms": max_ms}),
+            Some(lag) if lag <= self.max_follower_lag => {
+                json!({"ok": true, "lag_ms": millis(lag), "max_lag_ms": max_ms})
+            }
+            Some(lag) => {
+                ready = false;
+                super::metrics::not_ready("follower");
+                json!({
+                    "ok": false,
+                    "lag_ms": millis(lag),
+                    "max_lag_ms": max_ms,
+                    "error": format!(
+                        "a follower last heard from the store {} ms ago (at most {max_ms} ms)",
+                        millis(lag)
+                    ),
+                })
+            }
+        };
+        let status = if ready { "ready" } else { "not ready" };
+        Readiness {
+            ready,
+            body: json!({"status": status, "checks": {"store": store, "follower": follower}}),
+        }
+    }
+
+    /// The store probe: `Err` says what failed.
+    async fn probe(&self) -> Result<(), String> {
+        {
+            let mut stuck = self.stuck.lock().unwrap_or_else(PoisonError::into_inner);
+            if stuck.as_ref().is_some_and(|probe| !probe.is_finished()) {
+                return Err(format!(
+                    "an earlier probe of the store has not finished, {} ms after it started",
+                    millis(self.probe_timeout)
+                ));
+            }
+            *stuck = None;
+        }
+        let source = Arc::clone(&self.source);
+        let mut probe = tokio::task::spawn_blocking(move || {
+            let _span = tracing::debug_span!("chord.store.probe").entered();
+            source.probe()
+        });
+        match tokio::time::timeout(self.probe_timeout, &mut probe).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(format!("reading the store: {e}")),
+            Ok(Err(_)) => Err("the store probe panicked".into()),
+            Err(_) => {
+                *self.stuck.lock().unwrap_or_else(PoisonError::into_inner) = Some(probe);
+                Err(format!(
+                    "the store did not answer within {} ms",
+                    millis(self.probe_timeout)
+                ))
+            }
+        }
+    }
+
+    /// [`HEALTH_ROUTE`] and [`READY_ROUTE`], to merge into the application's router.
+    pub fn router(self) -> Router {
+        Router::new()
+            .route(HEALTH_ROUTE, get(healthz))
+            .route(READY_ROUTE, get(readyz))
+            .with_state(Arc::new(self))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut r = Response::new(Body::from(format!("{body}\n")));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn healthz() -> Response {
+    json_response(StatusCode::OK, &json!({"status": "ok"}))
+}
+
+async fn readyz(State(health): State<Arc<Health>>) -> Response {
+    let readiness = health.check().await;
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    json_response(status, &readiness.body)
+}
