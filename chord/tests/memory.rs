@@ -235,3 +235,77 @@ fn the_codec_tables_stay_bounded_whatever_the_number_of_paths() {
         "{small:?} {large:?}"
     );
 }
+
+/// Heap held by a tracker, its encoder and a decoder after `flushes`, above what was live
+/// before the tracker was made, for `n` elements that one flush edits all at once.
+fn after_a_huge_flush(n: usize, later: usize) -> (usize, usize) {
+    use chord::{track, Decoder, Encoder};
+    let items = |n: usize| -> Vec<ch::Item> {
+        (0..n)
+            .map(|i| ch::Item {
+                id: i as i64,
+                name: format!("item{i}"),
+            })
+            .collect()
+    };
+    // The untracked state after the same edits.
+    let (untracked, state) = held(
+        || ch::Items { items: items(n) },
+        |s| s.items.iter_mut().for_each(|item| item.name.push('!')),
+    );
+    drop(state);
+    let before = live();
+    let mut t = track(ch::Items { items: items(n) });
+    let mut enc = Encoder::new();
+    let mut dec = Decoder::new();
+    let mut wire = Vec::new();
+    let mut replica = None;
+    let mut send = |t: &mut chord::Tracker<ch::Items>, replica: &mut Option<serde_json::Value>| {
+        wire.clear();
+        t.flush_into(&mut enc, &mut wire).unwrap();
+        let text = std::str::from_utf8(&wire).unwrap();
+        if !text.is_empty() {
+            dec.apply_str(text, replica, &chord::Limits::default())
+                .unwrap();
+        }
+        // The wire buffer is the caller's, reused or freed at will: not what tracking holds.
+        wire.shrink_to(0);
+    };
+    send(&mut t, &mut replica);
+    // One flush of `n` edits, one per element...
+    {
+        let mut s = t.state();
+        for i in 0..n {
+            s.items.at(i).name.push('!');
+        }
+    }
+    send(&mut t, &mut replica);
+    // ...then `later` flushes of one edit each.
+    for k in 0..later {
+        t.state().items.at(k % n).name.push('?');
+        t.state().items.at(k % n).name.pop();
+        send(&mut t, &mut replica);
+    }
+    assert_eq!(replica, Some(serde_json::to_value(t.get()).unwrap()));
+    // The replica is the reader's: not what tracking holds.
+    drop(replica);
+    let held = live() - before;
+    drop((t, enc, dec));
+    (untracked, held)
+}
+
+#[test]
+fn a_huge_flush_leaves_no_more_than_a_quarter_behind_after_one_more() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for n in [1_000_000] {
+        let (untracked, held) = after_a_huge_flush(n, 1);
+        let ratio = held as f64 / untracked as f64;
+        eprintln!(
+            "{n} edits in one flush, then one more flush: untracked {}, tracker, encoder and \
+             decoder {} ({ratio:.3}x)",
+            mb(untracked),
+            mb(held)
+        );
+        assert!(ratio <= 1.25, "{n}: {ratio:.3}x the untracked state");
+    }
+}

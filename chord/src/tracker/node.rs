@@ -105,6 +105,9 @@ const SCAN: usize = 16;
 /// How many cleared child nodes a node keeps for reuse.
 const SPARE: usize = 4;
 
+/// The most children whose room a node's list keeps once cleared.
+const KEEP_CAPACITY: usize = 1024;
+
 impl Children {
     #[inline]
     fn position(&mut self, key: &Key) -> Option<usize> {
@@ -182,6 +185,12 @@ impl Children {
             self.spare.push(node);
         }
         self.list.clear();
+        // A list that grew past what a steady stream touches in one interval is freed, so one
+        // huge flush does not leave its capacity behind for good; smaller ones keep theirs,
+        // so a steady stream does not reallocate them every flush.
+        if self.list.capacity() > KEEP_CAPACITY {
+            self.list = Vec::new();
+        }
         self.index = None;
         self.fields = false;
     }

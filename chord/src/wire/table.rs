@@ -150,6 +150,9 @@ fn grow_after(slots: usize) -> usize {
 /// Table identities (0 is no table).
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
+/// The most undo entries whose room a table keeps from one batch to the next.
+const KEEP_UNDO: usize = 4096;
+
 /// What a failed batch must undo.
 #[derive(Debug)]
 enum Undo {
@@ -246,6 +249,11 @@ impl Table {
     pub(crate) fn begin(&mut self) {
         self.prev = Prev::None;
         self.undo.clear();
+        // A batch of many paths leaves a long undo log: its room is freed at the next batch
+        // (a steady stream's batches fit in what is kept).
+        if self.undo.capacity() > KEEP_UNDO {
+            self.undo = Vec::with_capacity(8);
+        }
         // Grown between batches only: the undo log names slots.
         if self.seen_writes > self.grow_after {
             self.grow_seen();
