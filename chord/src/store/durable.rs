@@ -135,8 +135,19 @@ impl<T: Tracked, S: Store> Durable<T, S> {
     /// changes stay recorded); [`Error::RecordTooLarge`] for a checkpoint base over the record
     /// bound (above: the changes are kept); otherwise the store's error, or
     /// [`Error::RecordTooLarge`] for a batch of changes, or a first base, that is itself over
-    /// the bound. After those the next flush is a base batch, so the log never misses a change
-    /// that was not stored: while the value is over the bound, such flushes fail.
+    /// the bound.
+    ///
+    /// **A store error is not a new stream.** When the store can take the same record again
+    /// (a `PostgresStore` whose connection failed, before or during the commit), the writer
+    /// holds the encoded batch and sends it again, the same text, before the next flush's;
+    /// calling `flush` with nothing changed sends it (see [`LogWriter::append`]). The store
+    /// recognises the resend by its position, so a commit whose acknowledgement was lost is
+    /// not stored twice, and readers see the stream go on with no base, no gap and no
+    /// duplicate. Only when the stream cannot go on (another writer took the address, a
+    /// poisoned store, a file store's error, the record at that position is another one, a
+    /// batch or checkpoint over the bound as above) is the next flush a base batch, so the
+    /// log never misses a change that was not stored: while the value is over the bound, such
+    /// flushes fail.
     pub fn flush(&mut self) -> Result<Option<u64>> {
         let mut ops = self.tracker.flush().map_err(|source| Error::Flush {
             address: self.address.clone(),
@@ -162,6 +173,9 @@ impl<T: Tracked, S: Store> Durable<T, S> {
             {
                 self.unstored = ops;
             }
+            // The writer holds these ops, encoded, and sends them again first: the stream goes
+            // on as if the store had never failed.
+            Err(e) if e.resendable() && self.writer.held(&self.address) > 0 => {}
             // The tracker accepted these ops but the log did not: start over from a base.
             Err(_) => self.tracker.rebase(),
             Ok(_) => {}

@@ -293,6 +293,21 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether a [`LogWriter`](super::LogWriter) holds the batch whose append failed with this
+    /// error and sends the same text again: a store error whose outcome the store resolves
+    /// by position when the same record comes again. Today that is [`Error::Postgres`] (the
+    /// connection failed, before or during the commit); every other error ends the stream
+    /// (the next batch is a base).
+    pub(crate) fn resendable(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        if let Error::Postgres { .. } = self {
+            return true;
+        }
+        false
+    }
+}
+
 /// The end of [`Error::AddressLocked`]'s message: who holds the address, when known.
 #[cfg(feature = "postgres")]
 fn held_by(holder: &Option<String>) -> String {

@@ -1,6 +1,6 @@
 //! The log writer: encode, tag and append in one call, with a checkpoint policy.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use super::MAX_RECORD_BYTES;
 use super::{check, Address, CheckedBatch, Error, ReadOptions, Result, Store, BASE};
@@ -82,11 +82,41 @@ pub struct LogWriter<S: Store> {
     numbers: Numbers,
 }
 
-/// One address's encoder and where the checkpoint policy stands.
+/// One address's encoder, where the checkpoint policy stands, and the batches it encoded
+/// that the store has not taken yet.
 #[derive(Debug, Default)]
 struct Stream {
     encoder: Encoder,
     since: Since,
+    /// Encoded batches whose append failed with an error the store resolves when the same
+    /// record comes again ([`Error::resendable`]), oldest first: sent again, text for text,
+    /// before anything newer, so readers' decoders stay in step with this encoder.
+    held: VecDeque<Held>,
+    /// The bytes of `held`'s texts.
+    held_bytes: usize,
+}
+
+/// A batch encoded and not yet stored.
+#[derive(Debug)]
+struct Held {
+    text: String,
+    base: bool,
+}
+
+impl Stream {
+    fn new(numbers: Numbers, since: Since) -> Stream {
+        Stream {
+            encoder: Encoder::new().numbers(numbers),
+            since,
+            held: VecDeque::new(),
+            held_bytes: 0,
+        }
+    }
+
+    /// Whether the stream has a base, stored or held.
+    fn has_base(&self) -> bool {
+        self.since.has_base || self.held.iter().any(|h| h.base)
+    }
 }
 
 /// Where an address stands since its last base record.
@@ -208,12 +238,26 @@ impl<S: Store> LogWriter<S> {
     /// [`Error::Unrecoverable`](super::Error::Unrecoverable) for a batch recovery could not
     /// apply: nothing is stored and the encoder is untouched. [`Error::RecordTooLarge`] for a
     /// batch whose encoded text and tag are over the record bound
-    /// ([`max_record_bytes`](LogWriter::max_record_bytes)). Otherwise the store's error;
-    /// the address's encoder is then dropped and the next batch starts a fresh one, so no
-    /// later batch refers to a path id whose definition was not stored.
+    /// ([`max_record_bytes`](LogWriter::max_record_bytes)). Otherwise the store's error,
+    /// and then one of two things:
+    ///
+    /// - **The store can take the same record again** (a `PostgresStore` whose connection
+    ///   failed, before or during the commit: `Error::Postgres`): the writer *holds* the
+    ///   encoded batch ([`held`](LogWriter::held) counts them) and sends the same text again
+    ///   before the address's next batch, or at the next call with an empty batch. The store
+    ///   recognises the resend by its position, so a record whose commit went through but
+    ///   whose acknowledgement was lost is not written twice, and readers see one unbroken
+    ///   stream: no base, no gap, no duplicate. Batches appended while earlier ones are held
+    ///   are held behind them, in order, up to the record bound in bytes
+    ///   ([`record_bound`](LogWriter::record_bound)); past it the writer lets go, as below.
+    /// - **Otherwise** (another writer took the address, the store is poisoned, the record at
+    ///   that position is not this batch): the address's encoder, and what it holds, are
+    ///   dropped, and the next batch starts a fresh one, so no later batch refers to a path
+    ///   id whose definition was not stored. The producer then sends a base batch
+    ///   ([`Durable`](super::Durable) does).
     pub fn append(&mut self, address: &Address, batch: &[Op]) -> Result<Option<u64>> {
         if batch.is_empty() {
-            return Ok(None);
+            return self.resend(address);
         }
         let unrecoverable = |source: crate::Error| Error::Unrecoverable {
             address: address.clone(),
@@ -222,35 +266,107 @@ impl<S: Store> LogWriter<S> {
         check::ops(batch).map_err(unrecoverable)?;
         if !self.streams.contains_key(address) {
             let since = since_base(&self.store, address, self.policy)?;
-            let stream = Stream {
-                encoder: Encoder::new().numbers(self.numbers),
-                since,
-            };
-            self.streams.insert(address.clone(), stream);
+            self.streams
+                .insert(address.clone(), Stream::new(self.numbers, since));
         }
         let Some(stream) = self.streams.get_mut(address) else {
             return Ok(None);
         };
         let base = is_base(batch);
-        if !base && !stream.since.has_base {
+        if !base && !stream.has_base() {
             let first = ErrorKind::NoValue.into();
             return Err(unrecoverable(crate::Error::at_op(first, 0)));
         }
+        // What is held goes first; a failure there holds this batch behind it.
+        let earlier = self.resend(address);
+        let Some(stream) = self.streams.get_mut(address) else {
+            // The resend ended the stream: this batch was not encoded.
+            return earlier;
+        };
         let wire = stream.encoder.encode(batch).to_json();
-        // The encoder has taken the batch's path ids as sent: whatever stops the batch from
-        // here on drops the encoder, below.
-        let stored = CheckedBatch::encoded(address, &wire, base.then_some(BASE), self.bound)
-            .and_then(|checked| self.store.append_checked(address, checked));
-        match stored {
+        // The encoder has taken the batch's path ids as sent: from here on the batch is
+        // stored, held, or the encoder is dropped.
+        let checked = match CheckedBatch::encoded(address, &wire, base.then_some(BASE), self.bound)
+        {
+            Ok(checked) => checked,
+            Err(e) => {
+                self.streams.remove(address);
+                return Err(e);
+            }
+        };
+        if let Err(e) = earlier {
+            return self.hold(address, wire, base, e);
+        }
+        match self.store.append_checked(address, checked) {
             Ok(seq) => {
                 stream.since.record(base, wire.len());
                 Ok(Some(seq))
             }
-            Err(e) => {
+            Err(e) => self.hold(address, wire, base, e),
+        }
+    }
+
+    /// Holds an encoded batch whose append failed with `error`, when the store can take it
+    /// again and the held bytes stay within the record bound; otherwise drops the stream.
+    /// Returns `error`.
+    fn hold(
+        &mut self,
+        address: &Address,
+        text: String,
+        base: bool,
+        error: Error,
+    ) -> Result<Option<u64>> {
+        let bound = self.bound;
+        match self.streams.get_mut(address) {
+            Some(stream) if error.resendable() && stream.held_bytes + text.len() <= bound => {
+                stream.held_bytes += text.len();
+                stream.held.push_back(Held { text, base });
+            }
+            _ => {
                 self.streams.remove(address);
-                Err(e)
             }
         }
+        Err(error)
+    }
+
+    /// Sends what `address` holds, oldest first; the seq of the last one stored (`None` when
+    /// nothing was held). A failure keeps the rest held when the store can take them again,
+    /// and drops the stream otherwise.
+    fn resend(&mut self, address: &Address) -> Result<Option<u64>> {
+        let mut last = None;
+        loop {
+            let Some(stream) = self.streams.get_mut(address) else {
+                return Ok(last);
+            };
+            let Some(held) = stream.held.front() else {
+                return Ok(last);
+            };
+            let tag = held.base.then_some(BASE);
+            let stored = CheckedBatch::encoded(address, &held.text, tag, self.bound)
+                .and_then(|checked| self.store.append_checked(address, checked));
+            match stored {
+                Ok(seq) => {
+                    let (base, len) = (held.base, held.text.len());
+                    stream.held.pop_front();
+                    stream.held_bytes -= len;
+                    stream.since.record(base, len);
+                    last = Some(seq);
+                }
+                Err(e) => {
+                    if !e.resendable() {
+                        self.streams.remove(address);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// How many of `address`'s batches this writer holds: encoded, their append failed with
+    /// an error after which the store can take them again, and sent again before the next
+    /// batch (see [`append`](LogWriter::append)). 0 for an address it does not write.
+    pub fn held(&self, address: &Address) -> usize {
+        self.streams.get(address).map_or(0, |s| s.held.len())
     }
 
     /// Appends a producer's batch, or a base batch in its place when the checkpoint policy
@@ -297,7 +413,10 @@ impl<S: Store> LogWriter<S> {
         batch: &[Op],
         current: impl FnOnce() -> crate::Result<serde_json::Value>,
     ) -> Result<Option<u64>> {
-        if batch.is_empty() || is_base(batch) || !self.wants_base(address) {
+        // While batches are held the checkpoint waits: a base over the record bound would
+        // drop the encoder, and what it holds with it.
+        if batch.is_empty() || is_base(batch) || self.held(address) > 0 || !self.wants_base(address)
+        {
             return self.append(address, batch);
         }
         let value = current().map_err(|source| super::Error::Flush {
@@ -317,11 +436,8 @@ impl<S: Store> LogWriter<S> {
                 batches: 0,
                 bytes: 0,
             };
-            let stream = Stream {
-                encoder: Encoder::new().numbers(self.numbers),
-                since,
-            };
-            self.streams.insert(address.clone(), stream);
+            self.streams
+                .insert(address.clone(), Stream::new(self.numbers, since));
         }
         stored
     }

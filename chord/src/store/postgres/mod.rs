@@ -234,6 +234,7 @@ impl PostgresBuilder {
             lease: (1, 0),
             last_seq: durable,
             grouped: matches!(durability, Durability::Grouped { .. }),
+            cut: None,
         }));
         let flush_writer = Arc::clone(&writer);
         let flush = Arc::new(move |target: u64| {
@@ -346,6 +347,16 @@ impl PostgresStore {
         let listener = self.shared.listener()?;
         let source: Arc<dyn Source> = Arc::clone(&self.shared) as Arc<dyn Source>;
         Ok(PostgresTail::new(source, listener, address.clone(), after))
+    }
+
+    /// Testing only: the server ends this store's writing session during its next write,
+    /// before the write reaches it or after it committed (`cut`), so that the append fails
+    /// either way. Not part of the API.
+    #[doc(hidden)]
+    pub fn cut_next_write(&self, cut: Cut) {
+        if let Some(writer) = &self.writer {
+            lock(writer).cut = Some(cut);
+        }
     }
 
     fn read_only(&self) -> Error {
@@ -483,6 +494,7 @@ struct Sql {
     nth_base: String,
     before: String,
     record: String,
+    stored: String,
     delete_before: String,
     unlink: String,
 }
@@ -569,6 +581,10 @@ impl Sql {
             record: format!(
                 "SELECT prev, tag, batch, crc FROM {s}.chord_records
                  WHERE address = $1 AND seq = $2 FOR UPDATE"
+            ),
+            stored: format!(
+                "SELECT prev, tag, batch, crc FROM {s}.chord_records
+                 WHERE address = $1 AND seq = $2"
             ),
             delete_before: format!("DELETE FROM {s}.chord_records WHERE address = $1 AND seq < $2"),
             unlink: format!(
@@ -874,6 +890,8 @@ struct Writer {
     /// The newest seq this store handed out (or, at open, the newest stored).
     last_seq: u64,
     grouped: bool,
+    /// A fault for the next write, for tests (see [`PostgresStore::cut_next_write`]).
+    cut: Option<Cut>,
 }
 
 /// An address this writer holds.
@@ -886,11 +904,32 @@ struct Claim {
     last: u64,
     /// The lock is held by the current connection.
     held: bool,
-    /// An append whose commit was not confirmed (its seq): the next claim looks whether it
-    /// is there.
-    in_doubt: Option<u64>,
+    /// An append whose commit was not confirmed: the next claim looks whether it is there,
+    /// and the next append of the same record is answered by it.
+    in_doubt: Option<Doubt>,
     /// Another writer appended: this store never writes here again.
     fenced: Option<u64>,
+}
+
+/// A record whose commit was not confirmed.
+#[derive(Clone, Copy, Debug)]
+struct Doubt {
+    seq: u64,
+    /// The address's newest record before it.
+    prev: u64,
+    /// Its checksum (of seq, address, prev, tag and batch).
+    crc: u32,
+}
+
+/// A fault to inject into the next write (see [`PostgresStore::cut_next_write`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// The server ends the writer's session before the write reaches it: nothing is stored.
+    BeforeWrite,
+    /// The server ends the writer's session after the write committed, before the append
+    /// returns: stored, but the append fails.
+    AfterCommit,
 }
 
 /// One record waiting to be written.
@@ -994,8 +1033,10 @@ impl Writer {
             });
             claim.held = true;
             if claim.fenced.is_none() {
-                match claim.in_doubt.take() {
-                    Some(seq) if stored == seq => claim.committed = seq,
+                // An append whose commit was not confirmed: stored if `last` is its seq. The
+                // doubt stays, so that the same record sent again is recognised (`append`).
+                match &claim.in_doubt {
+                    Some(doubt) if stored == doubt.seq => claim.committed = doubt.seq,
                     _ => {}
                 }
                 if stored != claim.committed || claim.id != id {
@@ -1107,7 +1148,28 @@ impl Writer {
     fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
         let claim = self.claim(address, Duration::ZERO)?;
         let (id, prev) = (claim.id, claim.last);
-        let seq = self.next_seq(prev)?;
+        // The same record as the one in doubt, sent again (a `LogWriter` does): the same
+        // position, the same seq, so a commit whose acknowledgement was lost is not written
+        // twice.
+        let again = claim
+            .in_doubt
+            .take()
+            .filter(|d| record_crc(d.seq, id, d.prev, tag, batch) == d.crc);
+        let seq = match again {
+            Some(doubt) if prev == doubt.seq => {
+                let found = self.stored_as(address, id, doubt, tag, batch);
+                if let (Err(Error::Postgres { .. }), Some(claim)) =
+                    (&found, self.claims.get_mut(address))
+                {
+                    claim.in_doubt = Some(doubt);
+                }
+                found?;
+                self.last_seq = self.last_seq.max(doubt.seq);
+                return Ok(doubt.seq);
+            }
+            Some(doubt) if prev == doubt.prev => doubt.seq,
+            _ => self.next_seq(prev)?,
+        };
         let crc = record_crc(seq, id, prev, tag, batch);
         let pending = Pending {
             id,
@@ -1125,7 +1187,7 @@ impl Writer {
                 Err(e) => {
                     if let Some(claim) = self.claims.get_mut(address) {
                         if !matches!(e, Error::Fenced { .. }) {
-                            claim.in_doubt = Some(seq);
+                            claim.in_doubt = Some(Doubt { seq, prev, crc });
                         }
                     }
                     return Err(e);
@@ -1140,6 +1202,43 @@ impl Writer {
         }
         self.last_seq = seq;
         Ok(seq)
+    }
+
+    /// Checks that the record committed at `doubt`'s position is the one sent again.
+    fn stored_as(
+        &mut self,
+        address: &Address,
+        id: i64,
+        doubt: Doubt,
+        tag: Option<&str>,
+        batch: &str,
+    ) -> Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let client = self.client()?;
+        let row = match client.query_opt(&shared.sql.stored, &[&id, &to_sql(doubt.seq)]) {
+            Ok(row) => row,
+            Err(e) => {
+                self.lost();
+                return Err(shared.target.error("read the record in doubt")(e));
+            }
+        };
+        let same = row.is_some_and(|row| {
+            let (prev, found_tag, found, crc): (i64, Option<String>, String, i64) =
+                (row.get(0), row.get(1), row.get(2), row.get(3));
+            prev == to_sql(doubt.prev)
+                && found_tag.as_deref() == tag
+                && found == batch
+                && crc == i64::from(doubt.crc)
+        });
+        if same {
+            return Ok(());
+        }
+        Err(Error::CorruptRecord {
+            path: shared.target.name.clone().into(),
+            address: address.clone(),
+            seq: doubt.seq,
+            reason: "the record whose commit was in doubt is not the batch sent again".into(),
+        })
     }
 
     /// See [`PostgresStore::compact`]: called with nothing waiting.
@@ -1257,8 +1356,15 @@ impl Writer {
         }
         let shared = Arc::clone(&self.shared);
         let explicit = moves.len() > 1;
+        let cut = self.cut.take();
         let client = self.client()?;
+        // The server ends this session: what a database restart or failover does to it.
+        let end_session = "SELECT pg_terminate_backend(pg_backend_pid())";
         let outcome = (|| {
+            if cut == Some(Cut::BeforeWrite) {
+                // Fails, and leaves the connection closed for the write below.
+                let _ = client.batch_execute(end_session);
+            }
             if explicit {
                 client.batch_execute("BEGIN")?;
             }
@@ -1287,6 +1393,9 @@ impl Writer {
             }
             if explicit {
                 client.batch_execute("COMMIT")?;
+            }
+            if cut == Some(Cut::AfterCommit) {
+                client.batch_execute(end_session)?;
             }
             Ok(true)
         })();
