@@ -238,7 +238,9 @@ pub enum Error {
     },
     /// The PostgreSQL backend failed: the server could not be reached, refused, or the
     /// connection broke. A read is retried once on a fresh connection before this is
-    /// returned; an append is not (the next one learns whether it was stored).
+    /// returned; an append is not: the next one learns whether it was stored, and a
+    /// [`LogWriter`](super::LogWriter) sends the same batch again, which the store writes
+    /// once (see [`PostgresStore`](super::PostgresStore)'s durability).
     #[cfg(feature = "postgres")]
     #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     #[error("{database}: {action} failed")]

@@ -108,8 +108,13 @@ const POOL_SIZE: usize = 4;
 ///
 /// **Durability.** [`Durability::EveryAppend`]: one statement per append (insert, link,
 /// notify), committed before `append` returns; durable as the server's `synchronous_commit`
-/// says (on by default). If the connection fails during the commit, `append` returns the
-/// error, and the next append learns from `last` whether the record was stored.
+/// says (on by default). If the connection fails before or during the commit, `append`
+/// returns the error ([`Error::Postgres`]); the next append reconnects, takes the lock again
+/// and learns from `last` whether the record was stored. When it is the same record again
+/// (what a [`LogWriter`](super::LogWriter) sends after such an error), it is written at the
+/// same position with the same seq if it was not stored, and if it was, the stored row is
+/// checked to be that record (else [`Error::CorruptRecord`]) and its seq returned without
+/// writing it twice: a blip costs readers nothing, not even a new base batch.
 /// [`Durability::Grouped`]: appends wait in memory and are written by one multi-row insert,
 /// in one transaction, at the stated bound; unlike the file backends, a waiting batch is
 /// lost if the *process* dies. A failed group write poisons the store ([`Error::Poisoned`]).
