@@ -1,0 +1,666 @@
+//! chord behind nginx, with the shipped configuration (`examples/nginx/nginx.conf`): catch-up
+//! reads cached and collapsed, live reads passed through, private reads never shared.
+//!
+//! Each test starts Debian's nginx as a child process (no daemon, no privileges needed) with
+//! a configuration generated from the shipped file by substitution ([`test_config`]): its TLS
+//! and its listening address replaced by plain HTTP on a free loopback port, its upstream
+//! nodes by in-process chord servers, its paths by a temporary directory. Every substitution
+//! must find what it replaces, so the file and this test cannot drift apart. The origin
+//! counts every request it is sent (a tower layer around the router), which is what the
+//! tests assert on: how many reads reached a node, never how long anything took.
+//!
+//! nginx is `$CHORD_TEST_NGINX`, or `nginx` on the `PATH` (or in `/usr/sbin`); without it
+//! each test prints a `SKIPPED` line, and under `CI=true` it fails (`scripts/test` installs
+//! Debian's `nginx` package).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::middleware::{self, Next};
+use axum::Router;
+use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter};
+use chord::streams::{self, Log, Streams};
+use chord::{path, Op};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Barrier;
+
+/// The configuration a deployment uses; the tests run it, substituted.
+const SHIPPED: &str = include_str!("../../examples/nginx/nginx.conf");
+
+/// What a deployment whose streams every reader may see sets (docs/deployment.md).
+const PUBLIC: &str = "public, max-age=60, stale-while-revalidate=300";
+
+/// A bound on waiting for things that should happen, so a broken build fails rather than
+/// hangs; nothing is asserted about how long anything took.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// How many readers join the stream at once.
+const READERS: usize = 1_000;
+
+/// The most origin reads of one URL the joining readers may cause: nginx's cache lock lets one
+/// through and holds the rest, so anything near the number of readers means no collapsing.
+const MOST_ORIGIN_READS: usize = 50;
+
+/// The nginx binary, or why there is none.
+fn nginx() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("CHORD_TEST_NGINX") {
+        return Ok(path.into());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
+        .map(|dir| dir.join("nginx"))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            "no nginx on the PATH nor in /usr/sbin (apt-get install nginx, or set \
+             CHORD_TEST_NGINX)"
+                .to_owned()
+        })
+}
+
+/// The nginx binary; `None` (after a `SKIPPED` line) without one, unless under `CI=true`.
+fn nginx_or_skip(test: &str) -> Option<PathBuf> {
+    match nginx() {
+        Ok(path) => Some(path),
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("{why}"),
+        Err(why) => {
+            println!("SKIPPED {test}: {why}; under CI=true this fails");
+            None
+        }
+    }
+}
+
+/// Replaces the one occurrence of `from` in `text`; fails the test when there is not
+/// exactly one (the shipped configuration changed under the test).
+fn replace_once(text: &mut String, from: &str, to: &str) {
+    let found = text.matches(from).count();
+    assert_eq!(
+        found, 1,
+        "examples/nginx/nginx.conf should hold {from:?} once, holds it {found} times: \
+         update nginx_cache.rs's test_config with it"
+    );
+    *text = text.replacen(from, to, 1);
+}
+
+/// The shipped configuration for a test: plain HTTP on `127.0.0.1:port`, the upstream nodes
+/// `nodes`, every path in `dir`. Nothing else changes.
+fn test_config(dir: &Path, port: u16, nodes: &[SocketAddr]) -> String {
+    let dir = dir.display();
+    let mut text = SHIPPED.to_owned();
+    // A master running as root starts its workers as this user; one that is not root keeps
+    // its own, and the directive would only draw a warning.
+    let user = if rustix::process::geteuid().is_root() {
+        "user root;\n"
+    } else {
+        ""
+    };
+    replace_once(&mut text, "user www-data;\n", user);
+    replace_once(&mut text, "/run/nginx.pid", &format!("{dir}/nginx.pid"));
+    replace_once(
+        &mut text,
+        "/var/log/nginx/chord.error.log",
+        &format!("{dir}/error.log"),
+    );
+    replace_once(
+        &mut text,
+        "/var/log/nginx/chord.access.log",
+        &format!("{dir}/access.log"),
+    );
+    replace_once(&mut text, "/var/cache/nginx/chord", &format!("{dir}/cache"));
+    // The compiled-in temporary directories are the system's (`/var/lib/nginx`).
+    let temp: String = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
+        .iter()
+        .map(|kind| format!("    {kind}_temp_path {dir}/{kind}_temp;\n"))
+        .collect();
+    replace_once(&mut text, "http {\n", &format!("http {{\n{temp}"));
+    // TLS and HTTP/2 off, a free port: the backlog holds the readers all connecting at once.
+    replace_once(
+        &mut text,
+        "        listen 443 ssl http2;\n        listen [::]:443 ssl http2;\n",
+        &format!("        listen 127.0.0.1:{port} backlog=4096;\n"),
+    );
+    let mut out = String::new();
+    let (mut tls, mut servers) = (0, 0);
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("ssl_") {
+            tls += 1;
+        } else if trimmed.starts_with("server 10.0.0.") {
+            // The first node's line becomes the test's nodes, the others go.
+            if servers == 0 {
+                for node in nodes {
+                    out.push_str(&format!(
+                        "        server {node} max_fails=3 fail_timeout=10s;\n"
+                    ));
+                }
+            }
+            servers += 1;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert_eq!(
+        tls, 5,
+        "examples/nginx/nginx.conf's ssl_ directives changed"
+    );
+    assert_eq!(
+        servers, 3,
+        "examples/nginx/nginx.conf's upstream nodes changed"
+    );
+    out
+}
+
+/// nginx, running with [`test_config`] until dropped.
+struct Nginx {
+    child: Child,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx in front of `nodes` and waits until it accepts connections.
+    fn start(binary: &Path, nodes: &[SocketAddr]) -> Nginx {
+        // A port found free may be taken before nginx binds it: then try another.
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let conf = dir.path().join("nginx.conf");
+            std::fs::write(&conf, test_config(dir.path(), port, nodes)).unwrap();
+            let out = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
+            let child = Command::new(binary)
+                .arg("-p")
+                .arg(dir.path())
+                .arg("-c")
+                .arg(&conf)
+                .args(["-e", "stderr", "-g", "daemon off;"])
+                .stdin(Stdio::null())
+                .stdout(out.try_clone().unwrap())
+                .stderr(out)
+                .spawn()
+                .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+            let mut nginx = Nginx {
+                child,
+                addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                dir,
+            };
+            let started = Instant::now();
+            loop {
+                if let Some(status) = nginx.child.try_wait().unwrap() {
+                    let log = nginx.log();
+                    if log.contains("Address already in use") {
+                        break;
+                    }
+                    panic!("nginx exited ({status}) at start:\n{log}");
+                }
+                if std::net::TcpStream::connect(nginx.addr).is_ok() {
+                    return nginx;
+                }
+                assert!(
+                    started.elapsed() < PATIENCE,
+                    "nginx never listened:\n{}",
+                    nginx.log()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("no free port for nginx after 5 tries");
+    }
+
+    /// What nginx wrote to its standard error and its error log.
+    fn log(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name));
+        format!(
+            "{}{}",
+            read("stderr.log").unwrap_or_default(),
+            read("error.log").unwrap_or_default()
+        )
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM to the master: it stops its workers and exits (a SIGKILL would orphan them).
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Requests the origin was sent, by `"METHOD path?query"`.
+#[derive(Clone, Default)]
+struct Counts(Arc<Mutex<HashMap<String, usize>>>);
+
+impl Counts {
+    fn of(&self, method: &str, target: &str) -> usize {
+        let key = format!("{method} {target}");
+        self.0.lock().unwrap().get(&key).copied().unwrap_or(0)
+    }
+
+    /// Waits until the origin was sent `n` requests for `target`.
+    async fn reach(&self, method: &str, target: &str, n: usize) {
+        let started = Instant::now();
+        while self.of(method, target) < n {
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the origin never saw {n} of {method} {target}: {:?}",
+                self.0.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// `router` with every request it is sent counted in `counts`.
+fn counted(router: Router, counts: &Counts) -> Router {
+    let counts = counts.clone();
+    router.layer(middleware::from_fn(move |request: Request, next: Next| {
+        let key = format!(
+            "{} {}",
+            request.method(),
+            request.uri().path_and_query().map_or("", |p| p.as_str())
+        );
+        *counts.0.lock().unwrap().entry(key).or_default() += 1;
+        next.run(request)
+    }))
+}
+
+/// A log with one stream of a few hundred KB: a base batch and `BATCHES` appends of about
+/// 1 KB each.
+struct Origin {
+    _dir: tempfile::TempDir,
+    writer: LogWriter<Log<JsonlStore>>,
+    log: Log<JsonlStore>,
+    lane: Address,
+    counts: Counts,
+}
+
+/// Appends after the base batch.
+const BATCHES: usize = 400;
+
+impl Origin {
+    fn new() -> Origin {
+        let dir = tempfile::tempdir().unwrap();
+        let grouped = Durability::Grouped {
+            max_batches: 64,
+            max_delay: Duration::from_millis(5),
+        };
+        let log = Log::new(JsonlStore::open(dir.path().join("log.jsonl"), grouped).unwrap());
+        let mut writer = LogWriter::new(log.clone(), Checkpoint::Never);
+        let lane = Address::new("lanes", "main");
+        writer
+            .append(&lane, &[Op::Replace(json!({"text": ""}))])
+            .unwrap();
+        for i in 0..BATCHES {
+            let chunk = format!("[{i:>5}] {}\n", "token ".repeat(170));
+            writer
+                .append(&lane, &[Op::Append(path!["text"], chunk)])
+                .unwrap();
+        }
+        Origin {
+            _dir: dir,
+            writer,
+            log,
+            lane,
+            counts: Counts::default(),
+        }
+    }
+
+    /// Serves the log on `nodes` listeners (the upstream's nodes), with `cache_control` on
+    /// catch-up reads (`None`: chord's default).
+    async fn serve(&self, nodes: usize, cache_control: Option<&'static str>) -> Vec<SocketAddr> {
+        let mut streams = Streams::new(&self.log).long_poll(Duration::from_secs(30));
+        if let Some(value) = cache_control {
+            streams = streams.cache_control(HeaderValue::from_static(value));
+        }
+        let app = counted(streams.router(), &self.counts);
+        let mut addrs = Vec::new();
+        for _ in 0..nodes {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addrs.push(listener.local_addr().unwrap());
+            tokio::spawn(streams::serve(
+                listener,
+                app.clone(),
+                std::future::pending(),
+            ));
+        }
+        addrs
+    }
+
+    fn path(&self) -> String {
+        streams::stream_path(&self.lane)
+    }
+
+    /// Appends one batch carrying `marker`, off the runtime's worker.
+    fn append(&mut self, marker: &str) {
+        let ops = [Op::Append(path!["text"], marker.into())];
+        tokio::task::block_in_place(|| self.writer.append(&self.lane, &ops).unwrap());
+    }
+}
+
+/// A response, read to its end (HTTP/1.0: no chunked encoding, the connection closes).
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn parse(raw: &[u8]) -> Reply {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no end of headers in {:?}", String::from_utf8_lossy(raw)));
+        let head = std::str::from_utf8(&raw[..end]).unwrap();
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status line in {head:?}"));
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+            .collect();
+        Reply {
+            status,
+            headers,
+            body: raw[end + 4..].to_vec(),
+        }
+    }
+}
+
+fn request(method: &str, target: &str) -> String {
+    format!("{method} {target} HTTP/1.0\r\nHost: streams.test\r\n\r\n")
+}
+
+/// One request to `addr`, its whole response.
+async fn send(addr: SocketAddr, method: &str, target: &str) -> Reply {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(request(method, target).as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut raw))
+        .await
+        .expect("a response within the patience")
+        .unwrap();
+    Reply::parse(&raw)
+}
+
+/// Reads from `stream` into `seen` until it holds `needle`.
+async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, needle: &str) {
+    let found = |seen: &[u8]| String::from_utf8_lossy(seen).contains(needle);
+    let waiting = async {
+        let mut buf = [0u8; 16 * 1024];
+        while !found(seen) {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(
+                n > 0,
+                "the connection closed before {needle:?}: {:?}",
+                String::from_utf8_lossy(seen)
+            );
+            seen.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(PATIENCE, waiting)
+        .await
+        .unwrap_or_else(|_| panic!("no {needle:?} within the patience"));
+}
+
+/// Raises the soft open-file limit to `needed` (or the hard limit, if lower).
+fn raise_fd_limit(needed: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let soft = limit.current.unwrap_or(u64::MAX);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    if soft < needed {
+        let raised = Rlimit {
+            current: Some(needed.min(hard)),
+            maximum: limit.maximum,
+        };
+        let _ = setrlimit(Resource::Nofile, raised);
+    }
+}
+
+/// The number of batches in a catch-up body (a JSON array of wire batches).
+fn batches(body: &[u8]) -> usize {
+    let value: Value = serde_json::from_slice(body).expect("a catch-up body is a JSON array");
+    value.as_array().expect("a JSON array").len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_readers_joining_at_once_cost_the_origin_a_few_reads() {
+    let Some(binary) = nginx_or_skip("nginx_cache::a_thousand_readers_joining_at_once") else {
+        return;
+    };
+    // Each reader holds a socket here and two files in nginx (which inherits the limit).
+    raise_fd_limit(4 * READERS as u64 + 256);
+    let origin = Origin::new();
+    let nodes = origin.serve(2, Some(PUBLIC)).await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let path = origin.path();
+
+    // A fresh reader's two ways in: the oldest base kept (`-1`), and the latest base, named
+    // by a `HEAD` (which nginx always sends on, as a `HEAD`).
+    let head = send(proxy.addr, "HEAD", &path).await;
+    assert_eq!(head.status, 200, "{}", proxy.log());
+    assert_eq!(head.header("x-cache-status"), Some("BYPASS"));
+    assert_eq!(origin.counts.of("HEAD", &path), 1);
+    let base = head
+        .header(streams::BASE_OFFSET_HEADER)
+        .expect("a HEAD names the latest base")
+        .to_owned();
+    let targets = [format!("{path}?offset=-1"), format!("{path}?offset={base}")];
+
+    // Every reader connects first, then all send their requests together.
+    let barrier = Arc::new(Barrier::new(READERS));
+    let mut readers = Vec::with_capacity(READERS);
+    for i in 0..READERS {
+        let target = targets[i % 2].clone();
+        let barrier = Arc::clone(&barrier);
+        let addr = proxy.addr;
+        readers.push(tokio::spawn(async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            barrier.wait().await;
+            stream
+                .write_all(request("GET", &target).as_bytes())
+                .await
+                .unwrap();
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).await.unwrap();
+            (i % 2, Reply::parse(&raw))
+        }));
+    }
+    let mut replies = Vec::with_capacity(READERS);
+    for reader in readers {
+        replies.push(
+            tokio::time::timeout(PATIENCE, reader)
+                .await
+                .expect("every reader answered within the patience")
+                .unwrap(),
+        );
+    }
+    let origin_reads = targets.clone().map(|t| origin.counts.of("GET", &t));
+
+    // What each URL holds, read from a node directly (not through nginx).
+    let mut expected = Vec::new();
+    for target in &targets {
+        let direct = send(nodes[0], "GET", target).await;
+        assert_eq!(direct.status, 200);
+        assert_eq!(batches(&direct.body), 1 + BATCHES);
+        expected.push(direct.body);
+    }
+    let mut statuses: HashMap<String, usize> = HashMap::new();
+    for (which, reply) in &replies {
+        assert_eq!(reply.status, 200, "{}", proxy.log());
+        assert!(
+            reply.body == expected[*which],
+            "a reader through nginx got {} bytes of {}, not the {} bytes the node serves",
+            reply.body.len(),
+            targets[*which],
+            expected[*which].len()
+        );
+        let status = reply.header("x-cache-status").unwrap_or("none").to_owned();
+        *statuses.entry(status).or_default() += 1;
+    }
+    println!(
+        "nginx_cache: {READERS} readers joining at once ({} bytes each; half at offset=-1, \
+         half at offset={base}) cost the origin {} and {} reads; cache statuses {statuses:?}",
+        expected[0].len(),
+        origin_reads[0],
+        origin_reads[1]
+    );
+    for (target, reads) in targets.iter().zip(origin_reads) {
+        assert!(
+            (1..MOST_ORIGIN_READS).contains(&reads),
+            "{READERS} readers of {target} through nginx cost the origin {reads} reads: \
+             the cache and its lock should let a few through ({statuses:?})"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_reads_pass_through_uncached() {
+    let Some(binary) = nginx_or_skip("nginx_cache::live_reads_pass_through") else {
+        return;
+    };
+    let mut origin = Origin::new();
+    let nodes = origin.serve(2, Some(PUBLIC)).await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let path = origin.path();
+    let next = |reply: &Reply| {
+        reply
+            .header("stream-next-offset")
+            .expect("a stream-next-offset")
+            .to_owned()
+    };
+    let tail = next(&send(proxy.addr, "HEAD", &path).await);
+
+    // SSE: connected (its first control event arrived), then a batch is appended.
+    let sse = format!("{path}?offset={tail}&live=sse");
+    let mut stream = TcpStream::connect(proxy.addr).await.unwrap();
+    stream
+        .write_all(request("GET", &sse).as_bytes())
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    read_until(&mut stream, &mut seen, "event: control").await;
+    let head = Reply::parse(&seen);
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    assert_eq!(head.header("x-cache-status"), Some("BYPASS"));
+    origin.append("appended while an SSE reader waited");
+    read_until(
+        &mut stream,
+        &mut seen,
+        "appended while an SSE reader waited",
+    )
+    .await;
+    drop(stream);
+
+    // Long-poll: two readers at the same URL both wait at a node (neither is collapsed into
+    // the other nor answered from the cache), and both get the batch appended meanwhile.
+    let tail = next(&send(proxy.addr, "HEAD", &path).await);
+    let poll = format!("{path}?offset={tail}&live=long-poll&cursor=7");
+    let polls: Vec<_> = (0..2)
+        .map(|_| {
+            let (addr, poll) = (proxy.addr, poll.clone());
+            tokio::spawn(async move { send(addr, "GET", &poll).await })
+        })
+        .collect();
+    origin.counts.reach("GET", &poll, 2).await;
+    origin.append("appended while two long-polls waited");
+    for poll in polls {
+        let reply = poll.await.unwrap();
+        assert_eq!(reply.status, 200, "{}", proxy.log());
+        assert_eq!(reply.header("x-cache-status"), Some("BYPASS"));
+        let body = String::from_utf8(reply.body).unwrap();
+        assert!(
+            body.contains("appended while two long-polls waited"),
+            "{body}"
+        );
+    }
+    // Asked again, the same long-poll goes to a node again: nothing of it was stored.
+    let again = send(proxy.addr, "GET", &poll).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(origin.counts.of("GET", &poll), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_reads_are_never_served_from_the_cache() {
+    let Some(binary) = nginx_or_skip("nginx_cache::private_reads_are_never_served") else {
+        return;
+    };
+    let origin = Origin::new();
+    // chord's default `Cache-Control`: `private`, for one reader's browser only.
+    let nodes = origin.serve(1, None).await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let target = format!("{}?offset=-1", origin.path());
+    for n in 1..=3 {
+        let reply = send(proxy.addr, "GET", &target).await;
+        assert_eq!(reply.status, 200, "{}", proxy.log());
+        assert_eq!(
+            reply.header("cache-control"),
+            Some(streams::DEFAULT_CACHE_CONTROL)
+        );
+        assert_eq!(reply.header("x-cache-status"), Some("MISS"));
+        assert_eq!(batches(&reply.body), 1 + BATCHES);
+        assert_eq!(origin.counts.of("GET", &target), n);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_reads_are_served_from_the_cache_until_they_expire() {
+    let Some(binary) = nginx_or_skip("nginx_cache::public_reads_are_served") else {
+        return;
+    };
+    let origin = Origin::new();
+    let nodes = origin.serve(1, Some(PUBLIC)).await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let target = format!("{}?offset=-1", origin.path());
+    let first = send(proxy.addr, "GET", &target).await;
+    assert_eq!(first.status, 200, "{}", proxy.log());
+    assert_eq!(first.header("x-cache-status"), Some("MISS"));
+    for _ in 0..3 {
+        let reply = send(proxy.addr, "GET", &target).await;
+        assert_eq!(reply.header("x-cache-status"), Some("HIT"));
+        assert!(reply.body == first.body);
+    }
+    assert_eq!(origin.counts.of("GET", &target), 1);
+    // Another offset is another URL, another entry.
+    let other = format!("{}?offset=0000000000000001", origin.path());
+    let reply = send(proxy.addr, "GET", &other).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("x-cache-status"), Some("MISS"));
+    assert_eq!(batches(&reply.body), BATCHES);
+    assert_eq!(origin.counts.of("GET", &other), 1);
+}
