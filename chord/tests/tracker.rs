@@ -288,6 +288,13 @@ fn untyped_values_record_intent_too() {
 #[test]
 fn a_reassigned_nested_struct_is_deep_diffed() {
     let mut h = Harness::new(lane());
+    // A message long enough that its diff is smaller than one `s` of it.
+    let long = "Hel".to_owned() + &" ".repeat(200);
+    h.t.state().operation.streaming_message.set(Some(Message {
+        content: vec![Part { text: long }],
+        count: 0,
+    }));
+    h.flush();
     let mut next = h.t.operation.streaming_message.clone().unwrap();
     next.content[0].text.push_str("lo world");
     next.count = 1;
@@ -301,6 +308,26 @@ fn a_reassigned_nested_struct_is_deep_diffed() {
             ),
             Op::Set(path!["operation", "streamingMessage", "count"], 1.into()),
         ]
+    );
+}
+
+#[test]
+fn a_reassigned_small_struct_whose_diff_is_larger_is_one_set() {
+    let mut h = Harness::new(lane());
+    let mut next = h.t.operation.streaming_message.clone().unwrap();
+    next.content[0].text.push_str("lo world");
+    next.count = 1;
+    h.t.state()
+        .operation
+        .streaming_message
+        .set(Some(next.clone()));
+    // The `a` and the `s` of the member take more bytes as JSON than one `s` of the message.
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(
+            path!["operation", "streamingMessage"],
+            serde_json::to_value(&next).unwrap()
+        )]
     );
 }
 

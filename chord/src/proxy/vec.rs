@@ -184,7 +184,8 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     }
 
     /// Removes the element at `index`, replacing it with the last one: the element there is
-    /// reassigned and the last position removed (an `s` and a `p`), never the whole array.
+    /// reassigned and the last position removed (an `s` and a `p`), never the whole array;
+    /// at the next to last index, where the result is a removal, one `p` that removes it.
     ///
     /// # Panics
     ///
@@ -195,6 +196,12 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
             index < len,
             "swap_remove index (is {index}) should be < len (is {len})"
         );
+        if index + 2 == len {
+            // The last element moves into the gap right before it: the same array as a
+            // removal there, which one `p` of nothing says.
+            self.record(index, 1, 0);
+            return self.v.swap_remove(index);
+        }
         if index + 1 < len {
             self.touch(index);
         }

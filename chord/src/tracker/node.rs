@@ -486,8 +486,21 @@ pub(crate) fn flush_assigned(
         (Before::Absent, None) => {}
         (_, None) => out.delete(path),
         (Before::Value(b), Some(a)) => {
-            let path = path.to_path();
-            out.with_ops(|out| crate::diff::diff_into(&path, b, &a, out))
+            let whole_path = path.to_path();
+            let mut ops = Vec::new();
+            crate::diff::diff_into(&whole_path, b, &a, &mut ops);
+            // At most one `s` of the location: a reassignment that moved many members (a
+            // sort of an array of structs) diffs into more bytes than the new value.
+            if ops.len() > 1 {
+                if let Ok(p) = NonEmptyPath::try_from(whole_path) {
+                    let whole = [Op::Set(p, a)];
+                    if json_len(&whole) < json_len(&ops) {
+                        out.extend(whole);
+                        return;
+                    }
+                }
+            }
+            out.extend(ops);
         }
         (Before::Edited(early, b), Some(a)) => {
             let mut rest = Vec::new();

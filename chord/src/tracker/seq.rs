@@ -188,8 +188,19 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     let mut cursor = 0;
     let mut expected = 0;
     let mut pending: Option<(usize, usize, std::ops::Range<usize>)> = None;
-    let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>, out: &mut Out<'_>| {
+    let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>,
+                path: &mut Trail,
+                out: &mut Out<'_>| {
         match pending.take() {
+            // One element replaced by one: an `s` of the element says it in fewer bytes
+            // than a `p` (its path one index longer, no index, count and brackets).
+            Some((index, 1, new)) if new.len() == 1 => match items.at(new.start) {
+                Some(item) => with_seg(path, Seg::Index(index), |p| {
+                    set(p, crate::tracker::to_json(item, p)?, out);
+                    Ok(())
+                }),
+                None => Ok(()),
+            },
             Some((index, remove, new)) => {
                 let new = new.filter_map(|at| items.at(at).map(|item| (at, item)));
                 out.splice(wire, path, index, remove, new)
@@ -203,7 +214,7 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
                 if start > expected {
                     pending.get_or_insert((cursor, 0, cursor..cursor)).1 += start - expected;
                 }
-                emit(&mut pending, out)?;
+                emit(&mut pending, path, out)?;
                 cursor += len;
                 expected = start + len;
             }
@@ -216,7 +227,7 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     if expected < edit.accepted_len {
         pending.get_or_insert((cursor, 0, cursor..cursor)).1 += edit.accepted_len - expected;
     }
-    emit(&mut pending, out)?;
+    emit(&mut pending, path, out)?;
     Ok(())
 }
 
