@@ -1,1 +1,271 @@
-//! Operations tests (health); filled in below.
+//! `/healthz` and `/readyz` (`streams::Health`): the store cut (its reads failing, or stuck)
+//! answers 503 naming what failed, restored answers 200 again; over PostgreSQL, a schema
+//! gone fails the store probe and the follower's lag, and both pass once it is back.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use chord::store::{
+    Address, CheckedBatch, Compacted, Durability, Error, JsonlStore, LiveSource, Page, ReadOptions,
+    Result, Store,
+};
+use chord::streams::{Health, Log, Streams};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+
+/// A store whose reads can be cut (they fail) or stuck (they wait until released).
+struct Cuttable<S> {
+    inner: S,
+    switch: Switch,
+}
+
+const OK: u8 = 0;
+const CUT: u8 = 1;
+const STUCK: u8 = 2;
+
+#[derive(Clone, Default)]
+struct Switch(Arc<(AtomicU8, Mutex<()>, Condvar)>);
+
+impl Switch {
+    fn set(&self, to: u8) {
+        let (state, lock, wake) = &*self.0;
+        let _held = lock.lock().unwrap();
+        state.store(to, Ordering::SeqCst);
+        wake.notify_all();
+    }
+
+    /// `Err` while cut; waits while stuck.
+    fn pass(&self) -> Result<()> {
+        let (state, lock, wake) = &*self.0;
+        let mut held = lock.lock().unwrap();
+        while state.load(Ordering::SeqCst) == STUCK {
+            held = wake.wait(held).unwrap();
+        }
+        if state.load(Ordering::SeqCst) == CUT {
+            return Err(Error::Io {
+                path: "the test's store".into(),
+                action: "read",
+                source: std::io::Error::other("the store is cut"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<S: Store> Store for Cuttable<S> {
+    fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        self.switch.pass()?;
+        self.inner.append_checked(address, batch)
+    }
+    fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
+        self.switch.pass()?;
+        self.inner.read_list(address, options)
+    }
+    fn addresses(&self) -> Result<Vec<Address>> {
+        self.switch.pass()?;
+        self.inner.addresses()
+    }
+    fn sync(&mut self) -> Result<Option<u64>> {
+        self.inner.sync()
+    }
+    fn durable_seq(&self) -> Option<u64> {
+        self.inner.durable_seq()
+    }
+    fn compact(&mut self, address: &Address, keep_bases: usize) -> Result<Compacted> {
+        self.inner.compact(address, keep_bases)
+    }
+    fn live_source(&self) -> Option<Arc<dyn LiveSource>> {
+        self.inner.live_source()
+    }
+}
+
+async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
+    let request = Request::get(uri).body(Body::empty()).unwrap();
+    let response = tower_service::Service::call(&mut app.clone(), request)
+        .await
+        .unwrap();
+    let status = response.status();
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_the_store_and_liveness_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let switch = Switch::default();
+    let store = Cuttable {
+        inner: JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap(),
+        switch: switch.clone(),
+    };
+    let log = Log::new(store);
+    let app = Streams::new(&log).router().merge(
+        Health::new(&log)
+            .probe_timeout(Duration::from_millis(200))
+            .router(),
+    );
+
+    let (status, body) = get(&app, "/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "ready");
+    assert_eq!(body["checks"]["store"]["ok"], true);
+    assert_eq!(body["checks"]["follower"]["lag_ms"], Value::Null);
+
+    // Cut: reads fail.
+    switch.set(CUT);
+    let (status, body) = get(&app, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["status"], "not ready");
+    assert_eq!(body["checks"]["store"]["ok"], false);
+    let error = body["checks"]["store"]["error"].as_str().unwrap();
+    assert!(error.contains("the store is cut"), "{error}");
+    assert_eq!(
+        body["checks"]["follower"]["ok"], true,
+        "only the store failed"
+    );
+    let (status, body) = get(&app, "/healthz").await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"status": "ok"})),
+        "the process still answers"
+    );
+
+    // Restored.
+    switch.set(OK);
+    let (status, body) = get(&app, "/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Stuck: the probe times out, and while it is stuck the next fails at once (no probe
+    // piles up behind it).
+    switch.set(STUCK);
+    let (status, body) = get(&app, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let error = body["checks"]["store"]["error"].as_str().unwrap();
+    assert!(error.contains("did not answer within 200 ms"), "{error}");
+    let (status, body) = get(&app, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let error = body["checks"]["store"]["error"].as_str().unwrap();
+    assert!(error.contains("earlier probe"), "{error}");
+    switch.set(OK);
+    let mut status = StatusCode::SERVICE_UNAVAILABLE;
+    for _ in 0..1000 {
+        // The stuck probe finishes on its own thread once released.
+        (status, _) = get(&app, "/readyz").await;
+        if status == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(status, StatusCode::OK, "ready again once the store answers");
+}
+
+#[tokio::test]
+async fn streams_health_serves_the_same_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log =
+        Log::new(JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap());
+    let streams = Streams::new(&log);
+    let app = streams.health().merge(streams.router());
+    assert_eq!(get(&app, "/healthz").await.0, StatusCode::OK);
+    let (status, body) = get(&app, "/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod pg;
+
+/// Over PostgreSQL with a live reader (so the log runs a follower): the schema renamed away
+/// fails the store probe and, once its lag passes the bound, the follower; renamed back, both
+/// pass.
+#[cfg(feature = "postgres")]
+#[test]
+fn over_postgres_a_schema_gone_fails_the_probe_and_the_follower() {
+    use chord::store::{Checkpoint, LogWriter, PostgresStore};
+    use chord::Op;
+
+    if !pg::available() {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let schema = pg::fresh_schema("readyz");
+    let url = pg::schema_url(&schema);
+    let lane = Address::new("lanes", "main");
+    // Another node writes the lane; this one serves it.
+    let writer_store = PostgresStore::open(&url, Durability::EveryAppend).unwrap();
+    let mut writer = LogWriter::new(writer_store, Checkpoint::Never);
+    writer
+        .append(&lane, &[Op::Replace(json!({"n": 0}))])
+        .unwrap();
+    let log = Log::new(PostgresStore::open(&url, Durability::EveryAppend).unwrap());
+    let app = Streams::new(&log).router().merge(
+        Health::new(&log)
+            .max_follower_lag(Duration::from_millis(300))
+            .probe_timeout(Duration::from_secs(5))
+            .router(),
+    );
+    let ready = |app: &Router| runtime.block_on(get(app, "/readyz"));
+    // A live reader, held open: the log follows the lane.
+    let uri = format!("{}?offset=-1&live=sse", chord::streams::stream_path(&lane));
+    let sse = runtime.block_on(async {
+        let request = Request::get(&uri).body(Body::empty()).unwrap();
+        tower_service::Service::call(&mut app.clone(), request)
+            .await
+            .unwrap()
+    });
+    assert_eq!(sse.status(), StatusCode::OK);
+    let mut lag = None;
+    for _ in 0..2000 {
+        lag = log.follower_lag();
+        if lag.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(lag.is_some(), "a follower runs");
+    let (status, body) = ready(&app);
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["checks"]["follower"]["lag_ms"].is_u64(), "{body}");
+
+    let mut admin = pg::client();
+    let away = format!("{schema}_away");
+    admin
+        .batch_execute(&format!("ALTER SCHEMA \"{schema}\" RENAME TO \"{away}\""))
+        .unwrap();
+    let mut body = Value::Null;
+    for _ in 0..2000 {
+        let status;
+        (status, body) = ready(&app);
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["checks"]["store"]["ok"], false, "{body}");
+        if body["checks"]["follower"]["ok"] == false {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("schema away: {body}");
+    assert_eq!(body["checks"]["follower"]["ok"], false, "{body}");
+    assert!(body["checks"]["follower"]["lag_ms"].as_u64().unwrap() > 300);
+
+    admin
+        .batch_execute(&format!("ALTER SCHEMA \"{away}\" RENAME TO \"{schema}\""))
+        .unwrap();
+    let mut status = StatusCode::SERVICE_UNAVAILABLE;
+    for _ in 0..2000 {
+        (status, body) = ready(&app);
+        if status == StatusCode::OK {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(status, StatusCode::OK, "ready again: {body}");
+    drop(sse);
+}

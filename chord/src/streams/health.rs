@@ -176,7 +176,7 @@ impl Health {
         });
         match tokio::time::timeout(self.probe_timeout, &mut probe).await {
             Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(e))) => Err(format!("reading the store: {e}")),
+            Ok(Ok(Err(e))) => Err(format!("reading the store: {}", chain(&e))),
             Ok(Err(_)) => Err("the store probe panicked".into()),
             Err(_) => {
                 *self.stuck.lock().unwrap_or_else(PoisonError::into_inner) = Some(probe);
@@ -195,6 +195,18 @@ impl Health {
             .route(READY_ROUTE, get(readyz))
             .with_state(Arc::new(self))
     }
+}
+
+/// `e` and each of its sources, joined by `: `.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(e) = source {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        source = e.source();
+    }
+    out
 }
 
 fn millis(d: Duration) -> u64 {
