@@ -24,6 +24,7 @@ use chord::store::{
     PostgresStore, ReadOptions, Record, Store, BASE,
 };
 use chord::{Decoder, Tracked};
+use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -322,4 +323,99 @@ fn sessions_ended_from_outside_leave_one_unbroken_stream_for_a_live_follower() {
         recover(&open_reader(&schema), &at()).unwrap(),
         Some(expected(STEPS))
     );
+}
+
+/// What happens at one flush of [`any_schedule_of_cuts_leaves_one_unbroken_stream`].
+#[derive(Clone, Copy, Debug)]
+enum Blip {
+    /// The flush goes through.
+    None,
+    /// The session ends under it (before the write or after the commit), and the producer
+    /// retries with nothing changed, or takes its next step first (`step_on`).
+    Cut { cut: PostgresCut, step_on: bool },
+}
+
+fn blip() -> impl Strategy<Value = Blip> {
+    prop_oneof![
+        2 => Just(Blip::None),
+        1 => (any::<bool>(), any::<bool>()).prop_map(|(after, step_on)| Blip::Cut {
+            cut: if after { PostgresCut::AfterCommit } else { PostgresCut::BeforeWrite },
+            step_on,
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any schedule of cuts, the first flush (the base) included, under the checkpoint policy
+    /// `every` (0: never): one record per step, each bringing a fresh reader to the producer's
+    /// state after that step; bases only at the first record and where the policy asked.
+    #[test]
+    fn any_schedule_of_cuts_leaves_one_unbroken_stream(
+        schedule in proptest::collection::vec(blip(), 1..24),
+        every in prop_oneof![Just(0u64), 2u64..6],
+    ) {
+        if !pg::available() {
+            return Ok(());
+        }
+        let schema = pg::fresh_schema("blip_any");
+        let policy = match every {
+            0 => Checkpoint::Never,
+            n => Checkpoint::EveryBatches(n),
+        };
+        let writer = LogWriter::new(open(&schema, "blip-any"), policy);
+        let mut lane = Durable::open(writer, at(), Lane::default).unwrap();
+        let steps = schedule.len() as u64 - 1;
+        let mut n = 0;
+        let mut i = 0;
+        // Flush `n` (0: the base) with `schedule[i]`'s blip.
+        loop {
+            if let Blip::Cut { cut, step_on } = schedule[i] {
+                lane.writer().store().cut_next_write(cut);
+                let err = lane.flush().unwrap_err();
+                prop_assert!(matches!(err, Error::Postgres { .. }), "{}", err);
+                prop_assert!(lane.writer().held(lane.address()) >= 1);
+                if step_on && n < steps {
+                    n += 1;
+                    i += 1;
+                    advance(&mut lane, n);
+                    // A cut scheduled here is spent on the held batches' resend.
+                    if let Blip::Cut { cut, .. } = schedule[i] {
+                        lane.writer().store().cut_next_write(cut);
+                        prop_assert!(lane.flush().is_err());
+                    }
+                }
+            }
+            lane.flush().unwrap();
+            prop_assert_eq!(lane.writer().held(lane.address()), 0);
+            if n == steps {
+                break;
+            }
+            n += 1;
+            i += 1;
+            advance(&mut lane, n);
+        }
+        let records = stored(&schema, &at());
+        prop_assert_eq!(records.len() as u64, steps + 1);
+        let mut decoder = Decoder::new();
+        let mut doc = None;
+        let mut since_base = 0;
+        for (k, record) in records.iter().enumerate() {
+            let is_base = record.tag.as_deref() == Some(BASE);
+            since_base += 1;
+            if k == 0 || every == 0 {
+                prop_assert_eq!(is_base, k == 0, "record {}: {}", k, record.batch);
+            } else if is_base {
+                prop_assert!(since_base > every, "record {}: a base before the policy asked", k);
+            }
+            if is_base {
+                since_base = 1;
+            }
+            let ops = decoder.decode_str(&record.batch).unwrap();
+            chord::apply(&mut doc, &ops).unwrap();
+            prop_assert_eq!(doc.as_ref(), Some(&expected(k as u64)), "after record {}", k);
+        }
+        prop_assert_eq!(recover(&open_reader(&schema), &at()).unwrap(), Some(expected(steps)));
+    }
 }
