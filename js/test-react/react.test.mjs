@@ -239,6 +239,38 @@ test('StrictMode\'s double effects do not reconnect', async () => {
   await until('the follower to stop', () => stream.open().length === 0);
 });
 
+test('linger keeps the follower through an unmount and a remount, then stops it', async () => {
+  const stream = fakeStream();
+  const store = createChordStore('http://x/streams/s', { ...stream.options, linger: 60_000 });
+  function Reader() {
+    return h('span', null, String(useChord(store, (v) => v?.n)));
+  }
+  let root;
+  await act(async () => {
+    root = TestRenderer.create(h(Reader));
+  });
+  await until('a connection', () => stream.open().length === 1);
+  await deliver(stream, store, [[['r', { n: 1 }]]]);
+  await act(async () => root.unmount());
+  await tick();
+  assert.equal(store.users, 0);
+  assert.equal(stream.open().length, 1, 'lingering: still following');
+  assert.equal(store.getStatus().following, true);
+  await act(async () => {
+    root = TestRenderer.create(h(Reader));
+  });
+  assert.equal(root.toJSON().children[0], '1', 'the remount shows the value at once');
+  assert.equal(stream.connections.length, 1, 'no reconnection');
+  // A retain counts as a user; its release counts once however often it is called.
+  const release = store.retain();
+  await act(async () => root.unmount());
+  assert.equal(store.users, 1);
+  release();
+  release();
+  assert.equal(store.users, 0, 'a release counts once');
+  store.follower.stop();
+});
+
 test('a URL alone shares one follower per URL between components', async () => {
   const stream = fakeStream();
   const url = 'http://x/streams/by-url';
