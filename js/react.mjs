@@ -3,6 +3,22 @@
 // A store follows one stream while a component uses it and stops when the last one goes.
 // Values are copy on write (an unchanged subtree is the very object it was), so a component
 // that selects a slice re-renders only when a batch changed that slice.
+//
+//   import { ChordProvider, createChordStore, useChord, useChordStatus } from 'chord-replica/react';
+//
+//   const lane = createChordStore('/streams/lanes/main');
+//   function Transcript() {
+//     // Renders when the transcript changed, not on every token of the answer.
+//     const transcript = useChord((l) => l?.transcript ?? []);
+//     return <ol>{transcript.map((m, i) => <li key={i}>{m.role}: {m.text}</li>)}</ol>;
+//   }
+//   function Connection() {
+//     // Selected: the whole status is a new object on every batch.
+//     const connected = useChordStatus((s) => s.connected);
+//     const error = useChordStatus((s) => s.error);
+//     return <span>{connected ? 'live' : error ? String(error.message ?? error) : 'connecting…'}</span>;
+//   }
+//   <ChordProvider store={lane}><Connection /><Transcript /></ChordProvider>
 
 import {
   createContext,
