@@ -284,3 +284,43 @@ impl Checked {
         self.step.load(Ordering::Acquire)
     }
 }
+
+impl Node {
+    /// `kill -TERM` (what an orchestrator sends before it kills), then waits, at most
+    /// [`PATIENCE`], for the process to exit; whether it exited with success.
+    pub fn terminate(&mut self) -> bool {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not exit after SIGTERM",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// `GET path` from `addr` over a connection of its own: the status and the body (a response
+/// with a `Content-Length`, as the health routes answer).
+pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    conn.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, body.to_owned())
+}
