@@ -5,7 +5,7 @@
 //! cargo run --features streams,postgres --example cluster_node -- \
 //!     --db 'postgres://postgres@127.0.0.1:5432/test?schema=demo' [--port N] \
 //!     [--produce STEPS [--every-ms MS] [--checkpoint BATCHES]] [--key KEY] \
-//!     [--sse-lifetime-ms MS]
+//!     [--sse-lifetime-ms MS] [--max-follower-lag-ms MS] [--drain-ms MS]
 //! ```
 //!
 //! Every node serves every address of the store at `/streams/{namespace}/{key}`; its tail
@@ -26,6 +26,12 @@
 //! `--sse-lifetime-ms` ends each SSE response after that long (default 60 s), after which the
 //! reader resumes.
 //!
+//! A load balancer probes `/healthz` (the process answers) and `/readyz` (the store answers
+//! and the followers' lag is under `--max-follower-lag-ms`, default 5 s; else `503` with a
+//! JSON body naming what failed). On Ctrl-C or `SIGTERM` the node drains: it stops
+//! accepting, ends its SSE responses at an event boundary (their readers resume on another
+//! node), lets catch-up reads in flight finish, and exits within `--drain-ms` (default 10 s).
+//!
 //! Prints `listening on http://ADDR` once it accepts connections; a producer prints
 //! `claimed`, then `ack STEP SEQ BEFORE AFTER` after each acknowledged flush (the wall clock
 //! just before the flush and once it returned, microseconds since the Unix epoch), and
@@ -35,7 +41,7 @@ use std::io::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chord::store::{Address, Checkpoint, Durability, Durable, Error, LogWriter, PostgresStore};
-use chord::streams::{serve, Log, Streams};
+use chord::streams::{Health, Log, Server, Streams, DEFAULT_DRAIN};
 use chord::Tracked;
 use serde::{Deserialize, Serialize};
 
@@ -183,6 +189,13 @@ pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     let sse_lifetime = value("--sse-lifetime-ms")
         .map(|s| s.parse().map(Duration::from_millis))
         .transpose()?;
+    let max_follower_lag = value("--max-follower-lag-ms")
+        .map(|s| s.parse().map(Duration::from_millis))
+        .transpose()?;
+    let drain = value("--drain-ms")
+        .map(|s| s.parse().map(Duration::from_millis))
+        .transpose()?
+        .unwrap_or(DEFAULT_DRAIN);
     let address = Address::new("lanes", value("--key").unwrap_or_else(|| "main".into()));
 
     // The store's client is synchronous (a runtime of its own per connection): opened
@@ -216,9 +229,27 @@ pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(lifetime) = sse_lifetime {
         streams = streams.sse_lifetime(lifetime);
     }
-    let app = streams.router();
-    runtime.block_on(serve(listener, app, async {
-        let _ = tokio::signal::ctrl_c().await;
-    }))?;
+    let mut health = Health::new(&log);
+    if let Some(lag) = max_follower_lag {
+        health = health.max_follower_lag(lag);
+    }
+    let app = streams.router().merge(health.router());
+    runtime.block_on(Server::new().drain(drain).serve(listener, app, shutdown()))?;
     Ok(())
+}
+
+/// Resolves at Ctrl-C or, on Unix, `SIGTERM` (what an orchestrator sends before it kills).
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -7,12 +7,15 @@
 //! Serves every address of the log at `/streams/{namespace}/{key}`, and the namespace `v1` at
 //! `/v1/stream/{key}` too (the path the protocol's conformance suite uses). `--writes` enables
 //! the protocol's write side for every request (an authorization hook that allows all: for
-//! local testing only), with streams that are not chord logs held in memory (`Memory`). Prints `listening on http://...` once it accepts connections.
+//! local testing only), with streams that are not chord logs held in memory (`Memory`).
+//! `/healthz` and `/readyz` answer the liveness and readiness probes (`Health`). Ctrl-C
+//! drains: SSE responses end at an event boundary, catch-up reads in flight finish. Prints
+//! `listening on http://...` once it accepts connections.
 
 use std::time::Duration;
 
 use chord::store::{Durability, JsonlStore};
-use chord::streams::{serve, Log, Memory, Streams};
+use chord::streams::{serve, Health, Log, Memory, Streams};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,7 +45,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let app = streams()
         .router()
-        .merge(streams().namespace_router("/v1/stream", "v1"));
+        .merge(streams().namespace_router("/v1/stream", "v1"))
+        .merge(Health::new(&log).router());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!(
         "listening on http://{} (log {})",
