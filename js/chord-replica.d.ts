@@ -138,19 +138,41 @@ export class Replica {
 /** The response header naming the offset just before a stream's latest base batch. */
 export const BASE_OFFSET_HEADER: 'chord-base-offset';
 
-/** An HTTP error from the server (`410`: the offset is no longer served). */
+/** An HTTP error from the server (`410`: the offset is no longer served; `401`, `403`: refused). */
 export class StreamHttpError extends Error {
   constructor(status: number, url: string);
   readonly name: 'StreamHttpError';
   status: number;
   /** Whether the server answered, but not with an event stream (not a stream's URL). */
   notEventStream: boolean;
+  /** Whether the server refused the read: `401` (no credential it accepts) or `403` (not allowed). */
+  readonly refused: boolean;
 }
 
-/** The offset a fresh reader starts from (`chord-base-offset` of a `HEAD`, else `-1`). */
+/**
+ * Headers sent with every request: an object (anything `new Headers()` takes), or a function
+ * returning one, sync or async, called again for every request (so a token can be refreshed).
+ */
+export type HeadersOption = HeadersInit | (() => HeadersInit | Promise<HeadersInit>);
+
+/** What a read sends to be let in (see `FollowOptions`). */
+export interface CredentialOptions {
+  /**
+   * Headers for every request, e.g. `{ Authorization: 'Bearer …' }`, or a function returning
+   * them, called for each request. A header the transport sets itself (`accept`) wins.
+   */
+  headers?: HeadersOption;
+  /** `fetch`'s credentials mode: `'include'` sends the server's cookies from another origin. */
+  credentials?: RequestCredentials;
+}
+
+/**
+ * The offset a fresh reader starts from (`chord-base-offset` of a `HEAD`, else `-1`); rejects
+ * with a `StreamHttpError` when the answer is not OK (`401`, `403`: refused).
+ */
 export function baseOffset(
   url: string | URL,
-  options?: { fetch?: typeof fetch; signal?: AbortSignal },
+  options?: { fetch?: typeof fetch; signal?: AbortSignal } & CredentialOptions,
 ): Promise<string>;
 
 /** One step of a transport: the messages (wire batches) of a `data` event and the offset after them. */
@@ -164,6 +186,10 @@ export interface TransportRequest {
   url: string | URL;
   offset: string;
   signal: AbortSignal;
+  /**
+   * The `fetch` to make every request with: under `follow`, one that adds the follower's
+   * `headers` (resolved again for each request) and `credentials`.
+   */
   fetch?: typeof fetch;
   /** Called with the size of every piece of the response body received. */
   onBytes?: (bytes: number) => void;
@@ -216,7 +242,11 @@ export class EventParser {
   readonly examined: number;
 }
 
-/** A transport over `@durable-streams/client` (pass the imported module). */
+/**
+ * A transport over `@durable-streams/client` (pass the imported module). The follower's
+ * `headers` and `credentials` reach each of the client's requests through its `fetch`; an
+ * error with a status (a `401` included) becomes a `StreamHttpError`.
+ */
 export function durableStreamsTransport(client: { stream: (options: any) => Promise<any> }): Transport;
 
 /** What `follow` reports through `onEvent`. */
@@ -235,7 +265,8 @@ export interface FollowErrorInfo {
   /**
    * Whether the follower stopped: only for an answer no retry changes (a 4xx other than 404,
    * 408, 410, 425, 429, or a response that is not an event stream); `done` rejects with the
-   * error. Otherwise following goes on.
+   * error. A refusal (`401`, `403`) is one unless `headers` is a function, when it is retried
+   * with the backoff. Otherwise following goes on.
    */
   stopped: boolean;
   /**
@@ -246,8 +277,13 @@ export interface FollowErrorInfo {
   restart: boolean;
 }
 
-/** Options of `follow`. */
-export interface FollowOptions {
+/**
+ * Options of `follow`. `headers` and `credentials` (see `CredentialOptions`) go to every
+ * request: the `HEAD` naming the base offset and each connection of the transport. A refusal
+ * (`401`, `403`) stops the follower, unless `headers` is a function: then it is retried with
+ * the backoff, calling it again, so a refreshed token gets in.
+ */
+export interface FollowOptions extends CredentialOptions {
   /** The replica to keep current (a new one by default). */
   replica?: Replica;
   /** The `fetch` to use (the global one by default). */

@@ -1400,8 +1400,15 @@ export class Replica {
 /** The response header naming the offset before the latest base batch. */
 export const BASE_OFFSET_HEADER = 'chord-base-offset';
 
+/** What a refusal's status says, in an error's message. */
+const REFUSALS = {
+  401: 'Unauthorized: no credential the server accepts was sent (see follow\'s headers and credentials options)',
+  403: 'Forbidden: the credential sent may not read this stream',
+};
+
 /**
- * An HTTP error from the server (`status` 410: the offset is no longer served).
+ * An HTTP error from the server (`status` 410: the offset is no longer served; 401 or 403:
+ * the read was refused, see {@link refused}).
  */
 export class StreamHttpError extends Error {
   /**
@@ -1409,11 +1416,16 @@ export class StreamHttpError extends Error {
    * @param {string} url
    */
   constructor(status, url) {
-    super(`${url} answered ${status}`);
+    super(`${url} answered ${status}${REFUSALS[status] ? ` ${REFUSALS[status]}` : ''}`);
     this.name = 'StreamHttpError';
     this.status = status;
     /** Whether the server answered, but not with an event stream (not a stream's URL). */
     this.notEventStream = false;
+  }
+
+  /** Whether the server refused the read: 401 (no credential it accepts) or 403 (not allowed). */
+  get refused() {
+    return this.status === 401 || this.status === 403;
   }
 }
 
@@ -1432,10 +1444,15 @@ function restarts(error) {
  */
 const RETRIED_4XX = new Set([404, 408, 410, 425, 429]);
 
-/** Whether an error can never go away by retrying: `follow` stops on it. */
-function fatal(error) {
+/**
+ * Whether an error can never go away by retrying: `follow` stops on it. A refused read (401,
+ * 403) is one, unless the credentials can change between tries (`renewable`: `headers` is a
+ * function, called again for every request, so a refreshed token gets in).
+ */
+function fatal(error, renewable) {
   if (error instanceof StreamHttpError) {
     if (error.notEventStream) return true;
+    if (error.refused && renewable) return false;
     const status = error.status;
     return status >= 400 && status < 500 && !RETRIED_4XX.has(status);
   }
@@ -1482,15 +1499,77 @@ function withQuery(url, params) {
 }
 
 /**
- * The offset a fresh reader starts from: the `chord-base-offset` header of a `HEAD`
- * (`-1`, the oldest base kept, from a server that does not send it).
- * @param {string | URL} url
- * @param {{ fetch?: typeof fetch, signal?: AbortSignal }} [options]
- * @returns {Promise<string>}
+ * Headers sent with every request of a follower: an object (anything `new Headers()` takes),
+ * or a function returning one, sync or async, called again for every request (so a token
+ * can be refreshed).
+ * @typedef {HeadersInit | (() => HeadersInit | Promise<HeadersInit>)} HeadersOption
  */
-export async function baseOffset(url, { fetch: fetchImpl = globalThis.fetch, signal } = {}) {
-  const response = await fetchImpl(url, { method: 'HEAD', signal, cache: 'no-store' });
-  if (!response.ok) throw new StreamHttpError(response.status, String(url));
+
+const CREDENTIALS = ['omit', 'same-origin', 'include'];
+
+/**
+ * Checks the credential options of `follow` or `baseOffset`: `headers` an object (what
+ * `new Headers()` takes) or a function returning one, `credentials` one of fetch's modes.
+ */
+function checkCredentials(who, { headers, credentials }) {
+  if (headers !== undefined && typeof headers !== 'function' && (typeof headers !== 'object' || headers === null)) {
+    throw new TypeError(`${who}: options.headers must be an object of headers or a function returning one, found ${jsonType(headers)}`);
+  }
+  if (credentials !== undefined && !CREDENTIALS.includes(credentials)) {
+    throw new TypeError(`${who}: options.credentials must be one of ${CREDENTIALS.map((c) => `'${c}'`).join(', ')}, found ${show(credentials)}`);
+  }
+}
+
+/** The headers of `options.headers` for one request: the function called now, if it is one. */
+async function resolveHeaders(headers) {
+  const value = typeof headers === 'function' ? await headers() : headers;
+  if (value === undefined || value === null) return new Headers();
+  if (typeof value !== 'object') {
+    throw new TypeError(`options.headers() must return an object of headers, returned ${jsonType(value)}`);
+  }
+  return new Headers(value);
+}
+
+/**
+ * `fetchImpl` sending `headers` (resolved again for every request) and `credentials` with
+ * every request. A header the caller of the fetch sets itself (a transport's `accept`) wins
+ * over one of `headers` of the same name, so that the protocol's own headers stay as sent.
+ */
+function credentialed(fetchImpl, { headers, credentials }) {
+  if (headers === undefined && credentials === undefined) return fetchImpl;
+  return async (input, init = {}) => {
+    const merged = await resolveHeaders(headers);
+    for (const [name, value] of new Headers(init.headers ?? {})) merged.set(name, value);
+    return fetchImpl(input, {
+      ...init,
+      headers: Object.fromEntries(merged),
+      ...(credentials === undefined ? {} : { credentials }),
+    });
+  };
+}
+
+/** Throws the error of a response that is not OK, its body (a refusal's is empty) let go. */
+async function refuse(response, url) {
+  await response.body?.cancel().catch(() => {});
+  throw new StreamHttpError(response.status, String(url));
+}
+
+/**
+ * The offset a fresh reader starts from: the `chord-base-offset` header of a `HEAD`
+ * (`-1`, the oldest base kept, from a server that does not send it). `headers` (an object, or
+ * a function returning one, sync or async, called for the request) and `credentials` go to
+ * the request as `follow` sends them.
+ * @param {string | URL} url
+ * @param {{ fetch?: typeof fetch, signal?: AbortSignal, headers?: HeadersOption,
+ *   credentials?: RequestCredentials }} [options]
+ * @returns {Promise<string>}
+ * @throws {StreamHttpError} the server's answer was not OK (401 or 403: the read was refused)
+ */
+export async function baseOffset(url, { fetch: fetchImpl = globalThis.fetch, signal, headers, credentials } = {}) {
+  checkCredentials('baseOffset', { headers, credentials });
+  const send = credentialed(fetchImpl, { headers, credentials });
+  const response = await send(url, { method: 'HEAD', signal, cache: 'no-store' });
+  if (!response.ok) await refuse(response, url);
   return response.headers.get(BASE_OFFSET_HEADER) ?? '-1';
 }
 
@@ -1693,6 +1772,11 @@ function textChunk(texts, offset) {
  * a larger one ends the transport with a `StreamEventError` of kind `TooLarge`. A control
  * event that is not a JSON object is a `Control` error; one whose `streamNextOffset` is missing or
  * not a valid offset ({@link validOffset}), a `BadOffset` error.
+ *
+ * Being `fetch`, not `EventSource`, it can send an `Authorization` header: under `follow`
+ * the `fetch` it is given adds the follower's `headers` and `credentials`. A response that
+ * is not OK (a refusal's 401 or 403) throws a `StreamHttpError` before a byte of its body
+ * is read.
  * @type {Transport}
  */
 export async function* sseTransport({
@@ -1709,7 +1793,7 @@ export async function* sseTransport({
     signal,
     cache: 'no-store',
   });
-  if (!response.ok) throw new StreamHttpError(response.status, String(url));
+  if (!response.ok) await refuse(response, url);
   const type = response.headers.get('content-type') ?? '';
   if (!type.startsWith('text/event-stream')) {
     const error = new StreamHttpError(response.status, url);
@@ -1776,9 +1860,24 @@ export async function* sseTransport({
   }
 }
 
+/** A client's error with an HTTP status as a `StreamHttpError`, which `follow` acts on. */
+function httpError(error, url) {
+  const status = error?.status;
+  if (typeof status !== 'number' || error instanceof StreamHttpError) return error;
+  return new StreamHttpError(status, String(url));
+}
+
 /**
  * A transport over the official client, `@durable-streams/client` (pass the imported
  * module; chord does not depend on it).
+ *
+ * The follower's `headers` and `credentials` reach every request the client makes (its
+ * catch-up `GET`, each SSE connection, its own retries) through the `fetch` the transport
+ * is given, which adds them, resolving a `headers` function again for each request. The
+ * client's own `headers` option (a record of strings or per-header functions, sync or async,
+ * called per request) and `params` are not used: a `fetch` is the one way to give it
+ * `credentials`, which it has no option for. An error with a status (the client's
+ * `FetchError` or `DurableStreamError`, e.g. a 401) becomes a `StreamHttpError`.
  * @param {{ stream: Function }} client `import * as client from '@durable-streams/client'`
  * @returns {Transport}
  */
@@ -1788,18 +1887,23 @@ export function durableStreamsTransport(client) {
     let wake = null;
     let finished = false;
     let failure = null;
-    const session = await client.stream({
-      url: String(url),
-      offset,
-      live: 'sse',
-      json: true,
-      signal,
-      ...(fetchImpl ? { fetch: fetchImpl } : {}),
-      // Every error ends the session: `follow` decides whether to resume or restart.
-      onError: (error) => {
-        failure = error;
-      },
-    });
+    let session;
+    try {
+      session = await client.stream({
+        url: String(url),
+        offset,
+        live: 'sse',
+        json: true,
+        signal,
+        ...(fetchImpl ? { fetch: fetchImpl } : {}),
+        // Every error ends the session: `follow` decides whether to resume or restart.
+        onError: (error) => {
+          failure = error;
+        },
+      });
+    } catch (error) {
+      throw httpError(error, url);
+    }
     const unsubscribe = session.subscribeJson((batch) => {
       queue.push({ messages: batch.items, offset: batch.offset });
       wake?.();
@@ -1824,10 +1928,7 @@ export function durableStreamsTransport(client) {
         });
         wake = null;
       }
-      if (failure) {
-        const status = failure.status;
-        throw typeof status === 'number' ? new StreamHttpError(status, String(url)) : failure;
-      }
+      if (failure) throw httpError(failure, url);
     } finally {
       unsubscribe();
       session.cancel();
@@ -1855,6 +1956,10 @@ export function durableStreamsTransport(client) {
  * - an answer no retry changes (a 4xx other than 404, 408, 410, 425, 429, or a response that
  *   is not an event stream) stops the follower: `onError` gets it with `stopped: true` and
  *   `done` rejects with it;
+ * - a refused read (a `StreamHttpError` with `status` 401 or 403, `refused` true) is such an
+ *   answer, unless `headers` is a function: then the credentials may change between tries
+ *   (a token refreshed, a login), so it is retried with the backoff (`stopped: false`),
+ *   calling `headers` again for each request;
  * - every retried error (the network, 5xx, a batch that does not decode or apply) goes to
  *   `onError` with `stopped: false`;
  * - a throwing `onChange` (or `onEvent`, or a subscription's selector or listener) goes to
@@ -1863,6 +1968,14 @@ export function durableStreamsTransport(client) {
  * Without `onError`, each distinct message is printed once: retried ones with
  * `console.warn` (again after the stream has delivered since), the others with
  * `console.error`.
+ *
+ * Credentials: `headers` (an object, or a function returning one, sync or async, called
+ * again for every request, so a token can be refreshed) and `credentials` (`'omit'`,
+ * `'same-origin'`, `'include'`: fetch's mode, `'include'` to send cookies to another
+ * origin) go to every request the follower makes: the `HEAD` naming the base offset, and
+ * each connection of the transport, through the `fetch` it is given (`sseTransport`'s SSE
+ * `GET`, the official client's catch-up and SSE requests). A token in the URL's query
+ * (`...?token=...`) stays on every request, as the offsets are added after it.
  *
  * The handle's `subscribe(selector, listener)` is the replica's (see `Replica#subscribe`).
  * `onEvent`'s `batch` events carry the batch's decoded ops (kept only when there is an
@@ -1890,12 +2003,16 @@ export function follow(url, options = {}) {
       throw new TypeError(`follow: options.${name} must be a function`);
     }
   }
+  checkCredentials('follow', options);
   const replica = options.replica ?? new Replica();
   const transport = options.transport ?? sseTransport;
-  const fetchImpl = options.fetch ?? globalThis.fetch;
-  if (typeof fetchImpl !== 'function') {
+  const plainFetch = options.fetch ?? globalThis.fetch;
+  if (typeof plainFetch !== 'function') {
     throw new TypeError('follow: no fetch here (Node 18 or later has one): pass options.fetch');
   }
+  // Every request the follower makes, the transport's included, carries its credentials.
+  const fetchImpl = credentialed(plainFetch, options);
+  const renewable = typeof options.headers === 'function';
   const maxEvent = options.maxEvent ?? DEFAULT_MAX_EVENT;
   if (!Number.isSafeInteger(maxEvent) || maxEvent < 1) {
     throw new TypeError(`follow: options.maxEvent must be a positive integer of bytes, found ${maxEvent}`);
@@ -2052,7 +2169,7 @@ export function follow(url, options = {}) {
       } catch (error) {
         if (controller.signal.aborted) break;
         why = error;
-        if (fatal(error)) {
+        if (fatal(error, renewable)) {
           report(error, { source: 'stream', stopped: true, restart: false });
           emit('live', { live: false });
           throw error;

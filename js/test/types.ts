@@ -26,6 +26,8 @@ import {
   sseTransport,
   StreamEventError,
   StreamHttpError,
+  type HeadersOption,
+  type CredentialOptions,
   validOffset,
   validOp,
   validWireOp,
@@ -65,7 +67,22 @@ for (const event of parser.push(new TextEncoder().encode('event: control\ndata: 
 const offsetOk: boolean = validOffset('000000000000002a');
 
 async function main(): Promise<void> {
-  const offset: string = await baseOffset('/streams/lanes/main');
+  const offset: string = await baseOffset('/streams/lanes/main', {
+    headers: { authorization: 'Bearer t' },
+    credentials: 'include',
+  });
+  let token = 't1';
+  const refreshed: HeadersOption = async () => ({ authorization: `Bearer ${token}` });
+  const credentials: CredentialOptions = { headers: () => [['x-tenant', 'a']], credentials: 'same-origin' };
+  const authorized = follow('/streams/lanes/main', { headers: refreshed, credentials: 'omit' });
+  const cookies = follow('/streams/lanes/main', credentials);
+  // @ts-expect-error not one of fetch's credentials modes
+  follow('/streams/lanes/main', { credentials: 'always' }).stop();
+  // @ts-expect-error headers are an object or a function returning one
+  follow('/streams/lanes/main', { headers: 'Bearer t1' }).stop();
+  token = 't2';
+  authorized.stop();
+  cookies.stop();
   const header: 'chord-base-offset' = BASE_OFFSET_HEADER;
   const follower = follow('/streams/lanes/main', {
     replica,
@@ -78,7 +95,7 @@ async function main(): Promise<void> {
     },
     onError: (error: unknown, info: FollowErrorInfo) => {
       const stopped: boolean = info.stopped && info.source === 'stream' && !info.restart;
-      if (error instanceof StreamHttpError) void [error.notEventStream, stopped];
+      if (error instanceof StreamHttpError) void [error.notEventStream, error.refused, stopped];
       if (error instanceof StreamEventError && error.kind === 'TooLarge') void error.max;
     },
   });
