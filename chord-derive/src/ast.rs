@@ -45,7 +45,8 @@ pub(crate) enum Seg {
     Key(String),
     /// An array element (a tuple's field).
     Index(usize),
-    /// The parent's own location (a newtype's only field).
+    /// The parent's own location (a newtype's only field, or a flattened field, whose
+    /// members are the parent's).
     Same,
 }
 
@@ -66,6 +67,12 @@ impl Field<'_> {
     /// Whether serde writes it (and so chord tracks it).
     pub(crate) fn tracked(&self) -> bool {
         !self.attrs.skip
+    }
+
+    /// Whether serde writes its members among its parent's (`#[serde(flatten)]` on a named
+    /// field: serde itself refuses it anywhere else).
+    pub(crate) fn flattened(&self) -> bool {
+        self.tracked() && self.attrs.flatten.is_some() && matches!(self.member, Member::Named(_))
     }
 
     /// The member name serde writes, for a named field.
@@ -147,7 +154,11 @@ fn fields_from_syn<'a>(
                     (
                         Member::Named(ident.clone()),
                         Ident::new(&format!("__field_{}", unraw(ident)), Span::call_site()),
-                        Seg::Key(json),
+                        if attrs.flatten.is_some() {
+                            Seg::Same
+                        } else {
+                            Seg::Key(json)
+                        },
                     )
                 }
                 None => (

@@ -6,9 +6,10 @@
 
 use std::cell::RefCell;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
 use syn::{Attribute, ExprPath, Ident, LitStr, Token};
 
 use crate::case::{RenameRule, RULES};
@@ -17,6 +18,9 @@ use crate::case::{RenameRule, RULES};
 #[derive(Default)]
 pub(crate) struct Ctxt {
     errors: RefCell<Option<syn::Error>>,
+    /// A mistake serde's derive refuses too: it then writes no `Serialize` implementation,
+    /// so the derive's own output would only add errors about that.
+    serde_refuses: std::cell::Cell<bool>,
 }
 
 impl Ctxt {
@@ -30,6 +34,16 @@ impl Ctxt {
             Some(all) => all.combine(e),
             None => *errors = Some(e),
         }
+    }
+
+    /// Notes that serde's derive refuses this input as well.
+    pub(crate) fn serde_refuses(&self) {
+        self.serde_refuses.set(true);
+    }
+
+    /// Whether serde's derive refuses this input as well.
+    pub(crate) fn refused_by_serde(&self) -> bool {
+        self.serde_refuses.get()
     }
 
     pub(crate) fn finish(self) -> Result<(), syn::Error> {
@@ -82,6 +96,9 @@ pub(crate) struct Field {
     pub(crate) skip_if: Option<ExprPath>,
     pub(crate) opaque: bool,
     pub(crate) with: Option<With>,
+    /// `#[serde(flatten)]` (where it is written): the field's members are written among its
+    /// parent's.
+    pub(crate) flatten: Option<Span>,
     /// `#[chord(ts = "...")]`: the field's TypeScript type, as written.
     pub(crate) ts: Option<LitStr>,
 }
@@ -128,6 +145,7 @@ fn rule(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<RenameRule>> {
         Some(rule) => Ok(Some(rule)),
         None => {
             let names: Vec<&str> = RULES.iter().map(|(n, _)| *n).collect();
+            cx.serde_refuses();
             cx.error(
                 &lit,
                 format!(
@@ -250,7 +268,7 @@ pub(crate) fn container(cx: &Ctxt, attrs: &[Attribute]) -> Container {
                     cx.error(
                         &meta.path,
                         format!(
-                            "unknown chord attribute `{}`: on a type, chord accepts `opaque` and `proxy = \"Name\"`",
+                            "unknown chord attribute `{}`: on a type, chord accepts `opaque`, `proxy = \"Name\"` and `ts = \"...\"`",
                             meta.path.to_token_stream()
                         ),
                     );
@@ -285,12 +303,7 @@ pub(crate) fn field(cx: &Ctxt, attrs: &[Attribute]) -> Field {
                             Err(e) => cx.push(syn::Error::new_spanned(&lit, e)),
                         }
                     }
-                    "flatten" => refused(
-                        cx,
-                        &meta,
-                        "flatten",
-                        "chord paths must follow the JSON shape, and flattening moves these fields into the parent; remove it",
-                    ),
+                    "flatten" => out.flatten = Some(meta.path.span()),
                     "with" | "serialize_with" => {
                         let lit: LitStr = meta.value()?.parse()?;
                         match lit.parse::<ExprPath>() {
@@ -326,7 +339,7 @@ pub(crate) fn field(cx: &Ctxt, attrs: &[Attribute]) -> Field {
                     cx.error(
                         &meta.path,
                         format!(
-                            "unknown chord attribute `{}`: on a field, chord accepts `opaque`",
+                            "unknown chord attribute `{}`: on a field, chord accepts `opaque` and `ts = \"...\"`",
                             meta.path.to_token_stream()
                         ),
                     );

@@ -21,9 +21,17 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::default();
     let parsed = Input::from_syn(&cx, input);
     valid::check(&cx, &parsed);
-    if let Err(e) = cx.finish() {
-        return fallback::expand(input, e);
-    }
+    // After a mistake the derive still expands, with the mistaken attribute ignored, so that
+    // code using the type reports the mistake only, not what a stand-in proxy lacks. A union
+    // (no fields to follow) and input serde refuses too (no `Serialize` to build on) get the
+    // stand-in.
+    let stand_in =
+        cx.refused_by_serde() || (matches!(parsed.shape, Shape::Union) && !parsed.attrs.opaque);
+    let errors = match cx.finish() {
+        Ok(()) => None,
+        Err(e) if stand_in => return fallback::expand(input, e),
+        Err(e) => Some(e.to_compile_error()),
+    };
     let tracked = match &parsed.shape {
         _ if parsed.attrs.opaque => opaque(input),
         Shape::Struct(Style::Unit, _) => opaque(input),
@@ -33,7 +41,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         Shape::Union => unreachable!("validated: unions are opaque or refused"),
     };
     let typescript = typescript::expand(&parsed);
-    quote!(#tracked #typescript)
+    quote!(#errors #tracked #typescript)
 }
 
 /// Whether `ty` mentions the type parameter `param`.
@@ -58,11 +66,15 @@ enum Kind<'f> {
     With(&'f With),
     /// Tracked through its own proxy.
     Tracked,
+    /// `#[serde(flatten)]`: tracked through its own proxy, its members at the parent's path.
+    Flatten,
 }
 
 fn kind<'f>(f: &'f Field) -> Kind<'f> {
     if f.attrs.skip {
         Kind::Skipped
+    } else if f.flattened() {
+        Kind::Flatten
     } else if let Some(with) = &f.attrs.with {
         Kind::With(with)
     } else if f.attrs.opaque {
@@ -81,9 +93,11 @@ fn bounded<'f>(
     let mut generics = generics.clone();
     let params: Vec<Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
     let where_clause = generics.make_where_clause();
-    for param in params {
+    for param in &params {
         let mut uses = fields.clone().filter(|f| mentions(f.ty, &param));
-        let tracked = uses.clone().any(|f| matches!(kind(f), Kind::Tracked));
+        let tracked = uses
+            .clone()
+            .any(|f| matches!(kind(f), Kind::Tracked | Kind::Flatten));
         let opaque = uses.any(|f| matches!(kind(f), Kind::Opaque));
         let bound: WherePredicate = if tracked {
             syn::parse_quote!(#param: ::chord::Tracked)
@@ -93,6 +107,15 @@ fn bounded<'f>(
             continue;
         };
         where_clause.predicates.push(bound);
+    }
+    // A flattened field whose type depends on a parameter must be `Flatten` for it.
+    for f in fields.filter(|f| matches!(kind(f), Kind::Flatten)) {
+        if params.iter().any(|p| mentions(f.ty, p)) {
+            let ty = f.ty;
+            where_clause
+                .predicates
+                .push(syn::parse_quote_spanned!(ty.span()=> #ty: ::chord::__private::Flatten));
+        }
     }
     generics
 }
@@ -117,6 +140,7 @@ fn proxy_type(f: &Field, a: &Lifetime) -> TokenStream {
         Kind::Skipped => quote!(&#a mut #ty),
         Kind::Opaque | Kind::With(_) => quote!(::chord::__private::LeafProxy<#a, #ty>),
         Kind::Tracked => quote_spanned!(ty.span()=> ::chord::Proxy<#a, #ty>),
+        Kind::Flatten => quote_spanned!(ty.span()=> ::chord::Proxy<#a, #ty>),
     }
 }
 
@@ -207,7 +231,7 @@ fn construct(f: &Field) -> TokenStream {
                 })
             }
         }
-        Kind::Tracked => quote_spanned! {ty.span()=>
+        Kind::Tracked | Kind::Flatten => quote_spanned! {ty.span()=>
             <#ty as ::chord::Tracked>::__proxy(#binding, #cx)
         },
     }
@@ -258,15 +282,36 @@ fn flush_arms(fields: &[Field], value: impl Fn(&Field) -> TokenStream) -> TokenS
                         __node, __path, #seg, #present, __out)
                 }
             }
-            _ => quote_spanned! {span=>
-                ::chord::__private::flush_field(#v, __node, __path, #seg, #present, __out)
-            },
+            _ => {
+                let ty = f.ty;
+                quote_spanned! {span=>
+                    ::chord::__private::flush_field_with(#v, __node, __path, #seg, #present, __out,
+                        <#ty as ::chord::Tracked>::__flush)
+                }
+            }
         };
         quote!(#index => #call,)
     });
     quote! {
         #(#arms)*
         _ => ::chord::__private::core::result::Result::Ok(()),
+    }
+}
+
+/// `member` under `span`: code about a field that names it at its type's span reports a type
+/// that is not `Tracked` as the very error the proxy's field does, which the compiler then
+/// shows once.
+fn respan(member: &syn::Member, span: Span) -> syn::Member {
+    match member {
+        syn::Member::Named(ident) => {
+            let mut ident = ident.clone();
+            ident.set_span(span);
+            syn::Member::Named(ident)
+        }
+        syn::Member::Unnamed(index) => syn::Member::Unnamed(syn::Index {
+            index: index.index,
+            span,
+        }),
     }
 }
 
@@ -298,54 +343,151 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
             (_, _, Kind::Skipped) => {
                 "Not serialized, so not tracked: plain `&mut` access.".to_owned()
             }
+            (m, _, Kind::Flatten) => format!(
+                "Records changes to `{}`, whose members serde writes among this struct's \
+                 (`#[serde(flatten)]`): their paths are this struct's.",
+                m.to_token_stream()
+            ),
             (m, Some(json), _) => format!(
                 "Records changes to `{}` (JSON `{json}`).",
                 m.to_token_stream()
             ),
             (m, None, _) => format!("Records changes to field `{}`.", m.to_token_stream()),
         };
-        match &f.member {
+        match respan(&f.member, f.ty.span()) {
             syn::Member::Named(ident) => quote!(#[doc = #doc] #fvis #ident: #ty),
             syn::Member::Unnamed(_) => quote!(#[doc = #doc] #fvis #ty),
         }
     });
-    let def = match fields.first().map(|f| &f.member) {
-        Some(syn::Member::Unnamed(_)) => {
-            quote!(#vis struct #proxy #proxy_impl_generics (#(#defs),*) #proxy_where;)
-        }
-        _ => quote!(#vis struct #proxy #proxy_impl_generics #proxy_where { #(#defs),* }),
+    // A last, private field that is always `Sized`: the proxy's size then never depends on
+    // its fields' proxies, so a field whose type is not `Tracked` is reported once, at the
+    // field, and not again wherever the proxy must be `Sized`.
+    let tail = quote!(::chord::__private::core::marker::PhantomData<&#a ()>);
+    let (def, tail_member) = match fields.first().map(|f| &f.member) {
+        Some(syn::Member::Unnamed(_)) => (
+            quote!(#vis struct #proxy #proxy_impl_generics (#(#defs,)* #tail) #proxy_where;),
+            syn::Member::Unnamed(syn::Index::from(fields.len())),
+        ),
+        _ => (
+            quote!(#vis struct #proxy #proxy_impl_generics #proxy_where { #(#defs,)* __chord_tail: #tail }),
+            syn::Member::Named(format_ident!("__chord_tail")),
+        ),
     };
 
     let pat = pattern(fields);
     let presents = presents(fields);
     let count = tracked_count(fields);
     let inits = fields.iter().map(|f| {
-        let member = &f.member;
+        let member = respan(&f.member, f.ty.span());
         let init = construct(f);
-        quote!(#member: #init)
+        quote_spanned!(f.ty.span()=> #member: #init)
     });
-    let assigns = fields.iter().map(|f| {
-        let member = &f.member;
-        let binding = &f.binding;
-        let ty = f.ty;
-        match kind(f) {
-            Kind::Skipped => quote!(*self.#member = #binding;),
-            Kind::Opaque | Kind::With(_) => quote!(self.#member.set(#binding);),
-            Kind::Tracked => quote_spanned! {ty.span()=>
-                <#ty as ::chord::Tracked>::__assign(&mut self.#member, #binding);
-            },
-        }
-    });
+    // The statements of `set`, on the proxy `__proxy` (the `Tracked` impl's `__assign` has
+    // them too, so that it does not need the inherent impl).
+    let assigns: Vec<TokenStream> = fields
+        .iter()
+        .map(|f| {
+            let member = respan(&f.member, f.ty.span());
+            let binding = &f.binding;
+            let ty = f.ty;
+            match kind(f) {
+                Kind::Skipped => quote!(*__proxy.#member = #binding;),
+                Kind::Opaque | Kind::With(_) => quote!(__proxy.#member.set(#binding);),
+                Kind::Tracked | Kind::Flatten => quote_spanned! {ty.span()=>
+                    <#ty as ::chord::Tracked>::__assign(&mut __proxy.#member, #binding);
+                },
+            }
+        })
+        .collect();
     let arms = flush_arms(fields, |f| {
         let member = &f.member;
         quote!(&self.#member)
     });
     let debug_fields = fields.iter().filter(|f| f.tracked()).map(|f| {
-        let member = &f.member;
-        let label = member.to_token_stream().to_string();
-        quote!(.field(#label, &self.#member))
+        let label = f.member.to_token_stream().to_string();
+        let member = respan(&f.member, f.ty.span());
+        quote_spanned!(f.ty.span()=> .field(#label, &self.#member))
     });
     let proxy_name = proxy.to_string();
+    // The inherent impl and the `Flatten` impl ask for their fields' types to be `Tracked`
+    // (each bound under a binder, so that it is not a trivially false bound, an error of its
+    // own): a field type that is not `Tracked` is then reported at the field only, and only
+    // these impls go missing, which nothing else needs. (The `Tracked` impl cannot: for a
+    // recursive type such bounds would be a cycle.)
+    let type_params: Vec<&Ident> = original.generics.type_params().map(|p| &p.ident).collect();
+    let field_bounds: Vec<WherePredicate> = fields
+        .iter()
+        .filter(|f| !type_params.iter().any(|p| mentions(f.ty, p)))
+        .filter_map(|f| {
+            let ty = f.ty;
+            match kind(f) {
+                Kind::Tracked | Kind::Flatten => Some(syn::parse_quote_spanned!(ty.span()=>
+                    for<'__x> #ty: ::chord::Tracked)),
+                _ => None,
+            }
+        })
+        .collect();
+    let mut inherent_generics = proxy_generics.clone();
+    inherent_generics
+        .make_where_clause()
+        .predicates
+        .extend(field_bounds.iter().cloned());
+    let inherent_where = &inherent_generics.where_clause;
+    // Only a struct with named fields writes members a parent can take in.
+    let flatten = match fields.first().map(|f| &f.member) {
+        Some(syn::Member::Unnamed(_)) => quote!(),
+        _ => quote! {
+            #[automatically_derived]
+            impl #impl_generics ::chord::__private::Flatten for #name #ty_generics #where_clause {}
+        },
+    };
+    // A flattened field of a type named here is checked to be `Flatten` at the field; one
+    // whose type depends on a type parameter, by a bound of the `Tracked` impl.
+    let flatten_checks = fields
+        .iter()
+        .filter(|f| matches!(kind(f), Kind::Flatten))
+        .filter(|f| !type_params.iter().any(|p| mentions(f.ty, p)))
+        .map(|f| {
+            let ty = f.ty;
+            // The call ends at the type's last token, so that the error underlines the type.
+            let last = ty
+                .to_token_stream()
+                .into_iter()
+                .last()
+                .map_or_else(|| ty.span(), |t| t.span());
+            let mut args = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, TokenStream::new());
+            args.set_span(last);
+            quote_spanned! {ty.span()=>
+                const _: () = {
+                    #[allow(dead_code)]
+                    fn __chord_flatten_check() {
+                        #[allow(unused_imports)] // (one of the three is used)
+                        use ::chord::__private::{FlattenOk as _, FlattenRefused as _, FlattenUntracked as _};
+                        (&&&::chord::__private::FlattenCheck::<#ty>::NEW).check #args;
+                    }
+                };
+            }
+        });
+    // A field proxy whose type depends on a type parameter is `Debug` only if that
+    // parameter's proxy is: the proxy's `Debug` asks for it rather than assume it.
+    let mut debug_generics = proxy_generics.clone();
+    let params: Vec<Ident> = original
+        .generics
+        .type_params()
+        .map(|p| p.ident.clone())
+        .collect();
+    for f in fields.iter().filter(|f| f.tracked()) {
+        if matches!(kind(f), Kind::Tracked | Kind::Flatten)
+            && params.iter().any(|p| mentions(f.ty, p))
+        {
+            let ty = proxy_type(f, &a);
+            debug_generics
+                .make_where_clause()
+                .predicates
+                .push(syn::parse_quote!(#ty: ::chord::__private::core::fmt::Debug));
+        }
+    }
+    let debug_where = &debug_generics.where_clause;
 
     let doc_struct = format!(
         "Records changes to a [`{name}`] as intent: a struct of its fields' proxies, obtained \
@@ -361,17 +503,16 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         #def
 
         #[automatically_derived]
-        impl #proxy_impl_generics #proxy #proxy_ty_generics #proxy_where {
+        impl #proxy_impl_generics #proxy #proxy_ty_generics #inherent_where {
             #[doc = #doc_set]
             #[allow(clippy::needless_update)]
             pub fn set(&mut self, value: #name #ty_generics) {
-                let #name #pat = value;
-                #(#assigns)*
+                <#name #ty_generics as ::chord::Tracked>::__assign(self, value);
             }
         }
 
         #[automatically_derived]
-        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics #proxy_where {
+        impl #proxy_impl_generics ::chord::__private::core::fmt::Debug for #proxy #proxy_ty_generics #debug_where {
             /// The serialized fields' proxies (fields serde skips are left out).
             fn fmt(&self, f: &mut ::chord::__private::core::fmt::Formatter<'_>) -> ::chord::__private::core::fmt::Result {
                 f.debug_struct(#proxy_name) #(#debug_fields)* .finish_non_exhaustive()
@@ -387,7 +528,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 #presents
                 #[allow(unused_mut, unused_variables)]
                 let mut __fields = __cx.fields(#count);
-                #proxy { #(#inits),* }
+                #proxy { #(#inits,)* #tail_member: ::chord::__private::core::marker::PhantomData }
             }
 
             fn __flush(
@@ -403,10 +544,15 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 })
             }
 
-            fn __assign<#a>(proxy: &mut Self::Proxy<#a>, value: Self) where Self: #a {
-                proxy.set(value);
+            #[allow(clippy::needless_update)]
+            fn __assign<#a>(__proxy: &mut Self::Proxy<#a>, value: Self) where Self: #a {
+                let #name #pat = value;
+                #(#assigns)*
             }
         }
+
+        #flatten
+        #(#flatten_checks)*
     }
 }
 

@@ -74,7 +74,8 @@ pub(crate) fn expand(input: &Input) -> TokenStream {
                     },
                     None => quote!(::chord::__private::core::option::Option::None),
                 };
-                quote!(#ts::structure(#tag, #vec([#(#members),*])))
+                let object = quote!(#ts::structure(#tag, #vec([#(#members),*])));
+                with_flattened(object, fields, &subst)
             }
         },
         (None, Shape::Enum(variants)) => {
@@ -101,6 +102,14 @@ pub(crate) fn expand(input: &Input) -> TokenStream {
                     Style::Tuple => {
                         let elements = elements(&v.fields, &subst);
                         quote!(#ts::Fields::Tuple(#vec([#(#elements),*])))
+                    }
+                    Style::Named if v.fields.iter().any(Field::flattened) => {
+                        // The variant's members and its flattened fields' together, as
+                        // the one type of its content.
+                        let members = members(&v.fields, &subst);
+                        let object = quote!(#ts::TsType::object(#vec([#(#members),*])));
+                        let t = with_flattened(object, &v.fields, &subst);
+                        quote!(#ts::Fields::Newtype(#t))
                     }
                     Style::Named => {
                         let members = members(&v.fields, &subst);
@@ -227,12 +236,29 @@ fn field_type(f: &Field, subst: &Subst) -> TokenStream {
     }
 }
 
-/// The `Member` expressions of the serialized named fields.
+/// `object` (a `TsType` expression) intersected with the types of the flattened fields, whose
+/// members serde writes among the object's.
+fn with_flattened(object: TokenStream, fields: &[Field], subst: &Subst) -> TokenStream {
+    let ts = quote!(::chord::__private::ts);
+    let vec = quote!(::chord::__private::Vec::from);
+    let flattened: Vec<TokenStream> = fields
+        .iter()
+        .filter(|f| f.flattened())
+        .map(|f| field_type(f, subst))
+        .collect();
+    if flattened.is_empty() {
+        return object;
+    }
+    quote!(#ts::TsType::intersection(#vec([#object, #(#flattened),*])))
+}
+
+/// The `Member` expressions of the serialized named fields (a flattened field's members are
+/// its type's: see `with_flattened`).
 fn members(fields: &[Field], subst: &Subst) -> Vec<TokenStream> {
     let ts = quote!(::chord::__private::ts);
     fields
         .iter()
-        .filter(|f| f.tracked())
+        .filter(|f| f.tracked() && !f.flattened())
         .map(|f| {
             let name = f.json_name().unwrap_or_default();
             let ty = field_type(f, subst);

@@ -21,6 +21,7 @@ pub(crate) fn check(cx: &Ctxt, input: &Input) {
         Shape::Struct(style, fields) => {
             newtype(cx, *style, fields);
             names(cx, fields);
+            flattened(cx, fields);
         }
         Shape::Enum(variants) => {
             let a = &input.attrs;
@@ -44,6 +45,7 @@ pub(crate) fn check(cx: &Ctxt, input: &Input) {
                 // (serde itself refuses a tuple variant under an internal tag, and a field
                 // named like the tag.)
                 names(cx, &v.fields);
+                flattened(cx, &v.fields);
             }
         }
     }
@@ -56,6 +58,29 @@ fn newtype(cx: &Ctxt, style: Style, fields: &[Field]) {
             fields[0].original,
             "a newtype's only field cannot be skipped: its JSON is the whole value",
         );
+    }
+}
+
+/// What cannot go with `#[serde(flatten)]`: a flattened field has no path of its own, so it
+/// cannot be one opaque value, nor be written by a function, nor appear and disappear.
+fn flattened(cx: &Ctxt, fields: &[Field]) {
+    for f in fields.iter().filter(|f| f.flattened()) {
+        let Some(span) = f.attrs.flatten else {
+            continue;
+        };
+        let why = if f.attrs.opaque {
+            "`#[chord(opaque)]` tracks a field as one value at its own path, and a flattened field has none (its members are its parent's); remove `#[chord(opaque)]` and derive `Tracked` on its type, whose fields chord then follows at the parent's paths"
+        } else if f.attrs.with.is_some() {
+            "chord cannot follow members a function writes into the parent; remove `#[serde(flatten)]`, or the function"
+        } else if f.attrs.skip_if.is_some() {
+            "a flattened field's members would appear and disappear among the parent's all at once, which chord cannot follow; remove `skip_serializing_if` (or `#[serde(flatten)]`)"
+        } else {
+            continue;
+        };
+        cx.push(syn::Error::new(
+            span,
+            format!("unsupported `#[serde(flatten)]` here: {why}"),
+        ));
     }
 }
 

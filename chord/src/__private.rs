@@ -13,6 +13,9 @@ pub use serde_json;
 pub use std::borrow::Cow;
 pub use std::vec::Vec;
 
+mod hints;
+pub use hints::{AssignThroughTheProxy, ReadTheValueFirst};
+
 /// What the derive's `TypeScript` implementations call.
 pub mod ts {
     pub use crate::typescript::{
@@ -73,9 +76,25 @@ pub fn flush_field<T: Tracked + ?Sized>(
     present: Option<bool>,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    let mut here = |p: &mut Trail| match (node.present, present) {
+    flush_field_with(value, node, path, seg, present, out, T::__flush)
+}
+
+/// [`flush_field`] with the field's own flush passed in (`<Type as Tracked>::__flush`, or a
+/// flattened field's), which the derive names at the field's type: a type that is not
+/// `Tracked` is then reported there, as the same error as at the proxy's field, once.
+#[inline]
+pub fn flush_field_with<T: Serialize + ?Sized>(
+    value: &T,
+    node: &mut Node,
+    path: &mut Trail,
+    seg: Option<Seg>,
+    present: Option<bool>,
+    out: &mut Out<'_>,
+    flush: impl FnOnce(&T, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+) -> Result<()> {
+    let here = |p: &mut Trail| match (node.present, present) {
         // Present then and now (or never skipped): the field's own changes.
-        (Some(true), Some(true)) | (None, _) | (_, None) => value.__flush(node, p, out),
+        (Some(true), Some(true)) | (None, _) | (_, None) => flush(value, node, p, out),
         // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
         (Some(was), Some(now)) => flush_presence(value, was, now, p, out),
     };
@@ -193,3 +212,54 @@ impl<T: Serialize + ?Sized> Tracked for Opaque<'_, T> {
     {
     }
 }
+
+/// A type whose JSON is an object chord can follow when it is flattened into its parent's
+/// (`#[serde(flatten)]`): a struct with named fields deriving `Tracked`. Its fields' paths are
+/// then the parent's, and its proxy's `set` is its fields' `set`s, so nothing is ever
+/// recorded at its own location, which it shares with the parent.
+#[diagnostic::on_unimplemented(
+    message = "chord cannot follow `{Self}` flattened into its parent",
+    label = "`#[serde(flatten)]` on a field of this type",
+    note = "chord follows a flattened field whose type is a struct with named fields deriving `Tracked`: its fields' paths are the parent's",
+    note = "a flattened map is refused: its keys would be the parent's members beside its fields, and replacing the whole map has no path of its own; keep it under its own key (remove `#[serde(flatten)]`)"
+)]
+pub trait Flatten: Tracked {}
+
+/// Checks, at a flattened field of type `T`, that `T` is [`Flatten`]; a type that is not
+/// even `Tracked` is let through, as it is reported as such at the same field.
+///
+/// By autoref: `(&&&FlattenCheck::<T>::NEW).check()` finds the first of `&&FlattenCheck`
+/// (`T: Flatten`: nothing to say), `&FlattenCheck` (`T: Tracked` only: the method's own bound
+/// fails, naming `Flatten`) and `FlattenCheck` (anything else).
+pub struct FlattenCheck<T: ?Sized>(core::marker::PhantomData<T>);
+
+impl<T: ?Sized> FlattenCheck<T> {
+    /// The check's receiver.
+    pub const NEW: FlattenCheck<T> = FlattenCheck(core::marker::PhantomData);
+}
+
+/// [`FlattenCheck`] for a `Flatten` type.
+pub trait FlattenOk {
+    /// Nothing to report.
+    fn check(&self) {}
+}
+impl<T: Flatten + ?Sized> FlattenOk for &&FlattenCheck<T> {}
+
+/// [`FlattenCheck`] for a type that is `Tracked` but not `Flatten`.
+pub trait FlattenRefused<T: ?Sized> {
+    /// Reports that `T` is not `Flatten` (its bound cannot hold, or `FlattenOk` would have
+    /// been found).
+    fn check(&self)
+    where
+        T: Flatten,
+    {
+    }
+}
+impl<T: Tracked + ?Sized> FlattenRefused<T> for &FlattenCheck<T> {}
+
+/// [`FlattenCheck`] for a type that is not `Tracked`, which is reported as such.
+pub trait FlattenUntracked {
+    /// Nothing more to report.
+    fn check(&self) {}
+}
+impl<T: ?Sized> FlattenUntracked for FlattenCheck<T> {}

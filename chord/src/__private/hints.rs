@@ -1,0 +1,104 @@
+//! Implementations that exist only to turn two common mistakes with field proxies into
+//! errors that say what to write instead: assigning a proxy with `=` (`state.status =
+//! "done".into()`) and computing with a proxy as if it were its value (`state.run_id * 1000`).
+//!
+//! Each implementation is bounded by a trait that no type implements, so none of them can
+//! ever be selected by code that compiles; the trait's `on_unimplemented` message is what the
+//! compiler shows instead of "`From<&str>` is not implemented for `TextProxy`" or "cannot
+//! multiply `LeafProxy<'_, u64>` by `{integer}`".
+
+use std::convert::Infallible;
+
+use crate::proxy::{DequeProxy, LeafProxy, MapProxy, OptionProxy, TextProxy, ValueProxy, VecProxy};
+
+/// Implemented by no type: the bound of `From<V>` for the proxies, reached by
+/// `state.field = value.into()`.
+#[diagnostic::on_unimplemented(
+    message = "a field proxy cannot be assigned with `=`: it is a handle to the field, not its value",
+    label = "this would replace the handle, not the field's value",
+    note = "write through the proxy instead: `*state.field = value` (or `state.field.set(value)`)"
+)]
+pub trait AssignThroughTheProxy {
+    /// Never called: no type implements the trait.
+    fn never(self) -> Infallible;
+}
+
+macro_rules! refuse_from {
+    ($(impl<$($g:tt),*> for $proxy:ty;)*) => {$(
+        impl<$($g,)* __V: AssignThroughTheProxy> From<__V> for $proxy {
+            #[allow(unreachable_code)] // (the `match` on a value no type can hold)
+            fn from(v: __V) -> Self {
+                match v.never() {}
+            }
+        }
+    )*};
+}
+
+refuse_from! {
+    impl<'a, T> for LeafProxy<'a, T>;
+    impl<'a> for TextProxy<'a>;
+    impl<'a, T> for VecProxy<'a, T>;
+    impl<'a, T> for DequeProxy<'a, T>;
+    impl<'a, M> for MapProxy<'a, M>;
+    impl<'a, T> for OptionProxy<'a, T>;
+    impl<'a> for ValueProxy<'a>;
+}
+
+/// Implemented by no type: the bound of the arithmetic operators on the proxies, reached by
+/// `state.field * 1000` (the compound assignments, `state.field += 1`, are implemented).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a handle to a field, not its value",
+    label = "read the value with `*` first",
+    note = "a field proxy derefs to its value: write `*state.field * 1000`, or `state.field.clone()` for an owned copy; `state.field += 1` and the other compound assignments work on the proxy itself"
+)]
+pub trait ReadTheValueFirst {
+    /// Never called: no type implements the trait.
+    fn never(&self) -> Infallible;
+}
+
+macro_rules! refuse_binary {
+    ($($trait:ident $method:ident),*) => {$(
+        impl<T: std::ops::$trait<R>, R> std::ops::$trait<R> for LeafProxy<'_, T>
+        where
+            Self: ReadTheValueFirst,
+        {
+            type Output = T::Output;
+            #[allow(unreachable_code)] // (the `match` on a value no type can hold)
+            fn $method(self, _: R) -> T::Output {
+                match self.never() {}
+            }
+        }
+    )*};
+}
+
+refuse_binary!(Add add, Sub sub, Mul mul, Div div, Rem rem, BitAnd bitand, BitOr bitor,
+    BitXor bitxor, Shl shl, Shr shr);
+
+impl<R> std::ops::Add<R> for TextProxy<'_>
+where
+    String: std::ops::Add<R>,
+    Self: ReadTheValueFirst,
+{
+    type Output = <String as std::ops::Add<R>>::Output;
+    #[allow(unreachable_code)] // (the `match` on a value no type can hold)
+    fn add(self, _: R) -> Self::Output {
+        match self.never() {}
+    }
+}
+
+macro_rules! refuse_unary {
+    ($($trait:ident $method:ident),*) => {$(
+        impl<T: std::ops::$trait> std::ops::$trait for LeafProxy<'_, T>
+        where
+            Self: ReadTheValueFirst,
+        {
+            type Output = T::Output;
+            #[allow(unreachable_code)] // (the `match` on a value no type can hold)
+            fn $method(self) -> T::Output {
+                match self.never() {}
+            }
+        }
+    )*};
+}
+
+refuse_unary!(Neg neg, Not not);
