@@ -45,7 +45,7 @@ pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 ///     [`Log::follower_lag`], under [`max_follower_lag`](Health::max_follower_lag).
 ///
 /// Both answer `Cache-Control: no-store`. Each failed check counts in
-/// `chord_not_ready_total{check}` (see the [metrics](super#metrics)).
+/// `chord_not_ready_total{check}` (see the [metrics](super#operations)).
 ///
 /// ```
 /// use chord::store::JsonlStore;

@@ -45,6 +45,75 @@
 //! # }
 //! ```
 //!
+//! # Catch-up reads
+//!
+//! A catch-up read (`GET ?offset=…`, no `live`) is answered with every record after the
+//! offset up to the tail as the read found it, in one `200` response with
+//! `Stream-Up-To-Date: true`: the first 256 KiB at once, the rest read from the cache or the
+//! store a chunk at a time as the connection sends it (a reader holds one chunk, never the
+//! whole catch-up). The protocol lets a server answer with any part of what follows the offset
+//! and have the client read on from `Stream-Next-Offset` until it is up to date, and chord's
+//! own clients do; the official client (`@durable-streams/client`) reading with
+//! `live: false` does not: its documentation promises everything up to the tail ("catch-up
+//! only, stop at first upToDate"), but it returns after its first response whatever that
+//! says, so a paged answer would leave it short. Whole responses serve it within the
+//! protocol. A response whose records are compacted away while it is sent breaks off (the
+//! client's next read gets its `410`); `ETag` and `If-None-Match` work as for any read.
+//!
+//! # Operations
+//!
+//! **Health and readiness.** [`Health`] (or [`Streams::health`]) serves [`HEALTH_ROUTE`]
+//! (`/healthz`: the process answers) and [`READY_ROUTE`] (`/readyz`: the store answers a
+//! probe read, and over a store other nodes write to the followers' lag
+//! ([`Log::follower_lag`]) is under [`Health::max_follower_lag`]; else `503` with a JSON body
+//! naming each failed check and why). Merge them into the application's router.
+//!
+//! **Shutdown.** [`Server::serve`] drains when its `shutdown` future resolves: it stops
+//! accepting, ends every SSE response at its next event boundary (the client has the `control`
+//! event of every `data` event it was sent, and resumes from its offset on the server that
+//! takes over, with no error reaching the application), answers long-polls in flight with
+//! `204`, lets catch-up reads in flight finish, and cuts what is still open after
+//! [`Server::drain`] (default [`DEFAULT_DRAIN`], 10 s). `axum::serve` and other servers do not
+//! drain the SSE responses: they never end on their own.
+//!
+//! **Metrics.** Recorded through the [`metrics`](::metrics) facade: the application installs
+//! the recorder it wants (`metrics-exporter-prometheus` serving `/metrics`, a StatsD or
+//! OpenTelemetry bridge); without one every call is a no-op. The facade rather than
+//! OpenTelemetry because a library should not choose the exporter, its runtime or its
+//! protocol: the facade is one small crate, and every exporter (OpenTelemetry's included)
+//! plugs into it. The names are constants in [`streams::metrics`](metrics):
+//!
+//! | name | kind | labels | what |
+//! | --- | --- | --- | --- |
+//! | `chord_appends_total` | counter | | batches appended through a [`Log`] (a producer's or the write side's) |
+//! | `chord_append_seconds` | histogram | | each append's latency, the store's write included |
+//! | `chord_append_bytes_total` | counter | | bytes of those batches |
+//! | `chord_append_errors_total` | counter | | appends the store refused or failed |
+//! | `chord_stream_readers` | gauge | `stream` | live readers (SSE responses, long-polls) per stream (one series per stream read live: mind the cardinality with many streams) |
+//! | `chord_sse_open` | gauge | | SSE responses open |
+//! | `chord_sse_ended_total` | counter | `reason`: `lifetime`, `drain`, `end`, `client` | SSE responses ended, and why; `client`: the client went first or its connection was cut (a slow reader cut by the network, or by the drain deadline) |
+//! | `chord_cache_misses_total` | counter | | reads behind the tail cache that read the store (slow or resuming readers) |
+//! | `chord_gone_total` | counter | | `410 Gone` answers |
+//! | `chord_compactions_total` | counter | `result`: `ok`, `error` | compactions run |
+//! | `chord_tail_cache_bytes` | gauge | | bytes the tail caches hold together ([`Log::cached_bytes`]) |
+//! | `chord_follower_lag_seconds` | gauge | `stream` | how long ago a follower last heard from the store |
+//! | `chord_read_errors_total` | counter | | store reads that failed |
+//! | `chord_rejected_batches_total` | counter | | batches the write side refused as not decoding or applying |
+//! | `chord_drain_cut_total` | counter | | connections cut at the drain deadline |
+//! | `chord_not_ready_total` | counter | `check`: `store`, `follower` | failed readiness checks |
+//! | `chord_fallbacks_total` | counter | | a tracker's whole-value fallback diffs ([`Tracker::fallbacks`](crate::Tracker::fallbacks)), in every build |
+//!
+//! A slow reader is not cut by chord: its connection's send buffer bounds what it holds, it
+//! reads the store from its own offset once it falls behind the cache
+//! (`chord_cache_misses_total`), and a connection the network cuts counts in
+//! `chord_sse_ended_total{reason="client"}`.
+//!
+//! **Tracing.** `tracing` spans, at DEBUG: `chord.request` (method, namespace, key) around
+//! each request's handling (an SSE body is polled after it), `chord.store.tail`,
+//! `chord.store.read`, `chord.store.append` and `chord.store.probe` around the store's
+//! work; events at target `chord::streams` for the drain (INFO, WARN when the deadline cuts)
+//! and for a follower's failed reads (DEBUG), and `chord::fallback` for the tracker.
+//!
 //! # Conformance
 //!
 //! `scripts/test` runs the protocol's official conformance suite

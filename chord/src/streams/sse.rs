@@ -297,6 +297,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_drain_ends_the_response_after_the_frame_sent() {
+        let (drain, draining) = watch::channel(false);
+        let feed = Script(vec![Next::Data(Bytes::from_static(b"d\n\n"))]);
+        let mut timing = timing(60_000, 60_000, 0);
+        timing.drain = Some(Draining(draining));
+        let mut body = SseBody::new(feed, timing);
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(first, "d\n\n");
+        assert!(!http_body::Body::is_end_stream(&body));
+        drain.send(true).unwrap();
+        assert!(body.frame().await.is_none(), "no frame after the drain");
+        assert!(http_body::Body::is_end_stream(&body));
+    }
+
+    #[tokio::test]
     async fn ends_when_the_feed_does() {
         let feed = Script(vec![Next::Data(Bytes::from_static(b"d\n\n")), Next::End]);
         let start = Instant::now();
