@@ -281,6 +281,31 @@ for (const [name, transport] of TRANSPORTS) {
     }
   });
 
+  test(`${name}: fixed headers revoked while following stop the follower at its reconnect, the value kept`, async () => {
+    const server = await new AuthServer().start();
+    try {
+      server.append([['r', { n: 0 }]]);
+      const replica = new Replica();
+      const errors = [];
+      const f = follow(server.url, {
+        replica,
+        transport,
+        headers: { authorization: 'Bearer t1' },
+        backoffMin: 1,
+        onError: (error, info) => errors.push({ status: error.status, ...info }),
+      });
+      await until('the base', () => replica.value?.n === 0);
+      server.rotate('t2');
+      server.append([['s', ['n'], 1]]);
+      await assert.rejects(within('done to reject', f.done), { name: 'StreamHttpError', status: 403 });
+      assert.deepEqual(errors.filter((e) => e.status === 403), [{ status: 403, source: 'stream', stopped: true, restart: false }]);
+      assert.deepEqual(replica.value, { n: 0 }, 'what it had read stays; nothing after the refusal');
+      assert.equal(server.requests.filter((r) => r.status === 403).length, 1, 'not retried');
+    } finally {
+      await server.close();
+    }
+  });
+
   test(`${name}: credentials and a query token reach every request, reconnects included`, async () => {
     const server = await new AuthServer().start();
     try {
