@@ -1,5 +1,6 @@
 //! chord behind nginx, with the shipped configuration (`examples/nginx/nginx.conf`): catch-up
-//! reads cached and collapsed, live reads passed through, private reads never shared.
+//! reads cached and collapsed, live reads passed through uncached and unbuffered, private reads
+//! never shared, each page's origin its own entry.
 //!
 //! Each test starts Debian's nginx as a child process (no daemon, no privileges needed) with
 //! a configuration generated from the shipped file by substitution ([`test_config`]): its TLS
@@ -20,16 +21,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
+use axum::response::Response;
 use axum::Router;
 use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter};
 use chord::streams::{self, Log, Streams};
 use chord::{path, Op};
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Barrier;
 
 /// The configuration a deployment uses; the tests run it, substituted.
@@ -247,14 +251,46 @@ impl Drop for Nginx {
     }
 }
 
-/// Requests the origin was sent, by `"METHOD path?query"`.
+/// Requests the origin was sent and the body bytes it sent back, by `"METHOD path?query"`.
 #[derive(Clone, Default)]
-struct Counts(Arc<Mutex<HashMap<String, usize>>>);
+struct Counts {
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+    sent: Arc<Mutex<HashMap<String, u64>>>,
+}
 
 impl Counts {
     fn of(&self, method: &str, target: &str) -> usize {
         let key = format!("{method} {target}");
-        self.0.lock().unwrap().get(&key).copied().unwrap_or(0)
+        self.requests
+            .lock()
+            .unwrap()
+            .get(&key)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The body bytes the origin's router handed its connections for `target`.
+    fn sent(&self, method: &str, target: &str) -> u64 {
+        let key = format!("{method} {target}");
+        self.sent.lock().unwrap().get(&key).copied().unwrap_or(0)
+    }
+
+    /// The body bytes sent for `target` once the origin sends no more: the same count three
+    /// times in a row, half a second apart.
+    async fn settled(&self, method: &str, target: &str) -> u64 {
+        let started = Instant::now();
+        let (mut sent, mut same) = (0, 0);
+        while same < 3 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = self.sent(method, target);
+            same = if now == sent && now > 0 { same + 1 } else { 0 };
+            sent = now;
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the origin never stopped sending {method} {target}"
+            );
+        }
+        sent
     }
 
     /// Waits until the origin was sent `n` requests for `target`.
@@ -264,31 +300,49 @@ impl Counts {
             assert!(
                 started.elapsed() < PATIENCE,
                 "the origin never saw {n} of {method} {target}: {:?}",
-                self.0.lock().unwrap()
+                self.requests.lock().unwrap()
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
 
-/// `router` with every request it is sent counted in `counts`.
+/// `router` with every request it is sent, and every body byte it answers, counted in
+/// `counts`. A body's bytes are counted as the connection takes them, so a response whose
+/// reader stopped stops growing.
 fn counted(router: Router, counts: &Counts) -> Router {
     let counts = counts.clone();
     router.layer(middleware::from_fn(move |request: Request, next: Next| {
-        let key = format!(
-            "{} {}",
-            request.method(),
-            request.uri().path_and_query().map_or("", |p| p.as_str())
-        );
-        *counts.0.lock().unwrap().entry(key).or_default() += 1;
-        next.run(request)
+        let counts = counts.clone();
+        async move {
+            let key = format!(
+                "{} {}",
+                request.method(),
+                request.uri().path_and_query().map_or("", |p| p.as_str())
+            );
+            *counts
+                .requests
+                .lock()
+                .unwrap()
+                .entry(key.clone())
+                .or_default() += 1;
+            let (parts, body) = next.run(request).await.into_parts();
+            let body = body.map_frame(move |frame| {
+                if let Some(data) = frame.data_ref() {
+                    *counts.sent.lock().unwrap().entry(key.clone()).or_default() +=
+                        data.len() as u64;
+                }
+                frame
+            });
+            Response::from_parts(parts, Body::new(body))
+        }
     }))
 }
 
-/// A log with one stream of a few hundred KB: a base batch and `BATCHES` appends of about
-/// 1 KB each.
+/// A log with one stream (a base batch and appends of about 1 KB each), served by counted
+/// nodes.
 struct Origin {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     writer: LogWriter<Log<JsonlStore>>,
     log: Log<JsonlStore>,
     lane: Address,
@@ -300,6 +354,11 @@ const BATCHES: usize = 400;
 
 impl Origin {
     fn new() -> Origin {
+        Origin::of(BATCHES)
+    }
+
+    /// A base batch and `batches` appends of about 1 KB each.
+    fn of(batches: usize) -> Origin {
         let dir = tempfile::tempdir().unwrap();
         let grouped = Durability::Grouped {
             max_batches: 64,
@@ -311,28 +370,51 @@ impl Origin {
         writer
             .append(&lane, &[Op::Replace(json!({"text": ""}))])
             .unwrap();
-        for i in 0..BATCHES {
-            let chunk = format!("[{i:>5}] {}\n", "token ".repeat(170));
-            writer
-                .append(&lane, &[Op::Append(path!["text"], chunk)])
-                .unwrap();
-        }
-        Origin {
-            _dir: dir,
+        let mut origin = Origin {
+            dir,
             writer,
             log,
             lane,
             counts: Counts::default(),
+        };
+        origin.grow(batches);
+        origin
+    }
+
+    /// Appends `batches` batches of about 1 KB each.
+    fn grow(&mut self, batches: usize) {
+        for i in 0..batches {
+            let chunk = format!("[{i:>5}] {}\n", "token ".repeat(170));
+            self.writer
+                .append(&self.lane, &[Op::Append(path!["text"], chunk)])
+                .unwrap();
         }
+    }
+
+    /// The bytes of the log's file.
+    fn size(&self) -> u64 {
+        std::fs::metadata(self.dir.path().join("log.jsonl"))
+            .unwrap()
+            .len()
     }
 
     /// Serves the log on `nodes` listeners (the upstream's nodes), with `cache_control` on
     /// catch-up reads (`None`: chord's default).
     async fn serve(&self, nodes: usize, cache_control: Option<&'static str>) -> Vec<SocketAddr> {
-        let mut streams = Streams::new(&self.log).long_poll(Duration::from_secs(30));
-        if let Some(value) = cache_control {
-            streams = streams.cache_control(HeaderValue::from_static(value));
-        }
+        self.serve_with(nodes, |streams| match cache_control {
+            Some(value) => streams.cache_control(HeaderValue::from_static(value)),
+            None => streams,
+        })
+        .await
+    }
+
+    /// Serves the log on `nodes` listeners, its [`Streams`] configured by `configure`.
+    async fn serve_with(
+        &self,
+        nodes: usize,
+        configure: impl FnOnce(Streams) -> Streams,
+    ) -> Vec<SocketAddr> {
+        let streams = configure(Streams::new(&self.log).long_poll(Duration::from_secs(30)));
         let app = counted(streams.router(), &self.counts);
         let mut addrs = Vec::new();
         for _ in 0..nodes {
@@ -639,7 +721,7 @@ async fn private_reads_are_never_served_from_the_cache() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn public_reads_are_served_from_the_cache_until_they_expire() {
+async fn public_reads_are_served_from_the_cache_by_url() {
     let Some(binary) = nginx_or_skip("nginx_cache::public_reads_are_served") else {
         return;
     };
@@ -663,4 +745,119 @@ async fn public_reads_are_served_from_the_cache_until_they_expire() {
     assert_eq!(reply.header("x-cache-status"), Some("MISS"));
     assert_eq!(batches(&reply.body), BATCHES);
     assert_eq!(origin.counts.of("GET", &other), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_on_other_origins_get_an_entry_each() {
+    let Some(binary) = nginx_or_skip("nginx_cache::pages_on_other_origins") else {
+        return;
+    };
+    let pages = ["https://a.example", "https://b.example"];
+    let origin = Origin::new();
+    // A policy naming its origins answers each page with its own origin, and `Vary: origin`:
+    // a page must never be handed the answer another page's origin was given.
+    let nodes = origin
+        .serve_with(1, |streams| {
+            streams
+                .cache_control(HeaderValue::from_static(PUBLIC))
+                .cors(Some(
+                    streams::default_cors().allow_origin(pages.map(HeaderValue::from_static)),
+                ))
+        })
+        .await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let target = format!("{}?offset=-1", origin.path());
+    for (round, expected) in [(0, "MISS"), (1, "HIT"), (2, "HIT")] {
+        for page in pages {
+            let mut stream = TcpStream::connect(proxy.addr).await.unwrap();
+            let ask =
+                format!("GET {target} HTTP/1.0\r\nHost: streams.test\r\nOrigin: {page}\r\n\r\n");
+            stream.write_all(ask.as_bytes()).await.unwrap();
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).await.unwrap();
+            let reply = Reply::parse(&raw);
+            assert_eq!(reply.status, 200, "{}", proxy.log());
+            assert_eq!(
+                reply.header("access-control-allow-origin"),
+                Some(page),
+                "round {round}"
+            );
+            assert_eq!(
+                reply.header("x-cache-status"),
+                Some(expected),
+                "round {round}, {page}"
+            );
+        }
+    }
+    // One read of a node per page's origin.
+    assert_eq!(origin.counts.of("GET", &target), pages.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_sse_reader_holds_the_node_back() {
+    let Some(binary) = nginx_or_skip("nginx_cache::a_stalled_sse_reader") else {
+        return;
+    };
+    // The stream grows by rounds of about 4 MB until the reader's connection takes no more:
+    // how much the sockets on the way hold depends on the kernel's buffer tuning.
+    const ROUND: usize = 4_000;
+    const ROUNDS: usize = 16;
+    let mut origin = tokio::task::block_in_place(|| Origin::of(ROUND));
+    let nodes = origin.serve(1, Some(PUBLIC)).await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+
+    // A reader that asks for the whole stream over SSE and never reads.
+    let target = format!("{}?offset=-1&live=sse", origin.path());
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let _stalled = {
+        let mut stream = socket.connect(proxy.addr).await.unwrap();
+        stream
+            .write_all(request("GET", &target).as_bytes())
+            .await
+            .unwrap();
+        stream
+    };
+    let mut sent = origin.counts.settled("GET", &target).await;
+    for _ in 0..ROUNDS {
+        let size = origin.size();
+        tokio::task::block_in_place(|| origin.grow(ROUND));
+        let grown = origin.size() - size;
+        let before = sent;
+        sent = origin.counts.settled("GET", &target).await;
+        // Buffering on, nginx would take every round off the node (into memory, then
+        // temporary files); off, the reader's full connection holds the node back.
+        if sent - before < grown / 4 {
+            println!(
+                "nginx_cache: a stalled SSE reader through nginx took {sent} bytes of a {}-byte \
+                 stream off the node, then {} of the {grown} appended",
+                origin.size(),
+                sent - before
+            );
+            return;
+        }
+    }
+    panic!(
+        "a stalled SSE reader through nginx took {sent} bytes of a {}-byte stream off the \
+         node, and every round appended since: nginx buffers SSE",
+        origin.size()
+    );
+}
+
+#[test]
+fn the_deployment_guide_sets_what_the_tests_run() {
+    // The `Cache-Control` the tests give their nodes is the one docs/deployment.md and the
+    // configuration's header tell a deployment to set.
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deployment.md"),
+    )
+    .unwrap();
+    assert!(
+        guide.contains(&format!("\"{PUBLIC}\"")),
+        "docs/deployment.md"
+    );
+    assert!(
+        SHIPPED.contains(&format!("\"{PUBLIC}\"")),
+        "examples/nginx/nginx.conf"
+    );
 }
