@@ -149,11 +149,14 @@ export class StreamHttpError extends Error {
   readonly refused: boolean;
 }
 
+/** Headers as `new Headers()` takes them: an object of names and values, pairs, or `Headers`. */
+export type HeaderValues = Record<string, string> | ReadonlyArray<readonly [string, string]> | Headers;
+
 /**
  * Headers sent with every request: an object (anything `new Headers()` takes), or a function
  * returning one, sync or async, called again for every request (so a token can be refreshed).
  */
-export type HeadersOption = HeadersInit | (() => HeadersInit | Promise<HeadersInit>);
+export type HeadersOption = HeaderValues | (() => HeaderValues | undefined | Promise<HeaderValues | undefined>);
 
 /** What a read sends to be let in (see `FollowOptions`). */
 export interface CredentialOptions {
@@ -163,7 +166,7 @@ export interface CredentialOptions {
    */
   headers?: HeadersOption;
   /** `fetch`'s credentials mode: `'include'` sends the server's cookies from another origin. */
-  credentials?: RequestCredentials;
+  credentials?: 'omit' | 'same-origin' | 'include';
 }
 
 /**

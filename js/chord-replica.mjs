@@ -1499,10 +1499,15 @@ function withQuery(url, params) {
 }
 
 /**
+ * Headers as `new Headers()` takes them: an object of names and values, pairs, or `Headers`.
+ * @typedef {Record<string, string> | Array<[string, string]> | Headers} HeaderValues
+ */
+
+/**
  * Headers sent with every request of a follower: an object (anything `new Headers()` takes),
- * or a function returning one, sync or async, called again for every request (so a token
- * can be refreshed).
- * @typedef {HeadersInit | (() => HeadersInit | Promise<HeadersInit>)} HeadersOption
+ * or a function returning one (or nothing), sync or async, called again for every request (so
+ * a token can be refreshed).
+ * @typedef {HeaderValues | (() => HeaderValues | undefined | Promise<HeaderValues | undefined>)} HeadersOption
  */
 
 const CREDENTIALS = ['omit', 'same-origin', 'include'];
@@ -1561,7 +1566,7 @@ async function refuse(response, url) {
  * the request as `follow` sends them.
  * @param {string | URL} url
  * @param {{ fetch?: typeof fetch, signal?: AbortSignal, headers?: HeadersOption,
- *   credentials?: RequestCredentials }} [options]
+ *   credentials?: 'omit' | 'same-origin' | 'include' }} [options]
  * @returns {Promise<string>}
  * @throws {StreamHttpError} the server's answer was not OK (401 or 403: the read was refused)
  */

@@ -27,6 +27,7 @@ import {
   StreamEventError,
   StreamHttpError,
   type HeadersOption,
+  type HeaderValues,
   type CredentialOptions,
   validOffset,
   validOp,
@@ -74,6 +75,9 @@ async function main(): Promise<void> {
   let token = 't1';
   const refreshed: HeadersOption = async () => ({ authorization: `Bearer ${token}` });
   const credentials: CredentialOptions = { headers: () => [['x-tenant', 'a']], credentials: 'same-origin' };
+  const fixed: HeaderValues[] = [new Headers({ authorization: 'Bearer t' }), [['authorization', 'Bearer t']]];
+  const loggedOut: HeadersOption = () => undefined;
+  void [fixed, loggedOut];
   const authorized = follow('/streams/lanes/main', { headers: refreshed, credentials: 'omit' });
   const cookies = follow('/streams/lanes/main', credentials);
   // @ts-expect-error not one of fetch's credentials modes
