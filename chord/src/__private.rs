@@ -14,7 +14,7 @@ pub use std::borrow::Cow;
 pub use std::vec::Vec;
 
 mod hints;
-pub use hints::{AssignThroughTheProxy, ReadTheValueFirst};
+pub use hints::{AssignThroughTheProxy, WriteStarToReadTheValue};
 
 /// What the derive's `TypeScript` implementations call.
 pub mod ts {

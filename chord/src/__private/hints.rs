@@ -12,23 +12,27 @@ use std::convert::Infallible;
 use crate::proxy::{DequeProxy, LeafProxy, MapProxy, OptionProxy, TextProxy, ValueProxy, VecProxy};
 
 /// Implemented by no type: the bound of `From<V>` for the proxies, reached by
-/// `state.field = value.into()`.
+/// `state.field = value.into()`. (Its `Self` is the proxy, not `V`, so that the compiler
+/// reports this bound, and not `V: Into<Proxy>`.)
 #[diagnostic::on_unimplemented(
-    message = "a field proxy cannot be assigned with `=`: it is a handle to the field, not its value",
+    message = "a field proxy cannot be assigned with `=`: `{Self}` is a handle to the field, not its value",
     label = "this would replace the handle, not the field's value",
     note = "write through the proxy instead: `*state.field = value` (or `state.field.set(value)`)"
 )]
-pub trait AssignThroughTheProxy {
+pub trait AssignThroughTheProxy<V> {
     /// Never called: no type implements the trait.
-    fn never(self) -> Infallible;
+    fn never(value: V) -> Infallible;
 }
 
 macro_rules! refuse_from {
     ($(impl<$($g:tt),*> for $proxy:ty;)*) => {$(
-        impl<$($g,)* __V: AssignThroughTheProxy> From<__V> for $proxy {
+        impl<$($g,)* __V> From<__V> for $proxy
+        where
+            $proxy: AssignThroughTheProxy<__V>,
+        {
             #[allow(unreachable_code)] // (the `match` on a value no type can hold)
             fn from(v: __V) -> Self {
-                match v.never() {}
+                match <$proxy as AssignThroughTheProxy<__V>>::never(v) {}
             }
         }
     )*};
@@ -51,7 +55,7 @@ refuse_from! {
     label = "read the value with `*` first",
     note = "a field proxy derefs to its value: write `*state.field * 1000`, or `state.field.clone()` for an owned copy; `state.field += 1` and the other compound assignments work on the proxy itself"
 )]
-pub trait ReadTheValueFirst {
+pub trait WriteStarToReadTheValue {
     /// Never called: no type implements the trait.
     fn never(&self) -> Infallible;
 }
@@ -60,7 +64,7 @@ macro_rules! refuse_binary {
     ($($trait:ident $method:ident),*) => {$(
         impl<T: std::ops::$trait<R>, R> std::ops::$trait<R> for LeafProxy<'_, T>
         where
-            Self: ReadTheValueFirst,
+            Self: WriteStarToReadTheValue,
         {
             type Output = T::Output;
             #[allow(unreachable_code)] // (the `match` on a value no type can hold)
@@ -77,7 +81,7 @@ refuse_binary!(Add add, Sub sub, Mul mul, Div div, Rem rem, BitAnd bitand, BitOr
 impl<R> std::ops::Add<R> for TextProxy<'_>
 where
     String: std::ops::Add<R>,
-    Self: ReadTheValueFirst,
+    Self: WriteStarToReadTheValue,
 {
     type Output = <String as std::ops::Add<R>>::Output;
     #[allow(unreachable_code)] // (the `match` on a value no type can hold)
@@ -90,7 +94,7 @@ macro_rules! refuse_unary {
     ($($trait:ident $method:ident),*) => {$(
         impl<T: std::ops::$trait> std::ops::$trait for LeafProxy<'_, T>
         where
-            Self: ReadTheValueFirst,
+            Self: WriteStarToReadTheValue,
         {
             type Output = T::Output;
             #[allow(unreachable_code)] // (the `match` on a value no type can hold)

@@ -1,0 +1,10 @@
+use chord::Tracked;
+use serde::Serialize;
+
+#[derive(Tracked, Serialize)]
+#[chord(opaq)]
+struct Lane {
+    status: String,
+}
+
+fn main() {}
