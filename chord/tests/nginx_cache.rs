@@ -56,7 +56,12 @@ const MOST_ORIGIN_READS: usize = 50;
 /// The nginx binary, or why there is none.
 fn nginx() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("CHORD_TEST_NGINX") {
-        return Ok(path.into());
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("CHORD_TEST_NGINX={} is no file", path.display()))
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -518,18 +523,23 @@ async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, needle: &str) {
         .unwrap_or_else(|_| panic!("no {needle:?} within the patience"));
 }
 
-/// Raises the soft open-file limit to `needed` (or the hard limit, if lower).
-fn raise_fd_limit(needed: u64) {
+/// Raises the soft open-file limit to `needed` (or the hard limit, if lower); the limit then
+/// in force.
+fn raise_fd_limit(needed: u64) -> u64 {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
     let soft = limit.current.unwrap_or(u64::MAX);
     let hard = limit.maximum.unwrap_or(u64::MAX);
-    if soft < needed {
-        let raised = Rlimit {
-            current: Some(needed.min(hard)),
-            maximum: limit.maximum,
-        };
-        let _ = setrlimit(Resource::Nofile, raised);
+    if soft >= needed {
+        return soft;
+    }
+    let raised = Rlimit {
+        current: Some(needed.min(hard)),
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => needed.min(hard),
+        Err(_) => soft,
     }
 }
 
@@ -544,8 +554,15 @@ async fn a_thousand_readers_joining_at_once_cost_the_origin_a_few_reads() {
     let Some(binary) = nginx_or_skip("nginx_cache::a_thousand_readers_joining_at_once") else {
         return;
     };
-    // Each reader holds a socket here and two files in nginx (which inherits the limit).
-    raise_fd_limit(4 * READERS as u64 + 256);
+    // Each reader holds a socket here and one or two files in an nginx worker (which inherits
+    // the limit).
+    let needed = 2 * READERS as u64 + 256;
+    let fds = raise_fd_limit(needed);
+    assert!(
+        fds >= needed,
+        "{READERS} readers need about {needed} open files and the hard limit allows {fds}: \
+         raise it (ulimit -n)"
+    );
     let origin = Origin::new();
     let nodes = origin.serve(2, Some(PUBLIC)).await;
     let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
