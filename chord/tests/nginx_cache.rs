@@ -142,13 +142,13 @@ fn test_config(dir: &Path, port: u16, nodes: &[SocketAddr]) -> String {
         let trimmed = line.trim_start();
         if trimmed.starts_with("ssl_") {
             tls += 1;
-        } else if trimmed.starts_with("server 10.0.0.") {
-            // The first node's line becomes the test's nodes, the others go.
+        } else if let Some(node) = trimmed.strip_prefix("server 10.0.0.") {
+            // The first node's line, its parameters kept, becomes the test's nodes; the
+            // others go.
             if servers == 0 {
+                let parameters = node.split_once(' ').map_or(";", |(_, rest)| rest);
                 for node in nodes {
-                    out.push_str(&format!(
-                        "        server {node} max_fails=3 fail_timeout=10s;\n"
-                    ));
+                    out.push_str(&format!("        server {node} {parameters}\n"));
                 }
             }
             servers += 1;
