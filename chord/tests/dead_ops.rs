@@ -171,7 +171,7 @@ fn a_rewrite_after_splices_is_bounded_by_one_set() {
 #[test]
 fn swap_remove_from_the_middle_is_a_set_and_a_splice() {
     let (mut t, mut r) = start(Lane {
-        nums: (0..10).collect(),
+        nums: (0..100).collect(),
         ..Lane::default()
     });
     let removed = t.state().nums.swap_remove(3);
@@ -183,11 +183,26 @@ fn swap_remove_from_the_middle_is_a_set_and_a_splice() {
         vec![
             Op::Splice {
                 path: path!["nums"].into(),
-                index: 9,
+                index: 99,
                 remove: 1,
                 items: vec![],
             },
-            Op::Set(path!["nums", 3], json!(9)),
+            Op::Set(path!["nums", 3], json!(99)),
         ],
+    );
+}
+
+#[test]
+fn swap_remove_from_a_short_array_is_one_set_when_that_is_smaller() {
+    let (mut t, mut r) = start(Lane {
+        nums: (0..10).collect(),
+        ..Lane::default()
+    });
+    t.state().nums.swap_remove(3);
+    // A `p` and an `s` (39 bytes as JSON) against one `s` of the nine numbers left (34).
+    check(
+        &mut t,
+        &mut r,
+        vec![Op::Set(path!["nums"], json!([0, 1, 2, 9, 4, 5, 6, 7, 8]))],
     );
 }

@@ -344,7 +344,12 @@ fn two_writes_to_one_address_flush_to_the_last() {
 
 #[test]
 fn splices_interleaved_with_element_edits() {
-    let mut h = Harness::new(lane()); // transcript m0 m1 m2
+    // Entries long enough that the ops are smaller than one `s` of the transcript.
+    let mut start = lane();
+    for entry in &mut start.transcript {
+        entry.text.insert_str(0, &" ".repeat(60));
+    }
+    let mut h = Harness::new(start); // transcript m0 m1 m2
     let s = h.t.state();
     let mut tr = s.transcript;
     tr.at(2).text.push_str("!"); // edit m2
@@ -797,7 +802,8 @@ fn many_dirty_children_in_one_flush() {
     start.transcript = (0..1000)
         .map(|i| Entry {
             role: "user".into(),
-            text: format!("m{i}"),
+            // Long enough that the ops are smaller than one `s` of the transcript.
+            text: format!("{}m{i}", " ".repeat(60)),
         })
         .collect();
     let mut h = Harness::new(start);
@@ -833,8 +839,11 @@ fn a_kept_element_node_moved_by_a_splice_does_not_reuse_its_path_id() {
     struct Chat {
         messages: Vec<Message>,
     }
+    // Content long enough that the ops are smaller than one `s` of the messages.
     let mut t = track(Chat {
-        messages: vec![Message::default()],
+        messages: vec![Message {
+            content: " ".repeat(60),
+        }],
     });
     let mut enc = chord::Encoder::new();
     let mut dec = chord::Decoder::new();

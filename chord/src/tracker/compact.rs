@@ -132,6 +132,97 @@ fn shift(
     covered.extend(back);
 }
 
+/// How far back [`fold_into_sets`] looks for a `s` to fold an op into.
+const FOLD_WINDOW: usize = 64;
+
+/// Folds each op into an earlier `s` of its path or of an ancestor's, when no op between them
+/// touches that location, an ancestor of it or anything under it: the `s` then carries the
+/// value the op would have made, and the op goes. The batch's effect is the same on every
+/// value it applies to; it only gets shorter (a `s` followed by an `a` of its string, or by
+/// edits of its members, is one `s`).
+pub(crate) fn fold_into_sets(ops: &mut Vec<Op>) {
+    if !ops.iter().any(|op| matches!(op, Op::Set(..))) {
+        return;
+    }
+    let mut keep = vec![true; ops.len()];
+    for j in 1..ops.len() {
+        let Some(target) = ops[j].path().map(|p| p.segments().to_vec()) else {
+            continue;
+        };
+        // The nearest earlier kept op that is a `s` at or above `target`; stop at any op
+        // in the way.
+        let mut found = None;
+        for k in (j.saturating_sub(FOLD_WINDOW)..j).rev() {
+            if !keep[k] {
+                continue;
+            }
+            let Some(at) = ops[k].path().map(|p| p.segments()) else {
+                break; // an `r`
+            };
+            let related = target.starts_with(at) || at.starts_with(&target);
+            if !related {
+                continue;
+            }
+            if matches!(ops[k], Op::Set(..)) && target.starts_with(at) {
+                found = Some(k);
+            }
+            break;
+        }
+        let Some(k) = found else { continue };
+        let Op::Set(at, value) = &ops[k] else {
+            continue;
+        };
+        // The op, moved under a wrapper that stands for the `s`'s location, applied to its
+        // value.
+        let depth = at.len();
+        let mut wrapper = Some(serde_json::json!({ "v": value }));
+        let moved = moved_under_wrapper(&ops[j], depth);
+        if let Some(moved) = moved {
+            if crate::apply(&mut wrapper, [moved]).is_ok() {
+                if let (Some(serde_json::Value::Object(mut map)), Op::Set(_, value)) =
+                    (wrapper, &mut ops[k])
+                {
+                    if let Some(v) = map.remove("v") {
+                        *value = v;
+                        keep[j] = false;
+                    }
+                }
+            }
+        }
+    }
+    let mut keep = keep.into_iter();
+    ops.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// `op` with the first `depth` segments of its path replaced by the one segment `"v"`.
+fn moved_under_wrapper(op: &Op, depth: usize) -> Option<Op> {
+    use crate::path::{NonEmptyPath, Path};
+    let under = |p: &Path| -> Path {
+        let mut segs = vec![Seg::from("v")];
+        segs.extend(p.segments()[depth..].iter().cloned());
+        Path::from(segs)
+    };
+    let non_empty = |p: &Path| NonEmptyPath::try_from(under(p)).ok();
+    Some(match op {
+        Op::Replace(_) => return None,
+        Op::Set(p, v) => Op::Set(non_empty(p.as_path())?, v.clone()),
+        Op::Delete(p) => Op::Delete(non_empty(p.as_path())?),
+        Op::Append(p, t) => Op::Append(non_empty(p.as_path())?, t.clone()),
+        Op::Truncate(p, n) => Op::Truncate(non_empty(p.as_path())?, *n),
+        Op::Splice {
+            path,
+            index,
+            remove,
+            items,
+        } => Op::Splice {
+            path: under(path),
+            index: *index,
+            remove: *remove,
+            items: items.clone(),
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -513,6 +513,7 @@ pub(crate) fn flush_assigned(
                     // Early edits the reassignment overwrote are dead; and when what is left
                     // is still larger than one `s` of the new value, the `s` is sent.
                     crate::tracker::compact::drop_dead(&mut ops);
+                    crate::tracker::compact::fold_into_sets(&mut ops);
                     if let Ok(p) = NonEmptyPath::try_from(whole_path) {
                         let whole = [Op::Set(p, a)];
                         if json_len(&whole) < json_len(&ops) {

@@ -139,9 +139,82 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
         State::Seq(edit) => Some(edit),
     };
     if let Some(edit) = edit {
+        if node.touched && !path.is_empty() {
+            return flush_capped(items, node, path, out);
+        }
         flush_splices(items, edit, &node.wire, path, out)?;
     }
-    // Edits inside kept elements, at their current indices (after the splices above).
+    flush_elements(items, node, path, out)
+}
+
+/// [`flush`] of an array that has both splices and elements handed out since the last flush:
+/// its ops are built first, and one `s` of the array is sent instead when that is smaller as
+/// JSON (splices and edits inside the elements around them can add up to more than the
+/// array). The `s` is measured only up to the ops' size, so the comparison costs no more
+/// than the ops. Out of line: a streaming flush edits inside elements without splices.
+#[inline(never)]
+fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
+    items: &S,
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let mut ops = Vec::new();
+    let mut own = Out::ops(&mut ops).resetting(out.reset);
+    if let State::Seq(edit) = &node.state {
+        flush_splices(items, edit, &node.wire, path, &mut own)?;
+    }
+    flush_elements(items, node, path, &mut own)?;
+    let fallbacks = std::mem::take(&mut own.fallbacks);
+    out.fallbacks.extend(fallbacks);
+    if ops.len() > 1 {
+        let sent = crate::diff::json_len(&ops);
+        // `["s",` path `,` value `]`
+        let head = 7 + serde_json::to_string(&path.to_path()).map_or(usize::MAX / 2, |p| p.len());
+        if sent
+            .checked_sub(head)
+            .is_some_and(|room| json_fits(items, room))
+        {
+            set(path, crate::tracker::to_json(items, path)?, out);
+            return Ok(());
+        }
+    }
+    out.extend(ops);
+    Ok(())
+}
+
+/// Whether `value` is shorter than `room` bytes as compact JSON, found by writing at most
+/// `room` of them.
+fn json_fits<T: serde::Serialize + ?Sized>(value: &T, room: usize) -> bool {
+    struct Within(usize);
+    impl std::io::Write for Within {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            match self.0.checked_sub(bytes.len()) {
+                Some(left) if left > 0 => {
+                    self.0 = left;
+                    Ok(bytes.len())
+                }
+                _ => Err(std::io::ErrorKind::WriteZero.into()),
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Within(room), value).is_ok()
+}
+
+/// Edits inside kept elements, at their current indices (after the array's splices).
+fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
+    items: &S,
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let edit = match &node.state {
+        State::Seq(edit) => Some(edit),
+        _ => None,
+    };
     if !node.touched {
         return Ok(()); // (no element's proxy was handed out)
     }
