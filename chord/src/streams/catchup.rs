@@ -24,6 +24,9 @@ use super::sse::Pending;
 use super::tail::{Found, Tail};
 use crate::store::Address;
 
+/// Records read from the store: seq and batch.
+type Records = Vec<(u64, String)>;
+
 /// The records after `after` up to `until` as the rest of a JSON array whose `[` and first
 /// messages were sent already.
 pub(super) struct CatchUpBody {
@@ -39,7 +42,7 @@ pub(super) struct CatchUpBody {
     until: u64,
     max_bytes: usize,
     /// A store read in flight.
-    read: Option<Pending<io::Result<Vec<(u64, String)>>>>,
+    read: Option<Pending<io::Result<Records>>>,
     done: bool,
 }
 

@@ -754,6 +754,11 @@ pub(super) async fn get(stream: Arc<MemoryStream>, get: Get<'_>) -> Response {
         Some("long-poll") => {
             let mut changes = stream.subscribe();
             let deadline = Instant::now() + get.long_poll;
+            // Draining: the poll answers 204 at once, and the client polls the successor.
+            let mut drain: super::sse::Pending<()> = match &get.sse.drain {
+                Some(d) => Box::pin(d.wait()),
+                None => Box::pin(std::future::pending()),
+            };
             loop {
                 changes.borrow_and_update();
                 let cursor = Some(frame::cursor(get.cursor));
@@ -770,6 +775,7 @@ pub(super) async fn get(stream: Arc<MemoryStream>, get: Get<'_>) -> Response {
                 let changed = tokio::select! {
                     c = changes.changed() => c.is_ok(),
                     () = sleep_until(deadline) => false,
+                    () = &mut drain => false,
                 };
                 if !changed {
                     let state = stream.lock();

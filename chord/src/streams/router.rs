@@ -669,9 +669,8 @@ async fn handle(
     method: Method,
     path: Result<Path<(String, String)>, PathRejection>,
     Query(query): Query<HashMap<String, String>>,
-    uri: Uri,
+    (uri, draining): (Uri, Option<Extension<Draining>>),
     headers: HeaderMap,
-    draining: Option<Extension<Draining>>,
     body: Body,
 ) -> Response {
     let Ok(Path(names)) = path else {
