@@ -2,7 +2,13 @@
 //!
 //! A struct's proxy is a struct of its fields' proxies, with the same field names (or
 //! positions), so that `lane.usage.output_tokens += 1` and disjoint borrows of two fields
-//! work as on the struct itself. An enum's proxy holds the whole value (`set`, `Deref`, a
+//! work as on the struct itself. The price: two fields with the same proxy type can be
+//! swapped (`std::mem::swap(&mut s.a, &mut s.b)`), which swaps the handles, not the values.
+//! Nothing goes out of sync (each handle still records for the field it points to), but it
+//! is not what the line says. No layout refuses the swap and keeps both the operators on a
+//! field (`s.a += 1`, which needs `&mut s.a`) and two fields borrowed at once (two `&mut` of
+//! one type are all a swap needs), so the generated proxy's documentation says it instead.
+//! (`std::mem::take` is refused: no proxy has a `Default`.) An enum's proxy holds the whole value (`set`, `Deref`, a
 //! `DerefMut` fallback) and hands out, through `as_mut`, an enum of the current variant's
 //! field proxies.
 
@@ -94,7 +100,7 @@ fn bounded<'f>(
     let params: Vec<Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
     let where_clause = generics.make_where_clause();
     for param in &params {
-        let mut uses = fields.clone().filter(|f| mentions(f.ty, &param));
+        let mut uses = fields.clone().filter(|f| mentions(f.ty, param));
         let tracked = uses
             .clone()
             .any(|f| matches!(kind(f), Kind::Tracked | Kind::Flatten));
@@ -491,7 +497,12 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
 
     let doc_struct = format!(
         "Records changes to a [`{name}`] as intent: a struct of its fields' proxies, obtained \
-         from `chord::Tracker::state` or a parent proxy."
+         from `chord::Tracker::state` or a parent proxy.\n\n\
+         Each field is a *handle* to the field of the value, not the value: write through it \
+         (`state.n += 1`, `*state.n = 5`, `state.text.push_str(..)`, `state.n.set(5)`). \
+         `std::mem::swap(&mut state.a, &mut state.b)` exchanges the handles, not the values: \
+         nothing changes, and `state.a` then writes to `b`. To exchange two fields' values, \
+         read them and `set` each."
     );
     let doc_set = format!(
         "Replaces the whole `{name}`, field by field: each field is compared with its accepted \

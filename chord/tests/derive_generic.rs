@@ -55,11 +55,11 @@ fn a_generic_proxy_is_debug_when_its_parameters_proxies_are() {
 fn a_generic_tuple_struct_round_trips() {
     let mut t = track(Pair(Inner { n: 1 }, vec![String::from("x")]));
     let mut replica: Option<Value> = None;
-    apply(&mut replica, &t.flush().unwrap()).unwrap();
+    apply(&mut replica, t.flush().unwrap()).unwrap();
     *t.state().0.n += 4;
     t.state().1.push(String::from("y"));
     t.state().1.get_mut(0).unwrap().push('!');
-    apply(&mut replica, &t.flush().unwrap()).unwrap();
+    apply(&mut replica, t.flush().unwrap()).unwrap();
     assert_eq!(replica, Some(json!([{"n": 5}, ["x!", "y"]])));
     assert_eq!(replica, Some(serde_json::to_value(t.get()).unwrap()));
 }
