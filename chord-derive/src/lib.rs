@@ -39,8 +39,15 @@ pub fn __reserved_names(_input: TokenStream) -> TokenStream {
 /// `#[chord(ts = "...")]` on a field is its TypeScript type, on a type its TypeScript
 /// declaration (see `chord::typescript`, whose `TypeScript` trait the derive implements too).
 /// The serde attributes that change JSON names are honoured (`rename`, `rename_all`, `skip`,
-/// `skip_serializing`, `skip_serializing_if`); those that would make paths lie (`flatten`,
-/// `with`, `serialize_with`, `getter`, `transparent`, `into`, `remote`) are refused.
+/// `skip_serializing`, `skip_serializing_if`); a field with `with` or `serialize_with` is
+/// tracked as one value, its JSON written by the function. `flatten` is followed on a field
+/// whose type is a struct with named fields deriving `Tracked`: its fields' paths are the
+/// parent's, and its proxy is the field's. Those that would make paths lie (`flatten` on
+/// anything else, such as a map, `getter`, `transparent`, `into`, `remote`) are refused.
+///
+/// The proxy's fields are handles to the value's fields: write through them
+/// (`state.n += 1`, `*state.n = 5`, `state.n.set(5)`). `std::mem::swap` of two of them
+/// exchanges the handles, not the values.
 #[proc_macro_derive(Tracked, attributes(chord))]
 pub fn derive_tracked(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
