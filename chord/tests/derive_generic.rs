@@ -63,3 +63,58 @@ fn a_generic_tuple_struct_round_trips() {
     assert_eq!(replica, Some(json!([{"n": 5}, ["x!", "y"]])));
     assert_eq!(replica, Some(serde_json::to_value(t.get()).unwrap()));
 }
+
+/// A proxy's bounds name its fields' types; a public proxy of a field of a crate-private type
+/// must not trip `private_bounds` (denied here).
+#[deny(private_bounds, private_interfaces)]
+pub mod visibility {
+    use chord::Tracked;
+    use serde::Serialize;
+
+    #[derive(Tracked, Serialize)]
+    pub(crate) struct Usage {
+        pub(crate) tokens: u64,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Lane {
+        pub(crate) usage: Usage,
+    }
+}
+
+#[derive(Tracked, Serialize)]
+struct Tree {
+    label: String,
+    kids: Vec<Tree>,
+}
+
+#[test]
+fn a_recursive_struct_is_set_field_by_field() {
+    let mut t = track(Tree {
+        label: "root".into(),
+        kids: vec![],
+    });
+    t.flush().unwrap();
+    t.state().kids.push(Tree {
+        label: "a".into(),
+        kids: vec![],
+    });
+    t.flush().unwrap();
+    t.state().kids.get_mut(0).unwrap().set(Tree {
+        label: "b".into(),
+        kids: vec![],
+    });
+    assert_eq!(
+        t.flush().unwrap(),
+        vec![Op::Set(path!["kids", 0, "label"], json!("b"))]
+    );
+    let mut lane = track(visibility::Lane {
+        usage: visibility::Usage { tokens: 1 },
+    });
+    lane.flush().unwrap();
+    *lane.state().usage.tokens += 1;
+    assert_eq!(
+        lane.flush().unwrap(),
+        vec![Op::Set(path!["usage", "tokens"], json!(2))]
+    );
+}
