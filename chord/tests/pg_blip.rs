@@ -419,3 +419,66 @@ proptest! {
         prop_assert_eq!(recover(&open_reader(&schema), &at()).unwrap(), Some(expected(steps)));
     }
 }
+
+/// Grouped durability: a group write cut (before it reaches the server or after it
+/// committed) neither poisons the store nor loses or doubles a record: the group waits, in
+/// doubt, and the next write takes the locks again, learns from the addresses' newest
+/// records whether it committed, and writes it again if not; the background thread retries
+/// by itself.
+#[test]
+fn a_cut_group_write_is_written_again_once_and_the_store_goes_on() {
+    if !pg::available() {
+        return;
+    }
+    for (label, cut) in [
+        ("blip_group_before", PostgresCut::BeforeWrite),
+        ("blip_group_after", PostgresCut::AfterCommit),
+    ] {
+        let schema = pg::fresh_schema(label);
+        let grouped = Durability::Grouped {
+            max_batches: 1000,
+            // Long enough that the cut is armed before the background thread writes.
+            max_delay: Duration::from_millis(300),
+        };
+        let url = format!("{}&application_name=blip-group", pg::schema_url(&schema));
+        let store = PostgresStore::open(&url, grouped).unwrap();
+        let mut lane = Durable::open(
+            LogWriter::new(store, Checkpoint::Never),
+            at(),
+            Lane::default,
+        )
+        .unwrap();
+        lane.flush().unwrap();
+        lane.sync().unwrap();
+        let mut n = 0;
+        let mut last = 0;
+        for round in 0..4 {
+            for _ in 0..5 {
+                n += 1;
+                advance(&mut lane, n);
+                last = lane.flush().unwrap().unwrap();
+            }
+            lane.writer().store().cut_next_write(cut);
+            if round % 2 == 0 {
+                // Written by `sync`, which fails; the next `sync` resolves it.
+                let err = lane.sync().unwrap_err();
+                assert!(matches!(err, Error::Postgres { .. }), "{err}");
+                lane.sync().unwrap();
+            } else {
+                // Written by the background thread, which retries by itself.
+                assert_eq!(lane.flush().unwrap(), None, "nothing changed");
+                let give_up = Instant::now() + Duration::from_secs(20);
+                while lane.writer().store().durable_seq() < Some(last) {
+                    assert!(Instant::now() < give_up, "the group was never written");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        let records = stored(&schema, &at());
+        assert_one_unbroken_stream(&records, n);
+        assert_eq!(
+            recover(&open_reader(&schema), &at()).unwrap(),
+            Some(expected(n))
+        );
+    }
+}

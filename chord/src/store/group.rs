@@ -73,10 +73,12 @@ impl Syncer {
         });
         let thread = match policy {
             Durability::EveryAppend => None,
-            Durability::Grouped { .. } => {
+            Durability::Grouped { max_delay, .. } => {
                 let shared = Arc::clone(&shared);
                 let flush = Arc::clone(&flush);
-                Some(std::thread::spawn(move || background(&shared, &flush)))
+                Some(std::thread::spawn(move || {
+                    background(&shared, &flush, Some(max_delay))
+                }))
             }
         };
         Syncer {
@@ -159,13 +161,24 @@ impl Syncer {
 
     fn flush_now(&self, target: u64) -> Result<()> {
         let result = (self.flush)(target);
-        finish(&self.shared, result)
+        finish(&self.shared, result, self.retry())
+    }
+
+    /// How long after a flush that failed with an error the backend resolves itself
+    /// ([`Error::resendable`]) it is tried again: `max_delay` when grouped.
+    fn retry(&self) -> Option<std::time::Duration> {
+        match self.policy {
+            Durability::EveryAppend => None,
+            Durability::Grouped { max_delay, .. } => Some(max_delay),
+        }
     }
 }
 
 /// Records a flush's outcome: the new durable seq, written to the acknowledged mark, or the
-/// poison.
-fn finish(shared: &Shared, result: Result<u64>) -> Result<()> {
+/// poison. A failure the backend resolves itself when it writes again (a PostgreSQL
+/// connection that broke: [`Error::resendable`]) does not poison when there is a `retry`
+/// delay: the background thread flushes again that long after.
+fn finish(shared: &Shared, result: Result<u64>, retry: Option<std::time::Duration>) -> Result<()> {
     let mut state = shared.lock();
     let result = result.and_then(|seq| {
         state.durable = state.durable.max(seq);
@@ -177,6 +190,13 @@ fn finish(shared: &Shared, result: Result<u64>) -> Result<()> {
     });
     match result {
         Ok(()) => Ok(()),
+        Err(e) if e.resendable() && retry.is_some() => {
+            if state.deadline.is_none() {
+                state.deadline = retry.map(|delay| Instant::now() + delay);
+                shared.wake.notify_all();
+            }
+            Err(e)
+        }
         Err(e) => {
             state.poisoned.get_or_insert_with(|| e.to_string());
             Err(e)
@@ -186,7 +206,7 @@ fn finish(shared: &Shared, result: Result<u64>) -> Result<()> {
 
 /// The group-commit thread: flushes `max_delay` after the oldest pending batch, and once more
 /// when the store is dropped.
-fn background(shared: &Shared, flush: &Flush) {
+fn background(shared: &Shared, flush: &Flush, retry: Option<std::time::Duration>) {
     let mut state = shared.lock();
     loop {
         if state.poisoned.is_some() {
@@ -215,8 +235,12 @@ fn background(shared: &Shared, flush: &Flush) {
                 state.deadline = None;
                 drop(state);
                 // A failure poisons the store; the foreground reports it on its next call.
-                let _ = finish(shared, flush(target));
+                let _ = finish(shared, flush(target), retry);
                 state = shared.lock();
+                if state.stop {
+                    // The last flush was tried: a failed one is not retried for ever.
+                    return;
+                }
             }
         }
     }

@@ -117,7 +117,13 @@ const POOL_SIZE: usize = 4;
 /// writing it twice: a blip costs readers nothing, not even a new base batch.
 /// [`Durability::Grouped`]: appends wait in memory and are written by one multi-row insert,
 /// in one transaction, at the stated bound; unlike the file backends, a waiting batch is
-/// lost if the *process* dies. A failed group write poisons the store ([`Error::Poisoned`]).
+/// lost if the *process* dies. A group write whose connection fails (before or during the
+/// commit) keeps the group waiting, in doubt, and the store goes on taking appends: the next
+/// write ([`sync`](Store::sync), a full group, or the background thread one `max_delay`
+/// later) reconnects, takes the group's locks again, learns from each address's `last`
+/// whether the transaction committed, and writes the same records again if it did not.
+/// Meanwhile [`durable_seq`](Store::durable_seq) stays where it was. Any other failure of a
+/// group write poisons the store ([`Error::Poisoned`]).
 /// A read through the writing store first writes what waits, so it reads its own appends.
 ///
 /// **Seqs** come from the sequence `chord_seqs`, 1024 at a time, so they increase per store
@@ -364,6 +370,10 @@ impl PostgresStore {
         }
     }
 
+    fn grouped(&self) -> bool {
+        matches!(self.durability, Durability::Grouped { .. })
+    }
+
     fn read_only(&self) -> Error {
         Error::ReadOnly {
             path: self.shared.target.name.clone().into(),
@@ -389,8 +399,13 @@ impl Store for PostgresStore {
         };
         syncer.check()?;
         let seq = lock(writer).append(address, batch.text(), batch.tag())?;
-        syncer.appended(seq)?;
-        Ok(seq)
+        match syncer.appended(seq) {
+            // Grouped: the batch waits with its group, which is written again later (see
+            // `Writer::write_pending`); it is durable when `durable_seq` reaches it.
+            Err(Error::Postgres { .. }) if self.grouped() => Ok(seq),
+            Err(e) => Err(e),
+            Ok(()) => Ok(seq),
+        }
     }
 
     fn read_list(&self, address: &Address, options: &ReadOptions) -> Result<Page> {
@@ -922,8 +937,9 @@ struct Doubt {
     seq: u64,
     /// The address's newest record before it.
     prev: u64,
-    /// Its checksum (of seq, address, prev, tag and batch).
-    crc: u32,
+    /// Its checksum (of seq, address, prev, tag and batch); `None` for a group in doubt,
+    /// whose newest record `seq` is.
+    crc: Option<u32>,
 }
 
 /// A fault to inject into the next write (see [`PostgresStore::cut_next_write`]).
@@ -1028,6 +1044,13 @@ impl Writer {
                     return Err(e);
                 }
             };
+            // Records of this address still waiting (a group in doubt) come after the newest.
+            let waiting = self
+                .pending
+                .iter()
+                .filter(|p| p.id == id)
+                .map(|p| p.seq)
+                .max();
             let claim = self.claims.entry(address.clone()).or_insert(Claim {
                 id,
                 committed: stored,
@@ -1047,7 +1070,7 @@ impl Writer {
                 if stored != claim.committed || claim.id != id {
                     claim.fenced = Some(stored);
                 }
-                claim.last = claim.committed;
+                claim.last = waiting.map_or(claim.committed, |w| w.max(claim.committed));
             }
         }
         let claim = self
@@ -1151,15 +1174,19 @@ impl Writer {
     }
 
     fn append(&mut self, address: &Address, batch: &str, tag: Option<&str>) -> Result<u64> {
+        let grouped = self.grouped;
         let claim = self.claim(address, Duration::ZERO)?;
         let (id, prev) = (claim.id, claim.last);
         // The same record as the one in doubt, sent again (a `LogWriter` does): the same
         // position, the same seq, so a commit whose acknowledgement was lost is not written
         // twice.
-        let again = claim
-            .in_doubt
-            .take()
-            .filter(|d| record_crc(d.seq, id, d.prev, tag, batch) == d.crc);
+        let again = match grouped {
+            true => None,
+            false => claim
+                .in_doubt
+                .take()
+                .filter(|d| d.crc == Some(record_crc(d.seq, id, d.prev, tag, batch))),
+        };
         let seq = match again {
             Some(doubt) if prev == doubt.seq => {
                 let found = self.stored_as(address, id, doubt, tag, batch);
@@ -1192,7 +1219,11 @@ impl Writer {
                 Err(e) => {
                     if let Some(claim) = self.claims.get_mut(address) {
                         if !matches!(e, Error::Fenced { .. }) {
-                            claim.in_doubt = Some(Doubt { seq, prev, crc });
+                            claim.in_doubt = Some(Doubt {
+                                seq,
+                                prev,
+                                crc: Some(crc),
+                            });
                         }
                     }
                     return Err(e);
@@ -1233,7 +1264,7 @@ impl Writer {
             prev == to_sql(doubt.prev)
                 && found_tag.as_deref() == tag
                 && found == batch
-                && crc == i64::from(doubt.crc)
+                && doubt.crc.is_some_and(|c| crc == i64::from(c))
         });
         if same {
             return Ok(());
@@ -1305,16 +1336,70 @@ impl Writer {
     }
 
     /// Writes what waits, in one transaction (the group commit).
+    ///
+    /// A group whose write failed with the connection stays waiting, in doubt: the next
+    /// attempt reconnects, takes each of its addresses' locks again, and learns from their
+    /// `last` whether the transaction committed (all of it or none: then the same records,
+    /// with the same seqs, are written again). Another writer having appended meanwhile is
+    /// [`Error::Fenced`], as for a single append.
     fn write_pending(&mut self) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let lost: Vec<Address> = self
+            .claims
+            .iter()
+            .filter(|(_, c)| !c.held && self.pending.iter().any(|p| p.id == c.id))
+            .map(|(a, _)| a.clone())
+            .collect();
+        for address in &lost {
+            self.claim(address, Duration::ZERO)?;
+        }
+        if !lost.is_empty() {
+            // What the claims found committed is no longer waiting.
+            let committed: HashMap<i64, u64> =
+                self.claims.values().map(|c| (c.id, c.committed)).collect();
+            self.pending
+                .retain(|p| committed.get(&p.id).is_none_or(|&c| p.seq > c));
+            if self.pending.is_empty() {
+                self.settled();
+                return Ok(());
+            }
+        }
         let pending = std::mem::take(&mut self.pending);
-        self.write(&pending)?;
+        match self.write(&pending) {
+            Ok(()) => {
+                self.settled();
+                Ok(())
+            }
+            Err(e) => {
+                if let Error::Postgres { .. } = e {
+                    for claim in self.claims.values_mut() {
+                        let mine = pending.iter().filter(|p| p.id == claim.id);
+                        let (Some(first), Some(newest)) =
+                            (mine.clone().next(), mine.map(|p| p.seq).max())
+                        else {
+                            continue;
+                        };
+                        claim.in_doubt = Some(Doubt {
+                            seq: newest,
+                            prev: first.prev,
+                            crc: None,
+                        });
+                    }
+                    self.pending = pending;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Everything waiting is committed.
+    fn settled(&mut self) {
         for claim in self.claims.values_mut() {
             claim.committed = claim.last;
+            claim.in_doubt = None;
         }
-        Ok(())
     }
 
     /// Writes records (of one or more addresses, oldest first) with one statement: in its own
