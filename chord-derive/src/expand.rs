@@ -444,6 +444,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         Some(syn::Member::Unnamed(_)) => quote!(),
         _ => quote! {
             #[automatically_derived]
+            #[doc(hidden)]
             impl #impl_generics ::chord::__private::Flatten for #name #ty_generics #where_clause {}
         },
     };
@@ -500,8 +501,9 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
          from `chord::Tracker::state` or a parent proxy.\n\n\
          Each field is a *handle* to the field of the value, not the value: write through it \
          (`state.n += 1`, `*state.n = 5`, `state.text.push_str(..)`, `state.n.set(5)`). \
-         `std::mem::swap(&mut state.a, &mut state.b)` exchanges the handles, not the values: \
-         nothing changes, and `state.a` then writes to `b`. To exchange two fields' values, \
+         `std::mem::swap(&mut state.a, &mut state.b)` (or `std::mem::replace(&mut state.a, \
+         state.b)`) exchanges the handles, not the values: nothing changes, and `state.a` then \
+         writes to `b`. To exchange two fields' values, \
          read them and `set` each."
     );
     let doc_set = format!(

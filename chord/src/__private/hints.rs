@@ -26,6 +26,7 @@ pub trait AssignThroughTheProxy<V> {
 
 macro_rules! refuse_from {
     ($(impl<$($g:tt),*> for $proxy:ty;)*) => {$(
+        #[doc(hidden)] // (a diagnostic, not an API)
         impl<$($g,)* __V> From<__V> for $proxy
         where
             $proxy: AssignThroughTheProxy<__V>,
@@ -62,6 +63,7 @@ pub trait WriteStarToReadTheValue {
 
 macro_rules! refuse_binary {
     ($($trait:ident $method:ident),*) => {$(
+        #[doc(hidden)] // (a diagnostic, not an API)
         impl<T: std::ops::$trait<R>, R> std::ops::$trait<R> for LeafProxy<'_, T>
         where
             Self: WriteStarToReadTheValue,
@@ -78,6 +80,7 @@ macro_rules! refuse_binary {
 refuse_binary!(Add add, Sub sub, Mul mul, Div div, Rem rem, BitAnd bitand, BitOr bitor,
     BitXor bitxor, Shl shl, Shr shr);
 
+#[doc(hidden)] // (a diagnostic, not an API)
 impl<R> std::ops::Add<R> for TextProxy<'_>
 where
     String: std::ops::Add<R>,
@@ -92,6 +95,7 @@ where
 
 macro_rules! refuse_unary {
     ($($trait:ident $method:ident),*) => {$(
+        #[doc(hidden)] // (a diagnostic, not an API)
         impl<T: std::ops::$trait> std::ops::$trait for LeafProxy<'_, T>
         where
             Self: WriteStarToReadTheValue,
