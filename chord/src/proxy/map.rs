@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::path::{Seg, RESERVED};
-use crate::tracker::{fallback, Out};
 use crate::tracker::{
-    flush_assigned, flush_reassigned, to_json, with_seg, Before, Cx, Key, Node, State, Tracked,
-    Trail,
+    capped, flush_assigned, flush_reassigned, to_json, with_seg, Before, Cx, Key, Node, State,
+    Tracked, Trail,
 };
+use crate::tracker::{fallback, Out};
 
 /// A map with string keys that chord tracks as a JSON object: `BTreeMap<String, V>`,
 /// `HashMap<String, V>` and `serde_json::Map<String, Value>`.
@@ -313,6 +313,28 @@ pub(crate) fn flush<M: MapLike>(
     if let State::Assigned(before) = &node.state {
         return flush_reassigned(map, before, path, out);
     }
+    // Several members changed (a map that lost most of them, say): their ops may add up to
+    // more than one `s` of the map, which is then sent instead.
+    let changed = node
+        .children
+        .iter()
+        .filter(|(_, c)| c.may_be_dirty())
+        .take(2);
+    if changed.count() > 1 {
+        return capped(map, path, out, |path, own| {
+            flush_members(map, node, path, own)
+        });
+    }
+    flush_members(map, node, path, out)
+}
+
+/// The ops of the members recorded since the last flush.
+fn flush_members<M: MapLike>(
+    map: &M,
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
     for (key, child) in node.children.iter_mut() {
         let Key::Name(k) = key else { continue };
         if !child.may_be_dirty() {

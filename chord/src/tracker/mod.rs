@@ -26,7 +26,9 @@ use crate::Encoder;
 pub use cx::{Cx, Fields};
 pub use fallback::{Fallbacks, FALLBACK_PATHS};
 pub use node::Node;
-pub(crate) use node::{flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State};
+pub(crate) use node::{
+    capped, flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State,
+};
 pub use out::Out;
 pub use trail::Trail;
 

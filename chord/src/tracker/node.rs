@@ -531,6 +531,58 @@ pub(crate) fn flush_assigned(
     }
 }
 
+/// Runs `flush` for the location at `path` into ops of its own, then writes them, or one `s`
+/// of `value` (the location's current value) when that is smaller as JSON. The `s` is
+/// measured only up to the ops' size, so the comparison costs no more than the ops; the root,
+/// which takes no `s`, keeps its ops.
+pub(crate) fn capped<V: serde::Serialize + ?Sized>(
+    value: &V,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+    flush: impl FnOnce(&mut Trail, &mut Out<'_>) -> crate::Result<()>,
+) -> crate::Result<()> {
+    let mut ops = Vec::new();
+    let mut own = Out::ops(&mut ops).resetting(out.reset);
+    flush(path, &mut own)?;
+    let fallbacks = std::mem::take(&mut own.fallbacks);
+    out.fallbacks.extend(fallbacks);
+    if ops.len() > 1 && !path.is_empty() {
+        let sent = json_len(&ops);
+        // `["s",` path `,` value `]`
+        let head = 7 + serde_json::to_string(&path.to_path()).map_or(usize::MAX / 2, |p| p.len());
+        if sent
+            .checked_sub(head)
+            .is_some_and(|room| json_fits(value, room))
+        {
+            set(path, crate::tracker::to_json(value, path)?, out);
+            return Ok(());
+        }
+    }
+    out.extend(ops);
+    Ok(())
+}
+
+/// Whether `value` is shorter than `room` bytes as compact JSON, found by writing at most
+/// `room` of them.
+fn json_fits<T: serde::Serialize + ?Sized>(value: &T, room: usize) -> bool {
+    struct Within(usize);
+    impl std::io::Write for Within {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            match self.0.checked_sub(bytes.len()) {
+                Some(left) if left > 0 => {
+                    self.0 = left;
+                    Ok(bytes.len())
+                }
+                _ => Err(std::io::ErrorKind::WriteZero.into()),
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Within(room), value).is_ok()
+}
+
 /// Flushes a reassigned value (out of line: the walk through a struct or an array that
 /// holds edits is the hot path).
 #[inline(never)]

@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::path::Seg;
 use crate::tracker::edit::{Run, SeqEdit};
-use crate::tracker::node::{flush_reassigned, set, with_seg, Key, Node, State};
+use crate::tracker::node::{capped, flush_reassigned, set, with_seg, Key, Node, State};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::Trail;
@@ -148,10 +148,9 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
 }
 
 /// [`flush`] of an array that has both splices and elements handed out since the last flush:
-/// its ops are built first, and one `s` of the array is sent instead when that is smaller as
-/// JSON (splices and edits inside the elements around them can add up to more than the
-/// array). The `s` is measured only up to the ops' size, so the comparison costs no more
-/// than the ops. Out of line: a streaming flush edits inside elements without splices.
+/// splices and edits inside the elements around them can add up to more than one `s` of the
+/// array, which is then sent instead (see [`capped`]). Out of line: a streaming flush edits
+/// inside elements without splices.
 #[inline(never)]
 fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
@@ -159,49 +158,12 @@ fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
     path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    let mut ops = Vec::new();
-    let mut own = Out::ops(&mut ops).resetting(out.reset);
-    if let State::Seq(edit) = &node.state {
-        flush_splices(items, edit, &node.wire, path, &mut own)?;
-    }
-    flush_elements(items, node, path, &mut own)?;
-    let fallbacks = std::mem::take(&mut own.fallbacks);
-    out.fallbacks.extend(fallbacks);
-    if ops.len() > 1 {
-        let sent = crate::diff::json_len(&ops);
-        // `["s",` path `,` value `]`
-        let head = 7 + serde_json::to_string(&path.to_path()).map_or(usize::MAX / 2, |p| p.len());
-        if sent
-            .checked_sub(head)
-            .is_some_and(|room| json_fits(items, room))
-        {
-            set(path, crate::tracker::to_json(items, path)?, out);
-            return Ok(());
+    capped(items, path, out, |path, own| {
+        if let State::Seq(edit) = &node.state {
+            flush_splices(items, edit, &node.wire, path, own)?;
         }
-    }
-    out.extend(ops);
-    Ok(())
-}
-
-/// Whether `value` is shorter than `room` bytes as compact JSON, found by writing at most
-/// `room` of them.
-fn json_fits<T: serde::Serialize + ?Sized>(value: &T, room: usize) -> bool {
-    struct Within(usize);
-    impl std::io::Write for Within {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            match self.0.checked_sub(bytes.len()) {
-                Some(left) if left > 0 => {
-                    self.0 = left;
-                    Ok(bytes.len())
-                }
-                _ => Err(std::io::ErrorKind::WriteZero.into()),
-            }
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    serde_json::to_writer(Within(room), value).is_ok()
+        flush_elements(items, node, path, own)
+    })
 }
 
 /// Edits inside kept elements, at their current indices (after the array's splices).
