@@ -2,14 +2,15 @@
 //! carries every record up to the tail, sent a chunk at a time, so that the official client's
 //! catch-up-only read (`@durable-streams/client`, `live: false`), which returns after its
 //! first response, gets the whole stream. Over the store (a tail cache of a few records) and
-//! in process; and with the official client in Node over real HTTP.
+//! in process; and with the official client in Node over real HTTP, for a chord log and for
+//! a protocol stream held in memory (`Memory`).
 
 use std::process::{Command, Stdio};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter, ReadOptions, Store};
-use chord::streams::{self, Log, LogBuilder, Offset, Streams};
+use chord::streams::{self, Log, LogBuilder, Memory, Offset, Streams};
 use chord::{path, Op};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -205,4 +206,82 @@ fn the_official_clients_catch_up_only_read_gets_every_record() {
     assert!(items == &batches, "as stored, in order");
     assert_eq!(got["upToDate"], true);
     assert_eq!(got["offset"], Offset::from_seq(last).to_string());
+}
+
+/// Runs the official client's catch-up-only read of `url` in Node: what it printed.
+fn catch_up_only(url: &str) -> Value {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new("node")
+        .args(["--input-type=module", "-e", CATCH_UP_ONLY])
+        .env("CHORD_URL", url)
+        .current_dir(root.join("js"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| panic!("`node` (Node.js 20 or later) is needed: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_official_clients_catch_up_only_read_of_a_stream_in_memory_gets_every_message() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::default()).unwrap();
+    let log = Log::new(store);
+    let app = Streams::new(&log)
+        .writes(|_| true)
+        .backend(Memory::new())
+        .router();
+    let path = "/streams/docs/big";
+    // 3 MB of JSON messages, appended 100 at a time.
+    let messages: Vec<Value> = (0..600)
+        .map(|n| json!({"n": n, "text": "m".repeat(5000)}))
+        .collect();
+    let addr = runtime.block_on(async {
+        let call = |request: Request<Body>| {
+            let mut app = app.clone();
+            async move {
+                let r = tower_service::Service::call(&mut app, request)
+                    .await
+                    .unwrap();
+                r.status()
+            }
+        };
+        let put = Request::put(path)
+            .header("content-type", "application/json")
+            .body(Body::empty())
+            .unwrap();
+        assert!(call(put).await.is_success());
+        for batch in messages.chunks(100) {
+            let post = Request::post(path)
+                .header("content-type", "application/json")
+                .body(Body::from(Value::Array(batch.to_vec()).to_string()))
+                .unwrap();
+            assert!(call(post).await.is_success());
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(streams::serve(
+            listener,
+            app.clone(),
+            std::future::pending(),
+        ));
+        addr
+    });
+    let got = catch_up_only(&format!("http://{addr}{path}"));
+    let items = got["items"].as_array().unwrap();
+    println!(
+        "the official client got {} of {} messages",
+        items.len(),
+        messages.len()
+    );
+    assert_eq!(items.len(), messages.len(), "every message");
+    assert!(items == &messages, "as appended, in order");
+    assert_eq!(got["upToDate"], true);
 }

@@ -647,6 +647,60 @@ fn body_of(json: bool, messages: &[Bytes]) -> Vec<u8> {
     }
 }
 
+/// A catch-up body of many messages, sent about a chunk at a time (one copy of a chunk at
+/// once, not of the whole body).
+struct Messages {
+    messages: std::vec::IntoIter<Bytes>,
+    json: bool,
+    /// Whether the first frame (with a JSON array's `[`) went.
+    started: bool,
+}
+
+impl http_body::Body for Messages {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if this.started && this.messages.as_slice().is_empty() {
+            return Poll::Ready(None);
+        }
+        let mut out = Vec::with_capacity(CHUNK + 64);
+        if this.json {
+            out.push(if this.started { b',' } else { b'[' });
+        }
+        let mut first = true;
+        while out.len() < CHUNK {
+            let Some(m) = this.messages.next() else { break };
+            if this.json {
+                if !first {
+                    out.push(b',');
+                }
+                out.extend_from_slice(if std::str::from_utf8(&m).is_ok() {
+                    &m
+                } else {
+                    b"null"
+                });
+            } else {
+                out.extend_from_slice(&m);
+            }
+            first = false;
+        }
+        if this.json && this.messages.as_slice().is_empty() {
+            out.push(b']');
+        }
+        this.started = true;
+        Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(out)))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.started && self.messages.as_slice().is_empty()
+    }
+}
+
 /// Where a read starts; `Err` answers it.
 fn resolve(state: &State, start: Start) -> Result<u64, Refusal> {
     let tail = state.messages.len() as u64;
@@ -668,13 +722,27 @@ fn read_response(
     long_poll: bool,
 ) -> Option<Response> {
     let state = stream.lock();
-    let (messages, next) = chunk(&state, after);
+    let (mut messages, mut next) = chunk(&state, after);
     let tail = state.messages.len() as u64;
+    // A catch-up answers everything up to the tail, as a chord log's does (see `catchup.rs`
+    // for why): the messages are shared, so a reader holds only their handles.
+    let whole = !long_poll && next < tail;
+    if whole {
+        messages.extend(
+            state
+                .messages
+                .iter()
+                .skip(usize::try_from(next).unwrap_or(usize::MAX))
+                .cloned(),
+        );
+        next = tail;
+    }
     if messages.is_empty() && long_poll && !state.closed {
         return None;
     }
     let up_to_date = next >= tail;
     let closed_here = state.closed && up_to_date;
+    let empty = messages.is_empty();
     let etag = format!(
         "\"{}:{}:{}\"",
         Offset::from_seq(after),
@@ -693,6 +761,12 @@ fn read_response(
         let mut r = Response::new(Body::empty());
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
+    } else if whole {
+        Response::new(Body::new(Messages {
+            messages: messages.into_iter(),
+            json: stream.json(),
+            started: false,
+        }))
     } else {
         Response::new(Body::from(body_of(stream.json(), &messages)))
     };
@@ -708,7 +782,7 @@ fn read_response(
     if long_poll || cursor.is_some() {
         h.insert("stream-cursor", HeaderValue::from(frame::cursor(cursor)));
     }
-    if !(long_poll && messages.is_empty()) {
+    if !(long_poll && empty) {
         h.insert(
             header::ETAG,
             HeaderValue::from_str(&etag).expect("hex digits"),

@@ -58,7 +58,9 @@
 //! only, stop at first upToDate"), but it returns after its first response whatever that
 //! says, so a paged answer would leave it short. Whole responses serve it within the
 //! protocol. A response whose records are compacted away while it is sent breaks off (the
-//! client's next read gets its `410`); `ETag` and `If-None-Match` work as for any read.
+//! client's next read gets its `410`); `ETag` and `If-None-Match` work as for any read. A
+//! [`Backend`] stream's catch-up is whole too, sent a chunk at a time from its messages
+//! (shared with the stream, not copied whole).
 //!
 //! # Operations
 //!
