@@ -14,7 +14,10 @@ pub use std::borrow::Cow;
 pub use std::vec::Vec;
 
 mod hints;
-pub use hints::{AssignThroughTheProxy, WriteStarToReadTheValue};
+pub use hints::{
+    AppendOrCopyTheText, AssignThroughTheProxy, NoOtherRhs, NoRhs, WriteStarToReadTheOperand,
+    WriteStarToReadTheValue,
+};
 
 /// What the derive's `TypeScript` implementations call.
 pub mod ts {

@@ -49,29 +49,69 @@ refuse_from! {
     impl<'a> for ValueProxy<'a>;
 }
 
-/// Implemented by no type: the bound of the arithmetic operators on the proxies, reached by
-/// `state.field * 1000` (the compound assignments, `state.field += 1`, are implemented).
+/// The bound of the arithmetic operators on the proxies, reached by `state.field * 1000`
+/// (the compound assignments, `state.field += 1`, are implemented). Implemented only for the
+/// two right-hand sides below, which no value has: two, so that the right-hand side's type
+/// stays open until the operand decides it, and the compiler then reports this bound (and
+/// its message) rather than "cannot multiply".
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is a handle to a field, not its value",
     label = "read the value with `*` first",
-    note = "a field proxy derefs to its value: write `*state.field * 1000`, or `state.field.clone()` for an owned copy; `state.field += 1` and the other compound assignments work on the proxy itself"
+    note = "a field proxy derefs to its value: read it with `*` (`*state.field * 1000`); `state.field += 1` and the other compound assignments work on the proxy itself"
 )]
-pub trait WriteStarToReadTheValue {
-    /// Never called: no type implements the trait.
-    fn never(&self) -> Infallible;
+pub trait WriteStarToReadTheValue<R> {
+    /// Never called: no value of either right-hand side exists.
+    fn never(&self, rhs: R) -> Infallible;
 }
+
+/// A right-hand side no value has (see [`WriteStarToReadTheValue`]).
+pub enum NoRhs {}
+
+/// The other right-hand side no value has (see [`WriteStarToReadTheValue`]).
+pub enum NoOtherRhs {}
+
+/// [`WriteStarToReadTheValue`] for a text proxy: `state.text + "!"`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a handle to a field, not its text",
+    label = "this would consume the handle",
+    note = "to append to the field, write `state.field += ..`; for a new string, `format!(\"{{}}!\", *state.field)` or `state.field.to_string() + ..`"
+)]
+pub trait AppendOrCopyTheText<R> {
+    /// Never called: no value of either right-hand side exists.
+    fn never(&self, rhs: R) -> Infallible;
+}
+
+macro_rules! no_rhs {
+    ($($rhs:ident),*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl<T> WriteStarToReadTheValue<$rhs> for LeafProxy<'_, T> {
+            fn never(&self, rhs: $rhs) -> Infallible {
+                match rhs {}
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl AppendOrCopyTheText<$rhs> for TextProxy<'_> {
+            fn never(&self, rhs: $rhs) -> Infallible {
+                match rhs {}
+            }
+        }
+    )*};
+}
+
+no_rhs!(NoRhs, NoOtherRhs);
 
 macro_rules! refuse_binary {
     ($($trait:ident $method:ident),*) => {$(
         #[doc(hidden)] // (a diagnostic, not an API)
         impl<T: std::ops::$trait<R>, R> std::ops::$trait<R> for LeafProxy<'_, T>
         where
-            Self: WriteStarToReadTheValue,
+            Self: WriteStarToReadTheValue<R>,
         {
             type Output = T::Output;
             #[allow(unreachable_code)] // (the `match` on a value no type can hold)
-            fn $method(self, _: R) -> T::Output {
-                match self.never() {}
+            fn $method(self, rhs: R) -> T::Output {
+                match self.never(rhs) {}
             }
         }
     )*};
@@ -84,13 +124,25 @@ refuse_binary!(Add add, Sub sub, Mul mul, Div div, Rem rem, BitAnd bitand, BitOr
 impl<R> std::ops::Add<R> for TextProxy<'_>
 where
     String: std::ops::Add<R>,
-    Self: WriteStarToReadTheValue,
+    Self: AppendOrCopyTheText<R>,
 {
     type Output = <String as std::ops::Add<R>>::Output;
     #[allow(unreachable_code)] // (the `match` on a value no type can hold)
-    fn add(self, _: R) -> Self::Output {
-        match self.never() {}
+    fn add(self, rhs: R) -> Self::Output {
+        match self.never(rhs) {}
     }
+}
+
+/// The bound of the unary operators on the proxies (`-state.field`, `!state.flag`):
+/// implemented by no type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a handle to a field, not its value",
+    label = "read the value with `*` first",
+    note = "a field proxy derefs to its value: write `-*state.field` or `!*state.flag`"
+)]
+pub trait WriteStarToReadTheOperand {
+    /// Never called: no type implements the trait.
+    fn never(&self) -> Infallible;
 }
 
 macro_rules! refuse_unary {
@@ -98,12 +150,12 @@ macro_rules! refuse_unary {
         #[doc(hidden)] // (a diagnostic, not an API)
         impl<T: std::ops::$trait> std::ops::$trait for LeafProxy<'_, T>
         where
-            Self: WriteStarToReadTheValue,
+            Self: WriteStarToReadTheOperand,
         {
             type Output = T::Output;
             #[allow(unreachable_code)] // (the `match` on a value no type can hold)
             fn $method(self) -> T::Output {
-                match self.never() {}
+                match WriteStarToReadTheOperand::never(&self) {}
             }
         }
     )*};
