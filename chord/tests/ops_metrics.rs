@@ -1,9 +1,11 @@
 //! The metrics the streams layer and the tracker record (`chord::streams::metrics`), read
 //! through an in-process recorder (metrics-util's `DebuggingRecorder`) installed for this
-//! test binary: each moves by exactly what was done. One test, so that nothing else in the
-//! process records meanwhile.
+//! test binary: each moves by exactly what was done; and the `tracing` spans, seen by a
+//! subscriber counting them. One test, so that nothing else in the process records meanwhile.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -95,6 +97,37 @@ impl Seen {
     }
 }
 
+/// A `tracing` subscriber that counts the spans opened, by name.
+#[derive(Clone, Default)]
+struct Spans(Arc<(Mutex<HashMap<&'static str, usize>>, AtomicU64)>);
+
+impl Spans {
+    fn count(&self, name: &str) -> usize {
+        self.0 .0.lock().unwrap().get(name).copied().unwrap_or(0)
+    }
+}
+
+impl tracing::Subscriber for Spans {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        *self
+            .0
+             .0
+            .lock()
+            .unwrap()
+            .entry(span.metadata().name())
+            .or_default() += 1;
+        tracing::span::Id::from_u64(self.0 .1.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
 #[derive(Tracked, Serialize, Clone, Debug, Default)]
 struct Agent {
     log: VecDeque<String>,
@@ -116,6 +149,8 @@ fn each_metric_moves_by_what_was_done() {
         samples: HashMap::new(),
     };
     recorder.install().unwrap();
+    let spans = Spans::default();
+    tracing::subscriber::set_global_default(spans.clone()).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -145,6 +180,7 @@ fn each_metric_moves_by_what_was_done() {
     assert_eq!(seen.sum(m::COMPACTIONS, &[("result", "ok")]), 1.0);
     log.compact(&lane).unwrap();
     assert_eq!(seen.sum(m::COMPACTIONS, &[("result", "ok")]), 2.0);
+    assert_eq!(spans.count("chord.store.append"), 21, "a span per append");
 
     // The tracker's fallbacks, as many as it counts itself.
     let mut agent = track(Agent::default());
@@ -182,6 +218,9 @@ fn each_metric_moves_by_what_was_done() {
         .await;
         assert_eq!(status, StatusCode::OK);
         assert!(seen.sum(m::CACHE_MISSES, &[]) >= 1.0);
+        assert_eq!(spans.count("chord.request"), 1, "a span per request");
+        assert_eq!(spans.count("chord.store.tail"), 1, "the tail loaded once");
+        assert!(spans.count("chord.store.read") >= 1, "the store read");
         // The read loaded the lane's tail cache; an append feeds it, and the gauge follows.
         writer
             .append(&lane, &[Op::Append(path!["text"], "more".into())])
