@@ -167,6 +167,7 @@ fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
 }
 
 /// Edits inside kept elements, at their current indices (after the array's splices).
+#[inline]
 fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
