@@ -51,7 +51,7 @@ fn advance(lane: &mut LaneProxy<'_>, step: u64) {
     lane.tokens += 3;
     lane.streaming.push_str(&format!("token{step} "));
     lane.streaming.keep_last(WINDOW);
-    if step % 50 == 0 {
+    if step.is_multiple_of(50) {
         lane.status.set(format!("message {}", step / 50));
     }
 }
