@@ -53,9 +53,11 @@
 //! 5. [Streams](#streams): every log served over HTTP as a Durable Stream.
 //! 6. [Replicas](#replicas): following a stream from Rust or JavaScript.
 //! 7. [The cluster](#the-cluster): several nodes over one PostgreSQL.
-//! 8. [Limits and reliability](#limits-and-reliability): every bound and its default.
-//! 9. [The cost of each verb](#the-cost-of-each-verb).
-//! 10. [Where chord differs from the TypeScript reference](#where-chord-differs-from-the-typescript-reference).
+//! 8. [Deployment](#deployment): health, metrics, a rolling restart, TLS and a cache at a
+//!    proxy, readers in browsers.
+//! 9. [Limits and reliability](#limits-and-reliability): every bound and its default.
+//! 10. [The cost of each verb](#the-cost-of-each-verb).
+//! 11. [Where chord differs from the TypeScript reference](#where-chord-differs-from-the-typescript-reference).
 //!
 //! The [feature flags](#feature-flags) and a [map of the crate](#map-of-the-crate) close it.
 //!
@@ -568,6 +570,34 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 ```
 "####
 )]
+//!
+//! ## Deployment
+//!
+//! A node is an axum router (`streams::Streams`) served by `streams::Server`; several
+//! nodes share one PostgreSQL store, behind a load balancer or a cache. What an operator
+//! wires up, each described where it lives:
+//!
+//! - **Health and readiness**: `streams::Health` serves `/healthz` and `/readyz` (the store
+//!   answers a probe, a follower's lag is under its threshold); merge it into the router and
+//!   point the load balancer's checks at it. The cluster example does.
+//! - **Metrics and traces**: counters, gauges and histograms through the `metrics` facade
+//!   (install the exporter you want, Prometheus's for one), `tracing` spans for requests and
+//!   store work; the names are in the `streams` module's *Operations*.
+//! - **A rolling restart**: `Server::serve` drains when its shutdown future resolves (SSE
+//!   responses end at an event boundary, so readers resume on another node from their
+//!   offsets; catch-up reads finish), within `Server::drain`.
+//! - **A database blip**: a failed append is retried as the same records, so readers see no
+//!   base batch and no duplicate (the `store` module's PostgreSQL section).
+//! - **TLS, HTTP/2 and a cache at a proxy**: chord serves plain HTTP/1.1; `docs/deployment.md`
+//!   in the repository and `examples/nginx/nginx.conf` put nginx in front, with request
+//!   collapsing for catch-up reads (the nodes then send a `public` `Cache-Control`).
+//! - **Readers in browsers**: cross-origin policy (`Streams::cors`), read authorization
+//!   (`Streams::reads`, over every read route) and the credentials a page sends are in the
+//!   `streams` module's *Authorization* and *Credentials across origins*; the JavaScript
+//!   package (`js/` in the repository) sends headers or cookies on every request and
+//!   reconnect. [`typescript`] writes the TypeScript types of the state a page receives.
+//! - **Capacity**: `BENCHMARKS.md` in the repository measures how many lanes, flushes and
+//!   readers one node serves, and what runs out first.
 //!
 //! ## Limits and reliability
 //!
