@@ -440,13 +440,59 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         .extend(field_bounds.iter().cloned());
     let inherent_where = &inherent_generics.where_clause;
     // Only a struct with named fields writes members a parent can take in.
+    // The members of its JSON object: its serialized named fields' (and its tag), and its
+    // flattened fields' members, which it is `Flatten` only if they are (a bound under a
+    // binder, as above, where the type names no parameter).
+    let own: Vec<String> = input
+        .attrs
+        .tag
+        .iter()
+        .cloned()
+        .chain(
+            fields
+                .iter()
+                .filter(|f| f.tracked())
+                .filter_map(|f| f.json_name().map(str::to_owned)),
+        )
+        .collect();
+    let flattened_types: Vec<&Type> = fields
+        .iter()
+        .filter(|f| matches!(kind(f), Kind::Flatten))
+        .map(|f| f.ty)
+        .collect();
+    let mut flatten_generics = bounded.clone();
+    for ty in &flattened_types {
+        if !type_params.iter().any(|p| mentions(ty, p)) {
+            flatten_generics
+                .make_where_clause()
+                .predicates
+                .push(syn::parse_quote_spanned!(ty.span()=>
+                    for<'__x> #ty: ::chord::__private::Flatten));
+        }
+    }
+    let flatten_where = &flatten_generics.where_clause;
     let flatten = match fields.first().map(|f| &f.member) {
         Some(syn::Member::Unnamed(_)) => quote!(),
         _ => quote! {
             #[automatically_derived]
             #[doc(hidden)]
-            impl #impl_generics ::chord::__private::Flatten for #name #ty_generics #where_clause {}
+            impl #impl_generics ::chord::__private::Flatten for #name #ty_generics #flatten_where {
+                const MEMBERS: ::chord::__private::Members = ::chord::__private::Members {
+                    own: &[#(#own),*],
+                    flattened: &[#(&<#flattened_types as ::chord::__private::Flatten>::MEMBERS),*],
+                };
+            }
         },
+    };
+    // With a flattened field, compiling the flush refuses a member name that repeats.
+    let unique_members = if flattened_types.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            #[allow(unused_imports)] // (one of the three is used)
+            use ::chord::__private::{FlattenOk as _, FlattenRefused as _, FlattenUntracked as _};
+            (&&&::chord::__private::FlattenCheck::<Self>::NEW).unique_members();
+        }
     };
     // A flattened field of a type named here is checked to be `Flatten` at the field; one
     // whose type depends on a type parameter, by a bound of the `Tracked` impl.
@@ -550,6 +596,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 path: &mut ::chord::__private::Trail,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
+                #unique_members
                 ::chord::__private::flush_struct(self, node, path, out, |__index, __node, __path, __out| {
                     match __index {
                         #arms

@@ -221,6 +221,73 @@ fn the_typescript_declaration_intersects_the_flattened_types() {
     );
 }
 
+/// A member name that repeats across a flattened field is refused when the parent's flush
+/// is compiled (`cargo build`; `cargo check` does not evaluate it): these types are never
+/// flushed, so that this file builds, and their members are checked directly.
+mod repeated_names {
+    use chord::__private::Flatten;
+    use chord::Tracked;
+    use serde::Serialize;
+
+    #[derive(Tracked, Serialize)]
+    pub struct Usage {
+        pub tokens: u64,
+        pub status: String,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Clash {
+        pub status: String,
+        #[serde(flatten)]
+        pub usage: Usage,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Outer {
+        #[serde(rename = "tokens")]
+        pub count: u32,
+        #[serde(flatten)]
+        pub inner: Wrapper,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Wrapper {
+        pub label: String,
+        #[serde(flatten)]
+        pub usage: Usage,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Siblings {
+        #[serde(flatten)]
+        pub a: Usage,
+        #[serde(flatten)]
+        pub b: Usage,
+    }
+
+    #[derive(Tracked, Serialize)]
+    #[serde(tag = "status")]
+    pub struct Tagged {
+        pub tokens_total: u64,
+        #[serde(flatten)]
+        pub usage: Usage,
+    }
+
+    #[test]
+    fn a_repeated_member_name_is_found_at_any_depth() {
+        assert!(!<super::Lane as Flatten>::MEMBERS.repeats());
+        assert!(!<Wrapper as Flatten>::MEMBERS.repeats());
+        // `status` in the parent and in the flattened `Usage`.
+        assert!(<Clash as Flatten>::MEMBERS.repeats());
+        // `tokens` (renamed) in the parent and two levels down.
+        assert!(<Outer as Flatten>::MEMBERS.repeats());
+        // Two flattened fields of one type.
+        assert!(<Siblings as Flatten>::MEMBERS.repeats());
+        // A struct's tag is a member too.
+        assert!(<Tagged as Flatten>::MEMBERS.repeats());
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Action {
     Flush,
