@@ -439,8 +439,8 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         .predicates
         .extend(field_bounds.iter().cloned());
     let inherent_where = &inherent_generics.where_clause;
-    // Only a struct with named fields writes members a parent can take in.
-    // The members of its JSON object: its serialized named fields' (and its tag), and its
+    // Only a struct with named fields writes members a parent can take in. The members of
+    // its JSON object: its serialized named fields' (and its tag), and its
     // flattened fields' members, which it is `Flatten` only if they are (a bound under a
     // binder, as above, where the type names no parameter).
     let own: Vec<String> = input
@@ -502,21 +502,13 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         .filter(|f| !type_params.iter().any(|p| mentions(f.ty, p)))
         .map(|f| {
             let ty = f.ty;
-            // The call ends at the type's last token, so that the error underlines the type.
-            let last = ty
-                .to_token_stream()
-                .into_iter()
-                .last()
-                .map_or_else(|| ty.span(), |t| t.span());
-            let mut args = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, TokenStream::new());
-            args.set_span(last);
             quote_spanned! {ty.span()=>
                 const _: () = {
                     #[allow(dead_code)]
                     fn __chord_flatten_check() {
                         #[allow(unused_imports)] // (one of the three is used)
                         use ::chord::__private::{FlattenOk as _, FlattenRefused as _, FlattenUntracked as _};
-                        (&&&::chord::__private::FlattenCheck::<#ty>::NEW).check #args;
+                        (&&&::chord::__private::FlattenCheck::<#ty>::NEW).check();
                     }
                 };
             }
