@@ -482,3 +482,49 @@ fn a_cut_group_write_is_written_again_once_and_the_store_goes_on() {
         );
     }
 }
+
+/// While the database stays away, what a writer holds is bounded: past the record bound in
+/// bytes it lets go, and the stream starts again from a base once the database is back, with
+/// nothing lost.
+#[test]
+fn held_batches_stay_within_the_record_bound() {
+    if !pg::available() {
+        return;
+    }
+    const BOUND: usize = 400;
+    let schema = pg::fresh_schema("blip_bound");
+    let writer =
+        LogWriter::new(open(&schema, "blip-bound"), Checkpoint::Never).max_record_bytes(BOUND);
+    let mut lane = Durable::open(writer, at(), Lane::default).unwrap();
+    lane.flush().unwrap();
+    let mut most = 0;
+    let mut n = 0;
+    // Every write fails (the session ends before each one), each flush with new changes.
+    loop {
+        n += 1;
+        advance(&mut lane, n);
+        lane.writer()
+            .store()
+            .cut_next_write(PostgresCut::BeforeWrite);
+        assert!(lane.flush().is_err());
+        let held = lane.writer().held(lane.address());
+        if held == 0 {
+            break;
+        }
+        most = most.max(held);
+        assert!(n < 1000, "the writer never let go");
+    }
+    // Each batch here is at least 20 bytes: no more than BOUND / 20 were ever held.
+    assert!(most >= 2 && most <= BOUND / 20, "{most} batches held");
+    // The database is back: the next flush is a base with the whole value.
+    n += 1;
+    advance(&mut lane, n);
+    let seq = lane.flush().unwrap().unwrap();
+    let records = stored(&schema, &at());
+    let last = records.last().unwrap();
+    assert_eq!((last.seq, last.tag.as_deref()), (seq, Some(BASE)));
+    assert_eq!(
+        recover(&open_reader(&schema), &at()).unwrap(),
+        Some(expected(n))
+    );
+}
