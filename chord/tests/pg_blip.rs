@@ -515,7 +515,7 @@ fn held_batches_stay_within_the_record_bound() {
         assert!(n < 1000, "the writer never let go");
     }
     // Each batch here is at least 20 bytes: no more than BOUND / 20 were ever held.
-    assert!(most >= 2 && most <= BOUND / 20, "{most} batches held");
+    assert!((2..=BOUND / 20).contains(&most), "{most} batches held");
     // The database is back: the next flush is a base with the whole value.
     n += 1;
     advance(&mut lane, n);
