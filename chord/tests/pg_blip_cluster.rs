@@ -206,6 +206,10 @@ fn replicas_on_every_node_see_no_base_after_database_blips() {
     assert_eq!(bases, 1, "the log holds one base");
     assert_eq!(records, STEPS, "one record a step, none twice");
     assert_eq!(recover(&store, &lane).unwrap().as_ref(), Some(expected));
-    println!("{cuts} sessions ended, {failed} flushes failed and were sent again");
+    let bytes: Vec<u64> = readers.iter().map(|r| r.replica.stats().bytes).collect();
+    println!(
+        "{cuts} sessions ended, {failed} flushes failed and were sent again; bytes each reader \
+         received: {bytes:?}"
+    );
     drop(child);
 }
