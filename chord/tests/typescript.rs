@@ -807,7 +807,12 @@ fn expr() -> impl Strategy<Value = Expr> {
         prop_oneof![
             inner.clone().prop_map(|e| Expr::Array(Box::new(e))),
             prop::collection::vec(inner.clone(), 1..3).prop_map(Expr::Tuple),
-            prop::collection::vec(member, 1..3).prop_map(Expr::Object),
+            // Members named apart: a name written twice is a TypeScript error in either form.
+            prop::collection::vec(member, 1..3).prop_map(|mut ms| {
+                let mut seen = std::collections::HashSet::new();
+                ms.retain(|(name, ..)| seen.insert(name.clone()));
+                Expr::Object(ms)
+            }),
             inner.clone().prop_map(|e| Expr::Map(Box::new(e))),
             inner.clone().prop_map(|e| Expr::Nullable(Box::new(e))),
             prop::collection::vec(inner.clone(), 2..4).prop_map(Expr::Union),
