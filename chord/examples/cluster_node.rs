@@ -18,8 +18,9 @@
 //! recovers it (`Durable::open`) and continues the agent's work from the recovered step up
 //! to step `STEPS`, one flushed batch every `MS` milliseconds (default 10), then keeps
 //! serving. `--checkpoint N` writes a
-//! base batch every N batches (default 0: none after the first). A failed flush is retried
-//! (the next batch is then a base); a fenced producer exits with status 3. With `--go-on-stdin`
+//! base batch every N batches (default 0: none after the first). A failed flush is retried:
+//! after a lost connection the writer sends the same batch again (readers see no base and no
+//! duplicate); a fenced producer exits with status 3. With `--go-on-stdin`
 //! it takes one step, then waits for a line `go` (to the end) or `go STEP` (up to that step,
 //! then it waits again) on its standard input.
 //!
@@ -154,8 +155,9 @@ fn produce(
                 }
                 Err(e @ (Error::Fenced { .. } | Error::AddressLocked { .. })) => return Err(e),
                 Err(e) => {
-                    // The database is away: the next flush is a base batch with the whole
-                    // lane, so nothing that was not stored goes missing.
+                    // The database is away: the writer holds the batch and sends the same
+                    // one again with the next flush (a base only when it cannot: another
+                    // writer, a record that differs), so nothing unstored goes missing.
                     eprintln!("flush of step {step} failed, retrying: {e}");
                     std::thread::sleep(Duration::from_millis(50));
                     started = micros_now();
