@@ -11,8 +11,10 @@ use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use crate::workloads::{
-    entries, items, w1_text, w4_next, w4_text, w4l_assigned, w4l_initial, w5_content, w5big_chunk,
-    w5big_text, w5big_text_of, Emitted, Run, TEXT40K, W5BIG_BYTES, W6_ENTRIES,
+    entries, items, s1_entries, s1_index, s2_item, s2_step, s5_agent, s5_agents, w1_text, w4_next,
+    w4_text, w4l_assigned, w4l_initial, w5_content, w5big_chunk, w5big_text, w5big_text_of,
+    Emitted, Run, S1_STEPS, S1_TEXTS, S2_KEYS, S2_ROWS, S3_PICKS, S3_STEPS, S5_LINES, S5_STEPS,
+    TEXT40K, W5BIG_BYTES, W6_ENTRIES,
 };
 
 /// muon's state types: `#[derive(Observe, Serialize)]`, the same JSON as `workloads::ch`'s.
@@ -67,6 +69,135 @@ pub mod mu {
     #[derive(Observe, Serialize)]
     pub struct Arr {
         pub arr: Vec<i64>,
+    }
+
+    // The shapes S1-S5, as `workloads::ch` has them.
+
+    #[derive(Observe, Serialize)]
+    pub struct Table {
+        pub rows: std::collections::HashMap<String, Item>,
+    }
+
+    macro_rules! wide {
+        ($($f:ident $k:literal),*) => {
+            #[derive(Observe, Serialize)]
+            pub struct Wide {
+                $(pub $f: i64,)*
+            }
+
+            impl Wide {
+                /// Field `k` set to `k * 1,000`, as chord's.
+                pub fn initial() -> Self {
+                    let start = |k: i64| k * 1000;
+                    Wide { $($f: start($k),)* }
+                }
+            }
+
+            /// S3's step: 1 added to each field of `picks`, observed.
+            pub fn wide_step(v: &mut Wide, picks: &[usize; 3]) -> muon::adapter::Json {
+                muon::observe!(v => {
+                    for &k in picks {
+                        match k {
+                            $($k => v.$f += 1,)*
+                            _ => panic!("S3 has 60 fields, not field {k}"),
+                        }
+                    }
+                })
+                .unwrap()
+            }
+        };
+    }
+    crate::workloads::s3_fields!(wide);
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep1 {
+        pub label: String,
+        pub inner: Deep2,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep2 {
+        pub label: String,
+        pub inner: Deep3,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep3 {
+        pub label: String,
+        pub inner: Deep4,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep4 {
+        pub label: String,
+        pub inner: Deep5,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep5 {
+        pub label: String,
+        pub inner: Deep6,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep6 {
+        pub label: String,
+        pub inner: Deep7,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep7 {
+        pub label: String,
+        pub inner: Deep8,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Deep8 {
+        pub label: String,
+        pub count: i64,
+    }
+
+    impl Deep1 {
+        /// As chord's: every level labelled `level <n>`, the count 0.
+        pub fn initial() -> Self {
+            let l = |n: u8| format!("level {n}");
+            Deep1 {
+                label: l(1),
+                inner: Deep2 {
+                    label: l(2),
+                    inner: Deep3 {
+                        label: l(3),
+                        inner: Deep4 {
+                            label: l(4),
+                            inner: Deep5 {
+                                label: l(5),
+                                inner: Deep6 {
+                                    label: l(6),
+                                    inner: Deep7 {
+                                        label: l(7),
+                                        inner: Deep8 {
+                                            label: l(8),
+                                            count: 0,
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            }
+        }
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Agent {
+        pub status: String,
+        pub log: Vec<String>,
+    }
+
+    #[derive(Observe, Serialize)]
+    pub struct Agents {
+        pub agents: std::collections::BTreeMap<String, Agent>,
     }
 }
 
@@ -446,5 +577,88 @@ pub fn patch_w7() -> PatchRun {
     PatchRun {
         v: json!({ "arr": (0..10).collect::<Vec<i64>>() }),
         mutate: |v, _| array_mut(&mut v["arr"]).clear(),
+    }
+}
+
+/// S1 in muon: one element's text reassigned.
+pub fn muon_s1() -> MuonRun<mu::Transcript> {
+    fn step(v: &mut mu::Transcript, i: usize) -> Json {
+        let text = S1_TEXTS[i % S1_STEPS].clone();
+        observe!(v => { v.transcript[s1_index(i)].text = text; }).unwrap()
+    }
+    let transcript = s1_entries(|role, text| mu::Entry { role, text });
+    MuonRun {
+        v: mu::Transcript { transcript },
+        mutate: step,
+        wire: Vec::new(),
+    }
+}
+
+/// S2 in muon: 100 keys removed and 100 inserted.
+pub fn muon_s2() -> MuonRun<mu::Table> {
+    fn step(v: &mut mu::Table, i: usize) -> Json {
+        let (removed, inserted) = s2_step(i);
+        observe!(v => {
+            for n in removed {
+                v.rows.remove(&S2_KEYS[n]);
+            }
+            for n in inserted {
+                let item = s2_item(n, |id, name| mu::Item { id, name });
+                v.rows.insert(S2_KEYS[n].clone(), item);
+            }
+        })
+        .unwrap()
+    }
+    let rows = (0..S2_ROWS)
+        .map(|n| {
+            let item = s2_item(n, |id, name| mu::Item { id, name });
+            (S2_KEYS[n].clone(), item)
+        })
+        .collect();
+    MuonRun {
+        v: mu::Table { rows },
+        mutate: step,
+        wire: Vec::new(),
+    }
+}
+
+/// S3 in muon: 3 of 60 fields changed.
+pub fn muon_s3() -> MuonRun<mu::Wide> {
+    MuonRun {
+        v: mu::Wide::initial(),
+        mutate: |v, i| mu::wide_step(v, &S3_PICKS[i % S3_STEPS]),
+        wire: Vec::new(),
+    }
+}
+
+/// S4 in muon: the counter 8 levels down.
+pub fn muon_s4() -> MuonRun<mu::Deep1> {
+    fn step(v: &mut mu::Deep1, _: usize) -> Json {
+        observe!(v => { v.inner.inner.inner.inner.inner.inner.inner.count += 1; }).unwrap()
+    }
+    MuonRun {
+        v: mu::Deep1::initial(),
+        mutate: step,
+        wire: Vec::new(),
+    }
+}
+
+/// S5 in muon: a line pushed onto one agent's log.
+pub fn muon_s5() -> MuonRun<mu::Agents> {
+    fn step(v: &mut mu::Agents, i: usize) -> Json {
+        let line = S5_LINES[i % S5_STEPS].clone();
+        observe!(v => {
+            let agent = v.agents.get_mut(s5_agent(i)).expect("S5's agents are all present");
+            agent.log.push(line);
+        })
+        .unwrap()
+    }
+    let agents = s5_agents(|status, log| mu::Agent { status, log })
+        .into_iter()
+        .collect();
+    MuonRun {
+        v: mu::Agents { agents },
+        mutate: step,
+        wire: Vec::new(),
     }
 }

@@ -6,9 +6,9 @@ use crate::workloads::*;
 
 /// One workload in one library, as the benchmark runs it.
 pub struct Case {
-    /// `W1` ... `W7`, `W4r`, `W4L`, `W5big`, `W6big`, `W5-last500`.
+    /// `W1` ... `W7`, `W4r`, `W4L`, `W5big`, `W6big`, `W5-last500`, and the shapes `S1` ... `S5`.
     pub workload: &'static str,
-    /// `chord`, `chord-assign`, `chord-window`, `muon`, `json-patch`.
+    /// `chord`, `chord-assign`, `chord-window`, `chord-deref`, `muon`, `json-patch`.
     pub lib: &'static str,
     /// Steps in the workload.
     pub steps: usize,
@@ -37,6 +37,11 @@ pub fn cases() -> Vec<Case> {
         *W4L_LINES,
         CH_ENTRIES.len(),
         MU_ENTRIES.len(),
+        S1_TEXTS.len(),
+        S2_KEYS.len(),
+        S3_PICKS.len(),
+        S5_KEYS.len(),
+        S5_LINES.len(),
     );
     fn case(
         workload: &'static str,
@@ -171,6 +176,18 @@ pub fn cases() -> Vec<Case> {
             Box::new(chord_w7().warmed(&[w7_push, w7_pop]))
         }),
         case("W7-steady", "muon", 1, || Box::new(muon_w7())),
+        // The shapes: a step that touches little of a large or deep state.
+        case("S1", "chord", S1_STEPS, || Box::new(chord_s1())),
+        case("S1", "chord-deref", S1_STEPS, || Box::new(chord_s1_deref())),
+        case("S1", "muon", S1_STEPS, || Box::new(muon_s1())),
+        case("S2", "chord", S2_STEPS, || Box::new(chord_s2())),
+        case("S2", "muon", S2_STEPS, || Box::new(muon_s2())),
+        case("S3", "chord", S3_STEPS, || Box::new(chord_s3())),
+        case("S3", "muon", S3_STEPS, || Box::new(muon_s3())),
+        case("S4", "chord", S4_STEPS, || Box::new(chord_s4())),
+        case("S4", "muon", S4_STEPS, || Box::new(muon_s4())),
+        case("S5", "chord", S5_STEPS, || Box::new(chord_s5())),
+        case("S5", "muon", S5_STEPS, || Box::new(muon_s5())),
     ]
 }
 

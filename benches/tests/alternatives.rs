@@ -15,7 +15,17 @@ fn alternatives_emit_correct_updates() {
     for case in cases() {
         let small = matches!(
             case.workload,
-            "W1" | "W2" | "W3" | "W4L" | "W6" | "W7" | "W5-last500"
+            "W1" | "W2"
+                | "W3"
+                | "W4L"
+                | "W6"
+                | "W7"
+                | "W5-last500"
+                | "S1"
+                | "S2"
+                | "S3"
+                | "S4"
+                | "S5"
         );
         // (The floor is no library: it writes a fixed op, not the workload's update.)
         if !small || case.lib.starts_with("chord") || case.lib == "floor" {
@@ -50,6 +60,11 @@ fn check_muon(name: &str, workload: &str, steps: usize) {
         "W5-last500" => go(name, muon_w5(W5_TAIL_FROM), steps),
         "W6" => go(name, muon_w6(0), steps),
         "W7" => go(name, muon_w7(), steps),
+        "S1" => go(name, muon_s1(), steps),
+        "S2" => go(name, muon_s2(), steps),
+        "S3" => go(name, muon_s3(), steps),
+        "S4" => go(name, muon_s4(), steps),
+        "S5" => go(name, muon_s5(), steps),
         other => panic!("{other}"),
     }
 }

@@ -175,6 +175,135 @@ pub mod ch {
     pub struct Arr {
         pub arr: Vec<i64>,
     }
+
+    // The shapes S1-S5 (`BENCHMARKS.md`'s workload table).
+
+    /// S2's map of 10,000 items by key.
+    #[derive(Tracked, Serialize)]
+    pub struct Table {
+        pub rows: std::collections::HashMap<String, Item>,
+    }
+
+    macro_rules! wide {
+        ($($f:ident $k:literal),*) => {
+            /// S3's struct of 60 counters.
+            #[derive(Tracked, Serialize)]
+            pub struct Wide {
+                $(pub $f: i64,)*
+            }
+
+            impl Wide {
+                /// Field `k` set to `k * 1,000`.
+                pub fn initial() -> Self {
+                    let start = |k: i64| k * 1000;
+                    Wide { $($f: start($k),)* }
+                }
+            }
+
+            /// Adds 1 to field `k` (0..60) through the proxy.
+            pub fn wide_bump(w: &mut chord::Proxy<'_, Wide>, k: usize) {
+                match k {
+                    $($k => w.$f += 1,)*
+                    _ => panic!("S3 has 60 fields, not field {k}"),
+                }
+            }
+        };
+    }
+    super::s3_fields!(wide);
+
+    /// S4's levels, the counter at the bottom (level 8).
+    #[derive(Tracked, Serialize)]
+    pub struct Deep1 {
+        pub label: String,
+        pub inner: Deep2,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep2 {
+        pub label: String,
+        pub inner: Deep3,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep3 {
+        pub label: String,
+        pub inner: Deep4,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep4 {
+        pub label: String,
+        pub inner: Deep5,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep5 {
+        pub label: String,
+        pub inner: Deep6,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep6 {
+        pub label: String,
+        pub inner: Deep7,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep7 {
+        pub label: String,
+        pub inner: Deep8,
+    }
+
+    #[derive(Tracked, Serialize)]
+    pub struct Deep8 {
+        pub label: String,
+        pub count: i64,
+    }
+
+    impl Deep1 {
+        /// Every level labelled `level <n>`, the count 0.
+        pub fn initial() -> Self {
+            let l = |n: u8| format!("level {n}");
+            Deep1 {
+                label: l(1),
+                inner: Deep2 {
+                    label: l(2),
+                    inner: Deep3 {
+                        label: l(3),
+                        inner: Deep4 {
+                            label: l(4),
+                            inner: Deep5 {
+                                label: l(5),
+                                inner: Deep6 {
+                                    label: l(6),
+                                    inner: Deep7 {
+                                        label: l(7),
+                                        inner: Deep8 {
+                                            label: l(8),
+                                            count: 0,
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            }
+        }
+    }
+
+    /// S5's agent: a status and its log lines.
+    #[derive(Tracked, Serialize)]
+    pub struct Agent {
+        pub status: String,
+        pub log: Vec<String>,
+    }
+
+    /// S5's 1,000 agents by id.
+    #[derive(Tracked, Serialize)]
+    pub struct Agents {
+        pub agents: std::collections::BTreeMap<String, Agent>,
+    }
 }
 
 /// The first `n` of W6's entries, cycling through the 1,000, as values of any library's type.
@@ -508,4 +637,242 @@ pub fn chord_w7() -> ChordRun<ch::Arr> {
         },
         |t, _| t.state().arr.clear(),
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shapes S1-S5: where a step touches little of a large or deep state. Their inputs are
+// built once (forced by `chord_bench::cases::cases`), outside any step.
+
+/// A seeded splitmix64 step: S3's reproducible choice of fields.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Entries in S1's transcript.
+pub const S1_ENTRIES: usize = 10_000;
+/// Steps in S1 (each on a different element).
+pub const S1_STEPS: usize = 1_000;
+
+/// S1's element at step `i`: a stride coprime with 10,000, so steps `0..10,000` each touch a
+/// different element.
+pub fn s1_index(i: usize) -> usize {
+    (i * 7_919) % S1_ENTRIES
+}
+
+/// S1's 40-byte text of entry `n`: `original` in the initial state, `replaced` after its step.
+pub fn s1_text(n: usize, replaced: bool) -> String {
+    let tag = if replaced { "replaced" } else { "original" };
+    let text = format!("{tag} text of transcript entry {n:05}.");
+    debug_assert_eq!(text.len(), 40);
+    text
+}
+
+/// S1's initial transcript, as values of any library's entry type.
+pub fn s1_entries<T>(entry: impl Fn(String, String) -> T) -> Vec<T> {
+    (0..S1_ENTRIES)
+        .map(|n| {
+            let role = if n % 2 == 0 { "user" } else { "assistant" };
+            entry(role.into(), s1_text(n, false))
+        })
+        .collect()
+}
+
+/// S1's new text at step `i` (cloned into the state).
+pub static S1_TEXTS: LazyLock<Vec<String>> =
+    LazyLock::new(|| (0..S1_STEPS).map(|i| s1_text(s1_index(i), true)).collect());
+
+/// Items in S2's map.
+pub const S2_ROWS: usize = 10_000;
+/// Keys S2 removes and inserts per step (1% of the map each).
+pub const S2_CHURN: usize = 100;
+/// Steps in S2.
+pub const S2_STEPS: usize = 100;
+
+/// S2's keys: `0..10,000` are the initial map; step `i` removes `i * 100..` (the oldest 100)
+/// and inserts `10,000 + i * 100..` (100 new ones).
+pub static S2_KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    (0..S2_ROWS + S2_STEPS * S2_CHURN)
+        .map(|n| format!("row-{n:06}"))
+        .collect()
+});
+
+/// S2's item of key `n`, as a value of any library's item type.
+pub fn s2_item<T>(n: usize, item: impl Fn(i64, String) -> T) -> T {
+    item(n as i64, S2_KEYS[n].clone())
+}
+
+/// S2 step `i`'s keys removed and inserted (`i < S2_STEPS`: a copy runs at most that many).
+pub fn s2_step(i: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let removed = i * S2_CHURN;
+    let inserted = S2_ROWS + removed;
+    (removed..removed + S2_CHURN, inserted..inserted + S2_CHURN)
+}
+
+/// Calls `$m!` with S3's 60 field names and their indices, so that each library's struct and
+/// its field-by-index match are written from one list.
+macro_rules! s3_fields {
+    ($m:ident) => {
+        $m! {
+            f00 0, f01 1, f02 2, f03 3, f04 4, f05 5, f06 6, f07 7, f08 8, f09 9,
+            f10 10, f11 11, f12 12, f13 13, f14 14, f15 15, f16 16, f17 17, f18 18, f19 19,
+            f20 20, f21 21, f22 22, f23 23, f24 24, f25 25, f26 26, f27 27, f28 28, f29 29,
+            f30 30, f31 31, f32 32, f33 33, f34 34, f35 35, f36 36, f37 37, f38 38, f39 39,
+            f40 40, f41 41, f42 42, f43 43, f44 44, f45 45, f46 46, f47 47, f48 48, f49 49,
+            f50 50, f51 51, f52 52, f53 53, f54 54, f55 55, f56 56, f57 57, f58 58, f59 59
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use s3_fields;
+
+/// Steps in S3.
+pub const S3_STEPS: usize = 1_000;
+
+/// S3's fields changed at each step: 3 different fields of the 60, seeded.
+pub static S3_PICKS: LazyLock<Vec<[usize; 3]>> = LazyLock::new(|| {
+    let mut seed = 0x5eed_0003;
+    (0..S3_STEPS)
+        .map(|_| {
+            let mut picks = [usize::MAX; 3];
+            let mut n = 0;
+            while n < 3 {
+                let k = (splitmix64(&mut seed) % 60) as usize;
+                if !picks.contains(&k) {
+                    picks[n] = k;
+                    n += 1;
+                }
+            }
+            picks
+        })
+        .collect()
+});
+
+/// Steps in S4.
+pub const S4_STEPS: usize = 1_000;
+
+/// Agents in S5's map.
+pub const S5_AGENTS: usize = 1_000;
+/// Lines in each S5 agent's initial log.
+pub const S5_LOG: usize = 10;
+/// Steps in S5.
+pub const S5_STEPS: usize = 1_000;
+
+/// S5's agent ids.
+pub static S5_KEYS: LazyLock<Vec<String>> =
+    LazyLock::new(|| (0..S5_AGENTS).map(|n| format!("agent-{n:04}")).collect());
+
+/// S5's log line `k`.
+pub fn s5_line(k: usize) -> String {
+    format!("[step {k:05}] tool call finished: exit 0, 12 lines of output")
+}
+
+/// S5's lines appended, step `i` the line at `i` (cloned into the state).
+pub static S5_LINES: LazyLock<Vec<String>> =
+    LazyLock::new(|| (0..S5_STEPS).map(|i| s5_line(S5_LOG + i)).collect());
+
+/// S5's agent at step `i`: a stride coprime with 1,000, so 1,000 steps each touch a different
+/// agent.
+pub fn s5_agent(i: usize) -> &'static str {
+    &S5_KEYS[(i * 389) % S5_AGENTS]
+}
+
+/// S5's initial agents, as entries of any library's agent type.
+pub fn s5_agents<T>(agent: impl Fn(String, Vec<String>) -> T) -> Vec<(String, T)> {
+    S5_KEYS
+        .iter()
+        .map(|id| {
+            (
+                id.clone(),
+                agent("running".into(), (0..S5_LOG).map(s5_line).collect()),
+            )
+        })
+        .collect()
+}
+
+// S1: reassign one element's 40-byte text in a 10,000-entry transcript.
+
+/// S1 in chord, by `set`.
+pub fn chord_s1() -> ChordRun<ch::Transcript> {
+    let transcript = s1_entries(|role, text| ch::Entry { role, text });
+    ChordRun::new(ch::Transcript { transcript }, |t, i| {
+        let text = S1_TEXTS[i % S1_STEPS].clone();
+        t.state().transcript.at(s1_index(i)).text.set(text);
+    })
+}
+
+/// S1 in chord, by assignment through `DerefMut` (`*text = new`).
+pub fn chord_s1_deref() -> ChordRun<ch::Transcript> {
+    let transcript = s1_entries(|role, text| ch::Entry { role, text });
+    ChordRun::new(ch::Transcript { transcript }, |t, i| {
+        let text = S1_TEXTS[i % S1_STEPS].clone();
+        *t.state().transcript.at(s1_index(i)).text = text;
+    })
+}
+
+// S2: a map of 10,000, 100 removed and 100 inserted per step.
+
+/// S2 in chord.
+pub fn chord_s2() -> ChordRun<ch::Table> {
+    let rows = (0..S2_ROWS)
+        .map(|n| {
+            (
+                S2_KEYS[n].clone(),
+                s2_item(n, |id, name| ch::Item { id, name }),
+            )
+        })
+        .collect();
+    ChordRun::new(ch::Table { rows }, |t, i| {
+        let (removed, inserted) = s2_step(i);
+        let mut s = t.state();
+        for n in removed {
+            s.rows.remove(&S2_KEYS[n]);
+        }
+        for n in inserted {
+            let item = s2_item(n, |id, name| ch::Item { id, name });
+            s.rows.insert(S2_KEYS[n].clone(), item);
+        }
+    })
+}
+
+// S3: a struct of 60 fields, 3 of them changed per step.
+
+/// S3 in chord.
+pub fn chord_s3() -> ChordRun<ch::Wide> {
+    ChordRun::new(ch::Wide::initial(), |t, i| {
+        let mut s = t.state();
+        for &k in &S3_PICKS[i % S3_STEPS] {
+            ch::wide_bump(&mut s, k);
+        }
+    })
+}
+
+// S4: a counter 8 struct levels down.
+
+/// S4 in chord.
+pub fn chord_s4() -> ChordRun<ch::Deep1> {
+    ChordRun::new(ch::Deep1::initial(), |t, _| {
+        t.state().inner.inner.inner.inner.inner.inner.inner.count += 1;
+    })
+}
+
+// S5: 1,000 agents, one agent's log pushed onto per step.
+
+/// S5 in chord.
+pub fn chord_s5() -> ChordRun<ch::Agents> {
+    let agents = s5_agents(|status, log| ch::Agent { status, log })
+        .into_iter()
+        .collect();
+    ChordRun::new(ch::Agents { agents }, |t, i| {
+        let line = S5_LINES[i % S5_STEPS].clone();
+        let mut s = t.state();
+        let mut agent = s
+            .agents
+            .get_mut(s5_agent(i))
+            .expect("S5's agents are all present");
+        agent.log.push(line);
+    })
 }
