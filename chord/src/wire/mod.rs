@@ -59,6 +59,6 @@ pub const MAX_ID_PATH_UNITS: usize = 256;
 
 pub use decoder::{Applied, Decoder};
 pub use encoder::{Encoder, WireBatch};
-pub use numbers::Numbers;
 pub(crate) use numbers::write_json;
+pub use numbers::Numbers;
 pub use op::{PathRef, WireOp};
