@@ -187,27 +187,29 @@ pub fn run() -> Vec<Flushed> {
 
     // Streaming work: log lines past the cap, progress, tokens.
     for pct in [25u8, 50, 75] {
-        let mut o = t.state();
-        let mut coder = o.agents.get_mut("coder").unwrap();
-        log(&mut coder.log, &format!("{pct}% of the edit"));
-        coder.last_event.set(Event::Progress { pct });
-        *coder.tokens += 120;
-        drop(coder);
+        {
+            let mut o = t.state();
+            let mut coder = o.agents.get_mut("coder").unwrap();
+            log(&mut coder.log, &format!("{pct}% of the edit"));
+            coder.last_event.set(Event::Progress { pct });
+            *coder.tokens += 120;
+        }
         flush(&mut t);
     }
 
     // The coder finishes its first step; the plan grows a phase; a finding is paged in.
     {
         let mut o = t.state();
-        let mut coder = o.agents.get_mut("coder").unwrap();
-        log(&mut coder.log, "tests pass"); // the fifth line: the first goes
-        let done = finish_next(&mut coder.plan);
-        assert_eq!(done.as_deref(), Some("edit"));
-        coder.plan.push(vec![step("review")]);
-        if let Some(mut current) = coder.current.as_mut() {
-            current.name.push_str(" (done)");
+        {
+            let mut coder = o.agents.get_mut("coder").unwrap();
+            log(&mut coder.log, "tests pass"); // the fifth line: the first goes
+            let done = finish_next(&mut coder.plan);
+            assert_eq!(done.as_deref(), Some("edit"));
+            coder.plan.push(vec![step("review")]);
+            if let Some(mut current) = coder.current.as_mut() {
+                current.name.push_str(" (done)");
+            }
         }
-        drop(coder);
         o.findings.items.push(Finding {
             title: "flaky test".into(),
             score: 3,
