@@ -47,11 +47,16 @@ const WINDOW: usize = 50 * 1024;
 /// Batches of each kind the test sends.
 const EACH: usize = 12;
 
-/// The React page: the bundle of `js/test-react/lane-page.mjs` in a root element.
-const REACT_PAGE: &str = r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>chord · agent lane (React)</title></head>
-<body><div id="root"></div><script type="module" src="/lane-react.js"></script></body></html>
-"#;
+/// The React page: the bundle of `js/test-react/lane-page.mjs` in a root element, styled by
+/// the example page's stylesheet so that both lay out the same lane alike.
+fn react_page() -> String {
+    let page = include_str!("../examples/agent_lane/page.html");
+    let style = &page[page.find("<style>").unwrap()..page.find("</style>").unwrap() + 8];
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>chord · agent lane (React)</title>\n{style}\n</head>\n\
+         <body><div id=\"root\"></div><script type=\"module\" src=\"/lane-react.js\"></script></body></html>\n"
+    )
+}
 
 fn repo() -> PathBuf {
     FsPath::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -456,11 +461,7 @@ fn the_react_page_renders_only_the_components_a_batch_changed() {
         }
     };
     let mut served = Served::start(vec![
-        (
-            "/react.html",
-            REACT_PAGE.to_owned(),
-            "text/html; charset=utf-8",
-        ),
+        ("/react.html", react_page(), "text/html; charset=utf-8"),
         ("/lane-react.js", bundle, "text/javascript; charset=utf-8"),
     ]);
     let tab = browser.open(&served.url("/react.html"));
@@ -603,11 +604,7 @@ fn measure_renders_old_and_new_page() {
         }
         let mut served = Served::start(vec![
             ("/old.html", old.clone(), "text/html; charset=utf-8"),
-            (
-                "/react.html",
-                REACT_PAGE.to_owned(),
-                "text/html; charset=utf-8",
-            ),
+            ("/react.html", react_page(), "text/html; charset=utf-8"),
             (
                 "/lane-react.js",
                 bundle.clone(),

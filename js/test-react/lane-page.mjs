@@ -29,13 +29,13 @@ function Status() {
 function Usage() {
   const usage = useChord((lane) => lane?.usage);
   renders.usage += 1;
-  return h('span', { id: 'usage' }, `${usage?.inputTokens ?? 0} in · ${usage?.outputTokens ?? 0} out`);
+  return h('span', { className: 'muted', id: 'usage' }, `${usage?.inputTokens ?? 0} in · ${usage?.outputTokens ?? 0} out`);
 }
 
 function Connection() {
   const connected = useChordStatus((s) => s.connected);
   renders.connection += 1;
-  return h('span', { id: 'connection' }, connected ? 'live' : 'connecting…');
+  return h('span', { className: 'muted', id: 'connection', 'data-live': String(connected) }, connected ? 'live' : 'connecting…');
 }
 
 // A row renders only when it is mounted or its entry changed (memo compares by identity,
@@ -63,14 +63,19 @@ function Tools() {
   if (!tools || tools.length === 0) return h('div', { id: 'tools' }, h('p', null, 'no tool has run'));
   return h('div', { id: 'tools' }, tools.map((tool, i) =>
     h('div', { className: 'tool', key: i },
-      h('strong', { className: 'name' }, tool.name),
+      h('div', { className: 'tool-head' }, h('strong', { className: 'name' }, tool.name),
+        h('span', { className: 'exit muted' }, tool.exitCode === null || tool.exitCode === undefined ? 'running' : `exit ${tool.exitCode}`)),
+      h('pre', { className: 'details muted' }, JSON.stringify(tool.details)),
       h('pre', { className: 'window output' }, tool.outputWindow))));
 }
 
 function Lane() {
+  // The example page's layout (the test serves this page with its stylesheet).
   return h(ChordProvider, { store },
-    h('header', null, h(Status), h(Usage), h(Connection)),
-    h('main', null, h('section', null, h(Transcript), h(Answer)), h('section', null, h(Tools))));
+    h('header', null, h('h1', null, 'agent lane'), h(Status), h(Usage), h(Connection)),
+    h('main', null,
+      h('section', { id: 'conversation' }, h('h2', null, 'Transcript'), h(Transcript), h(Answer)),
+      h('section', null, h('h2', null, 'Tools'), h(Tools))));
 }
 
 createRoot(document.getElementById('root')).render(h(Lane));
