@@ -1,5 +1,5 @@
 //! chord against the alternatives a Rust user would pick, side by side on the workloads of
-//! `testdata/bench/README.md`: muon (derive `Observe`, one `observe!` per step) and
+//! `testdata/bench/README.md` and the shapes S1-S5 of `BENCHMARKS.md`: muon (derive `Observe`, one `observe!` per step) and
 //! json-patch (`diff` of a clone taken before the step).
 //!
 //! ```sh
@@ -135,7 +135,8 @@ fn main() {
                 g.measurement_time(Duration::from_millis(300));
             }
             // Each fresh copy is 10 MB or 10,000 entries; json-patch takes milliseconds a step.
-            "W5big" | "W6big" => {
+            // S2's steps are 200 map edits each, on a map of 10,000 made afresh every 100.
+            "W5big" | "W6big" | "S2" => {
                 g.sample_size(20);
                 g.measurement_time(Duration::from_secs(2));
             }
