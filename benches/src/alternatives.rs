@@ -662,3 +662,76 @@ pub fn muon_s5() -> MuonRun<mu::Agents> {
         wire: Vec::new(),
     }
 }
+
+/// S1 in json-patch.
+pub fn patch_s1() -> PatchRun {
+    let transcript = s1_entries(|role, text| json!({ "role": role, "text": text }));
+    PatchRun {
+        v: json!({ "transcript": transcript }),
+        mutate: |v, i| {
+            v["transcript"][s1_index(i)]["text"] = Value::String(S1_TEXTS[i % S1_STEPS].clone())
+        },
+    }
+}
+
+/// S2 in json-patch.
+pub fn patch_s2() -> PatchRun {
+    let item = |id, name| json!({ "id": id, "name": name });
+    let rows: serde_json::Map<String, Value> = (0..S2_ROWS)
+        .map(|n| (S2_KEYS[n].clone(), s2_item(n, item)))
+        .collect();
+    PatchRun {
+        v: json!({ "rows": rows }),
+        mutate: |v, i| {
+            let rows = v["rows"].as_object_mut().expect("an object");
+            let (removed, inserted) = s2_step(i);
+            for n in removed {
+                rows.remove(&S2_KEYS[n]);
+            }
+            for n in inserted {
+                let item = s2_item(n, |id, name| json!({ "id": id, "name": name }));
+                rows.insert(S2_KEYS[n].clone(), item);
+            }
+        },
+    }
+}
+
+/// S3 in json-patch.
+pub fn patch_s3() -> PatchRun {
+    PatchRun {
+        v: serde_json::to_value(mu::Wide::initial()).unwrap(),
+        mutate: |v, i| {
+            for &k in &S3_PICKS[i % S3_STEPS] {
+                let field = &mut v[format!("f{k:02}")];
+                *field = json!(field.as_i64().expect("an integer") + 1);
+            }
+        },
+    }
+}
+
+/// S4 in json-patch.
+pub fn patch_s4() -> PatchRun {
+    PatchRun {
+        v: serde_json::to_value(mu::Deep1::initial()).unwrap(),
+        mutate: |v, _| {
+            let inner = "inner";
+            let count = &mut v[inner][inner][inner][inner][inner][inner][inner]["count"];
+            *count = json!(count.as_i64().expect("an integer") + 1);
+        },
+    }
+}
+
+/// S5 in json-patch.
+pub fn patch_s5() -> PatchRun {
+    let agents: serde_json::Map<String, Value> =
+        s5_agents(|status, log| json!({ "status": status, "log": log }))
+            .into_iter()
+            .collect();
+    PatchRun {
+        v: json!({ "agents": agents }),
+        mutate: |v, i| {
+            let line = Value::String(S5_LINES[i % S5_STEPS].clone());
+            array_mut(&mut v["agents"][s5_agent(i)]["log"]).push(line);
+        },
+    }
+}

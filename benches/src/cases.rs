@@ -180,14 +180,19 @@ pub fn cases() -> Vec<Case> {
         case("S1", "chord", S1_STEPS, || Box::new(chord_s1())),
         case("S1", "chord-deref", S1_STEPS, || Box::new(chord_s1_deref())),
         case("S1", "muon", S1_STEPS, || Box::new(muon_s1())),
+        case("S1", "json-patch", S1_STEPS, || Box::new(patch_s1())),
         case("S2", "chord", S2_STEPS, || Box::new(chord_s2())),
         case("S2", "muon", S2_STEPS, || Box::new(muon_s2())),
+        case("S2", "json-patch", S2_STEPS, || Box::new(patch_s2())),
         case("S3", "chord", S3_STEPS, || Box::new(chord_s3())),
         case("S3", "muon", S3_STEPS, || Box::new(muon_s3())),
+        case("S3", "json-patch", S3_STEPS, || Box::new(patch_s3())),
         case("S4", "chord", S4_STEPS, || Box::new(chord_s4())),
         case("S4", "muon", S4_STEPS, || Box::new(muon_s4())),
+        case("S4", "json-patch", S4_STEPS, || Box::new(patch_s4())),
         case("S5", "chord", S5_STEPS, || Box::new(chord_s5())),
         case("S5", "muon", S5_STEPS, || Box::new(muon_s5())),
+        case("S5", "json-patch", S5_STEPS, || Box::new(patch_s5())),
     ]
 }
 

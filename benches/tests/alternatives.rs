@@ -78,6 +78,11 @@ fn check_patch(name: &str, workload: &str, steps: usize) {
         "W5-last500" => patch_w5(W5_TAIL_FROM),
         "W6" => patch_w6(0),
         "W7" => patch_w7(),
+        "S1" => patch_s1(),
+        "S2" => patch_s2(),
+        "S3" => patch_s3(),
+        "S4" => patch_s4(),
+        "S5" => patch_s5(),
         other => panic!("{other}"),
     };
     let mut replica: Value = run.v.clone();
