@@ -30,6 +30,8 @@ pub trait MapLike: Tracked {
     fn __keys(&self) -> Vec<String>;
     #[doc(hidden)]
     fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Self::Value)>;
+    #[doc(hidden)]
+    fn __len(&self) -> usize;
 }
 
 macro_rules! std_map {
@@ -53,6 +55,9 @@ macro_rules! std_map {
             }
             fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut V)> {
                 self.iter_mut()
+            }
+            fn __len(&self) -> usize {
+                self.len()
             }
         }
     };
@@ -80,6 +85,9 @@ impl MapLike for serde_json::Map<String, Value> {
     }
     fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Value)> {
         self.iter_mut()
+    }
+    fn __len(&self) -> usize {
+        self.len()
     }
 }
 
@@ -313,14 +321,15 @@ pub(crate) fn flush<M: MapLike>(
     if let State::Assigned(before) = &node.state {
         return flush_reassigned(map, before, path, out);
     }
-    // Several members changed (a map that lost most of them, say): their ops may add up to
-    // more than one `s` of the map, which is then sent instead.
+    // Several members changed, a good part of the map (one that lost most of them, say):
+    // their ops may add up to more than one `s` of the map, which is then sent instead. A
+    // few members of a large map never do, so the comparison is not made.
     let changed = node
         .children
         .iter()
         .filter(|(_, c)| c.may_be_dirty())
-        .take(2);
-    if changed.count() > 1 {
+        .count();
+    if changed > 1 && changed * 8 >= map.__len() {
         return capped(map, path, out, |path, own| {
             flush_members(map, node, path, own)
         });

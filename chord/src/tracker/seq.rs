@@ -55,17 +55,24 @@ pub(crate) fn accepted_index(node: Option<&Node>, current: usize) -> Option<usiz
 /// A sequence tracked as a JSON array: a slice, or a `VecDeque`.
 pub(crate) trait Items<T>: serde::Serialize {
     fn at(&self, i: usize) -> Option<&T>;
+    fn count(&self) -> usize;
 }
 
 impl<T: serde::Serialize> Items<T> for [T] {
     fn at(&self, i: usize) -> Option<&T> {
         self.get(i)
     }
+    fn count(&self) -> usize {
+        self.len()
+    }
 }
 
 impl<T: serde::Serialize> Items<T> for std::collections::VecDeque<T> {
     fn at(&self, i: usize) -> Option<&T> {
         self.get(i)
+    }
+    fn count(&self) -> usize {
+        self.len()
     }
 }
 
@@ -139,8 +146,19 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
         State::Seq(edit) => Some(edit),
     };
     if let Some(edit) = edit {
+        // Splices and edits of elements around them, a good part of the array: their ops
+        // may add up to more than one `s` of it. A few changes in a long array never do, so
+        // the comparison is not made.
         if node.touched && !path.is_empty() {
-            return flush_capped(items, node, path, out);
+            let changed = edit.runs.len()
+                + node
+                    .children
+                    .iter()
+                    .filter(|(_, c)| c.may_be_dirty())
+                    .count();
+            if changed * 8 >= items.count() {
+                return flush_capped(items, node, path, out);
+            }
         }
         flush_splices(items, edit, &node.wire, path, out)?;
     }
