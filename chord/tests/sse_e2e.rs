@@ -324,7 +324,12 @@ fn wait_for_page(browser: &mut Browser, page: &str, expected: &Value) -> Value {
     loop {
         let text = browser.evaluate(page, READ_PAGE);
         let shown: Value = serde_json::from_str(text.as_str().unwrap_or("null")).unwrap();
-        if &shown["value"] == expected {
+        // The replica's value, and the JSON pane that shows it (rewritten at most every
+        // 250 ms, after the batches): both must have reached the server's state.
+        let state: Option<Value> = shown["state"]
+            .as_str()
+            .and_then(|s| serde_json::from_str(s).ok());
+        if &shown["value"] == expected && state.as_ref() == Some(expected) {
             return shown;
         }
         assert!(
