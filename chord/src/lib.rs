@@ -144,18 +144,16 @@
 //! assert!(t.draft.is_none()); // reads go through `Deref` and record nothing
 //!
 //! // A change chord does not model goes through `DerefMut`: the location is compared with
-//! // the accepted value at flush, and the difference is sent.
+//! // the accepted value at flush, and the difference is sent, or one `s` of the location
+//! // when that is smaller (here: the two tools swapped places, every member changed).
 //! t.state().tools.push(Tool { id: "t0".into(), output: String::new(), done: true });
 //! t.flush()?;
 //! t.state().tools.sort_by(|a, b| a.id.cmp(&b.id));
 //! let ops = t.flush()?;
 //! assert_eq!(
 //!     display_batch(&ops).to_string(),
-//!     "batch, 4 ops\n  \
-//!      set tools[0].id = \"t0\"\n  \
-//!      set tools[0].output = \"\"\n  \
-//!      set tools[1].id = \"t1\"\n  \
-//!      append tools[1].output += \"[ 12%] Building\\n\""
+//!     "batch, 1 op\n  \
+//!      set tools = [{\"id\":\"t0\",\"output\":\"\",\"done\":true},{\"id\":\"t1\",\"output\":\"[ 12%] Buildin… (90 bytes)"
 //! );
 //! # Ok::<(), chord::Error>(())
 //! ```
@@ -174,7 +172,9 @@
 //! - **Anything else still works.** Every proxy but a struct's derefs mutably to its value. A
 //!   change chord does not model (`sort`, `rotate_left`, a method of your own) marks the location
 //!   reassigned: its JSON is taken once, and the flush sends the difference from the accepted
-//!   value, by [`diff`]'s rules. [`Tracker::edit`] does the same for the whole value.
+//!   value, by [`diff`]'s rules, or one `s` of the location when that is smaller.
+//!   [`Tracker::edit`] does the same for the whole value. The same cap holds for an array or a
+//!   map whose recorded edits reach a good part of it.
 //! - **Write helpers on the proxy types.** A helper written for plain Rust,
 //!   `fn log(buf: &mut VecDeque<String>, line: &str)`, compiles when given a field (through
 //!   `DerefMut`) and takes that fallback: the whole deque is serialized and diffed at each
