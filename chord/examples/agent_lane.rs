@@ -404,7 +404,10 @@ fn main() -> std::process::ExitCode {
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = &args.types {
         std::fs::write(path, lane_declarations()?)?;
-        println!("wrote the TypeScript declarations of the lane to {}", path.display());
+        println!(
+            "wrote the TypeScript declarations of the lane to {}",
+            path.display()
+        );
         return Ok(());
     }
     let log_file = LogFile::new(args.log.clone())?;
