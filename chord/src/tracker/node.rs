@@ -489,18 +489,9 @@ pub(crate) fn flush_assigned(
             let whole_path = path.to_path();
             let mut ops = Vec::new();
             crate::diff::diff_into(&whole_path, b, &a, &mut ops);
-            // At most one `s` of the location: a reassignment that moved many members (a
-            // sort of an array of structs) diffs into more bytes than the new value.
-            if ops.len() > 1 {
-                if let Ok(p) = NonEmptyPath::try_from(whole_path) {
-                    let whole = [Op::Set(p, a)];
-                    if json_len(&whole) < json_len(&ops) {
-                        out.extend(whole);
-                        return;
-                    }
-                }
-            }
-            out.extend(ops);
+            // A reassignment that moved many members (a sort of an array of structs) can
+            // diff into more bytes than the new value.
+            write_smaller(whole_path, ops, a, out);
         }
         (Before::Edited(early, b), Some(a)) => {
             let mut rest = Vec::new();
@@ -514,14 +505,7 @@ pub(crate) fn flush_assigned(
                     // is still larger than one `s` of the new value, the `s` is sent.
                     crate::tracker::compact::drop_dead(&mut ops);
                     crate::tracker::compact::fold_into_sets(&mut ops);
-                    if let Ok(p) = NonEmptyPath::try_from(whole_path) {
-                        let whole = [Op::Set(p, a)];
-                        if json_len(&whole) < json_len(&ops) {
-                            out.extend(whole);
-                            return;
-                        }
-                    }
-                    out.extend(ops);
+                    write_smaller(whole_path, ops, a, out);
                 }
                 // (or edits of a tracked root string, which no op but `r` can express)
                 _ => set(path, a, out),
@@ -529,6 +513,20 @@ pub(crate) fn flush_assigned(
         }
         (Before::Absent | Before::Existed, Some(a)) => set(path, a, out),
     }
+}
+
+/// Writes `ops`, or one `s` of `value` at `path` when that is smaller as JSON (never at the
+/// root, which takes no `s`): what a location's flush sends at most.
+fn write_smaller(path: Path, ops: Vec<Op>, value: Value, out: &mut Out<'_>) {
+    if ops.len() > 1 {
+        if let Ok(p) = NonEmptyPath::try_from(path) {
+            let whole = [Op::Set(p, value)];
+            if json_len(&whole) < json_len(&ops) {
+                return out.extend(whole);
+            }
+        }
+    }
+    out.extend(ops);
 }
 
 /// Runs `flush` for the location at `path` into ops of its own, then writes them, or one `s`
