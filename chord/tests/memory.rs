@@ -142,19 +142,21 @@ struct PathsRun {
     decoder: usize,
 }
 
+/// `n` items named by their index.
+fn items(n: usize) -> Vec<ch::Item> {
+    (0..n)
+        .map(|i| ch::Item {
+            id: i as i64,
+            name: format!("item{i}"),
+        })
+        .collect()
+}
+
 /// `n` elements each edited once (n distinct paths, each seen once), then each edited again
 /// (every path seen twice: ids are defined and, past `MAX_IDS`, recycled); 100 edits a batch,
 /// flushed straight to bytes and decoded, as a producer and a replica would.
 fn distinct_paths(n: usize) -> PathsRun {
     use chord::{track, Decoder, Encoder, Tracker};
-    let items = |n: usize| -> Vec<ch::Item> {
-        (0..n)
-            .map(|i| ch::Item {
-                id: i as i64,
-                name: format!("item{i}"),
-            })
-            .collect()
-    };
     let (untracked, state) = held(
         || ch::Items { items: items(n) },
         |s| s.items.iter_mut().for_each(|item| item.name.push('!')),
@@ -240,14 +242,6 @@ fn the_codec_tables_stay_bounded_whatever_the_number_of_paths() {
 /// before the tracker was made, for `n` elements that one flush edits all at once.
 fn after_a_huge_flush(n: usize, later: usize) -> (usize, usize) {
     use chord::{track, Decoder, Encoder};
-    let items = |n: usize| -> Vec<ch::Item> {
-        (0..n)
-            .map(|i| ch::Item {
-                id: i as i64,
-                name: format!("item{i}"),
-            })
-            .collect()
-    };
     // The untracked state after the same edits.
     let (untracked, state) = held(
         || ch::Items { items: items(n) },
