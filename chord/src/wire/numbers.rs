@@ -6,9 +6,9 @@ use serde_json::ser::{CompactFormatter, Formatter};
 
 /// How an [`Encoder`](crate::Encoder) spells the numbers of the values it writes.
 ///
-/// Integers are spelled alike either way. Floats differ in 23 of the 58 spellings the tests
-/// try: serde_json writes `1.0`, `-0.0`, `1e-6` and `1e+20`, where JavaScript writes `1`,
-/// `0`, `0.000001` and `100000000000000000000`. Every spelling of both reads back as the same
+/// Integers are spelled alike either way. Many floats are not: serde_json writes `1.0`,
+/// `-0.0`, `1e-6` and `1e+20`, where JavaScript writes `1`, `0`, `0.000001` and
+/// `100000000000000000000` (`chord/tests/number_spelling.rs` lists them beside each other). Every spelling of both reads back as the same
 /// number in JavaScript, so the replicas' values agree either way; what differs is the bytes,
 /// and what a Rust replica decodes:
 ///

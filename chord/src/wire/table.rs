@@ -91,8 +91,8 @@ impl Cached {
 }
 
 /// Where a dirty-tree node keeps its [`Cached`] id: two relaxed atomics rather than a `Cell`,
-/// so that a tracker stays `Sync` (shared behind an `RwLock`, say) at the cost of a `Cell`:
-/// a relaxed load or store is a plain move. Only a flush (which holds the tracker mutably)
+/// so that a tracker stays `Sync` (shared behind an `RwLock`, say); on x86-64 and AArch64 a
+/// relaxed load or store of a `u64` compiles to a plain move. Only a flush (which holds the tracker mutably)
 /// writes it, so the two words never mix two writes; a reader that did see a mix would
 /// still only miss or check, as for any stale entry.
 #[derive(Debug, Default)]
