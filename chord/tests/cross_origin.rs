@@ -21,6 +21,8 @@
 
 #[path = "support/browser.rs"]
 mod browser;
+#[path = "support/local.rs"]
+mod local;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -139,11 +141,7 @@ fn a_page_on_another_origin_reads_as_the_policy_and_the_read_hook_allow() {
     let Some(mut browser) = Browser::launch_or_skip("cross_origin") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
 
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();

@@ -7,6 +7,9 @@
 //! token may read only the metadata is refused the read itself (403): each stops with the
 //! status, and neither receives a byte of the stream.
 
+#[path = "support/local.rs"]
+mod local;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -81,17 +84,8 @@ fn output(what: &str, child: Child) -> Value {
 
 #[test]
 fn javascript_followers_send_credentials_and_refused_ones_get_nothing() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    assert!(
-        root.join("js/node_modules/@durable-streams/client")
-            .exists(),
-        "js/node_modules is missing: run scripts/test (it installs them)"
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let root = local::js_installed();
+    let runtime = local::runtime();
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
     let log = Log::new(store);

@@ -4,6 +4,9 @@
 //! after 100 ms, so the followers reconnect many times; each starts once from a base batch and
 //! ends equal to the producer.
 
+#[path = "support/local.rs"]
+mod local;
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -14,17 +17,8 @@ use serde_json::{json, Value};
 
 #[test]
 fn javascript_followers_resume_over_both_transports() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    assert!(
-        root.join("js/node_modules/@durable-streams/client")
-            .exists(),
-        "js/node_modules is missing: run scripts/test (it installs them)"
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let root = local::js_installed();
+    let runtime = local::runtime();
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
     let log = Log::new(store);

@@ -13,6 +13,8 @@
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
 mod agent_lane;
+#[path = "support/local.rs"]
+mod local;
 #[path = "support/markdown.rs"]
 mod markdown;
 
@@ -115,11 +117,7 @@ fn the_readme_javascript_blocks_follow_the_demo_lane() {
         }
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     let mut s = Stream::new(Output::Quiet, LogFile::new(None).unwrap()).unwrap();
     s.serve(Duration::from_millis(2)).unwrap();
     let server = runtime

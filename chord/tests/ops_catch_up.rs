@@ -5,6 +5,9 @@
 //! in process; and with the official client in Node over real HTTP, for a chord log and for
 //! a protocol stream held in memory (`Memory`).
 
+#[path = "support/local.rs"]
+mod local;
+
 use std::process::{Command, Stdio};
 
 use axum::body::Body;
@@ -163,17 +166,8 @@ console.log(JSON.stringify({ upToDate: res.upToDate, offset: res.offset, items }
 
 #[test]
 fn the_official_clients_catch_up_only_read_gets_every_record() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    assert!(
-        root.join("js/node_modules/@durable-streams/client")
-            .exists(),
-        "js/node_modules is missing: run scripts/test (it installs them)"
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let root = local::js_installed();
+    let runtime = local::runtime();
     let f = fixture();
     let (batches, last) = stored(&f);
     let addr = runtime.block_on(async {
@@ -226,11 +220,7 @@ fn catch_up_only(url: &str) -> Value {
 
 #[test]
 fn the_official_clients_catch_up_only_read_of_a_stream_in_memory_gets_every_message() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::default()).unwrap();
     let log = Log::new(store);

@@ -4,6 +4,9 @@
 //! again; a catch-up read in flight finishes, a long-poll in flight answers at once; what is
 //! still open at the deadline is cut.
 
+#[path = "support/local.rs"]
+mod local;
+
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -22,11 +25,7 @@ use tokio::sync::oneshot;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    local::runtime()
 }
 
 fn log(dir: &tempfile::TempDir) -> Log<JsonlStore> {
@@ -135,12 +134,7 @@ process.exit(0);
 
 #[test]
 fn sse_followers_move_to_the_next_server_without_an_error_or_a_second_base() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    assert!(
-        root.join("js/node_modules/@durable-streams/client")
-            .exists(),
-        "js/node_modules is missing: run scripts/test (it installs them)"
-    );
+    let root = local::js_installed();
     let runtime = runtime();
     let dir = tempfile::tempdir().unwrap();
     let log = log(&dir);

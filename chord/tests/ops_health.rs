@@ -176,6 +176,9 @@ async fn streams_health_serves_the_same_routes() {
 }
 
 #[cfg(feature = "postgres")]
+#[path = "support/local.rs"]
+mod local;
+#[cfg(feature = "postgres")]
 #[path = "support/postgres.rs"]
 mod pg;
 
@@ -191,11 +194,7 @@ fn over_postgres_a_schema_gone_fails_the_probe_and_the_follower() {
     if !pg::available() {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     let schema = pg::fresh_schema("readyz");
     let url = pg::schema_url(&schema);
     let lane = Address::new("lanes", "main");

@@ -3,6 +3,9 @@
 //! test binary: each moves by exactly what was done; and the `tracing` spans, seen by a
 //! subscriber counting them. One test, so that nothing else in the process records meanwhile.
 
+#[path = "support/local.rs"]
+mod local;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -151,11 +154,7 @@ fn each_metric_moves_by_what_was_done() {
     recorder.install().unwrap();
     let spans = Spans::default();
     tracing::subscriber::set_global_default(spans.clone()).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
 
     // Appends: a base (compacted at once, the log's first base) and 20 deltas.
     let dir = tempfile::tempdir().unwrap();

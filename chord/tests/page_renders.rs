@@ -26,6 +26,8 @@
 mod agent_lane;
 #[path = "support/browser.rs"]
 mod browser;
+#[path = "support/local.rs"]
+mod local;
 
 use std::path::{Path as FsPath, PathBuf};
 use std::process::Command;
@@ -175,11 +177,7 @@ struct Served {
 
 impl Served {
     fn start(extra: Vec<(&'static str, String, &'static str)>) -> Served {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = local::runtime();
         let dir = tempfile::tempdir().unwrap();
         let store =
             JsonlStore::open(dir.path().join("lane.jsonl"), Durability::EveryAppend).unwrap();

@@ -16,6 +16,8 @@
 mod agent_lane;
 #[path = "support/browser.rs"]
 mod browser;
+#[path = "support/local.rs"]
+mod local;
 #[path = "support/markdown.rs"]
 mod markdown;
 
@@ -82,11 +84,7 @@ impl Proxy {
 
 #[test]
 fn the_page_follows_the_lane_and_resumes_after_cuts_without_a_base_batch() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     // The lane is in the log before the page opens.
     let log_file = LogFile::new(None).unwrap();
     let mut s = Stream::new(Output::Quiet, log_file).unwrap();
@@ -279,11 +277,7 @@ fn the_readme_browser_block_follows_the_lane_in_a_page() {
         blocks[0]
     );
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     let mut s = Stream::new(Output::Quiet, LogFile::new(None).unwrap()).unwrap();
     s.serve(Duration::from_millis(2)).unwrap();
     let app = agent_lane::server::router(Streams::new(&s.log())).route(

@@ -6,6 +6,9 @@
 //! `CHORD_FAULT_SEED` replays a run (the seed is printed); `CHORD_FAULT_REPLICAS` and
 //! `CHORD_FAULT_BATCHES` size it.
 
+#[path = "support/local.rs"]
+mod local;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -159,11 +162,7 @@ fn replicas_behind_a_faulty_network_converge() {
     let replicas = env("CHORD_FAULT_REPLICAS", 24) as usize;
     let batches = env("CHORD_FAULT_BATCHES", 1_500);
     println!("seed {seed} (CHORD_FAULT_SEED replays it), {replicas} replicas, {batches} batches");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     let _entered = runtime.enter();
 
     let dir = tempfile::tempdir().unwrap();
@@ -361,11 +360,7 @@ type Case = (&'static str, Vec<u8>, Break, (u64, u64));
 
 #[test]
 fn every_kind_of_break_ends_in_a_resume_or_a_restart() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = local::runtime();
     let base: &[u8] = br#"[["r",{"text":"a","n":1}]]"#;
     // What breaks, how, and then (starts from a base batch, resumes from an offset).
     let cases: Vec<Case> = vec![
