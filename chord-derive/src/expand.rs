@@ -542,7 +542,8 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
          `std::mem::swap(&mut state.a, &mut state.b)` (or `std::mem::replace(&mut state.a, \
          state.b)`) exchanges the handles, not the values: nothing changes, and `state.a` then \
          writes to `b`. To exchange two fields' values, \
-         read them and `set` each."
+         swap through the handles, `std::mem::swap(&mut *state.a, &mut *state.b)`, which \
+         sends each field whole."
     );
     let doc_set = format!(
         "Replaces the whole `{name}`, field by field: each field is compared with its accepted \

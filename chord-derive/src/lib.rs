@@ -47,7 +47,8 @@ pub fn __reserved_names(_input: TokenStream) -> TokenStream {
 ///
 /// The proxy's fields are handles to the value's fields: write through them
 /// (`state.n += 1`, `*state.n = 5`, `state.n.set(5)`). `std::mem::swap` of two of them
-/// exchanges the handles, not the values.
+/// exchanges the handles, not the values; `std::mem::swap(&mut *state.a, &mut *state.b)`
+/// exchanges the values.
 #[proc_macro_derive(Tracked, attributes(chord))]
 pub fn derive_tracked(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

@@ -64,3 +64,37 @@ fn exchanging_two_fields_values_is_a_set_of_each() {
         vec![Op::Set(path!["a"], json!(2)), Op::Set(path!["b"], json!(1)),]
     );
 }
+
+/// Swapping through the handles (`&mut *s.a`, the value each points to) exchanges the values,
+/// as `std::mem::swap` does on the plain struct; each field is sent whole.
+#[test]
+fn swapping_through_the_handles_exchanges_the_values() {
+    let mut t = track(Pair {
+        a: 1,
+        b: 2,
+        name: "n".into(),
+        alias: "x".into(),
+    });
+    let mut replica: Option<Value> = None;
+    apply(&mut replica, t.flush().unwrap()).unwrap();
+
+    let mut s = t.state();
+    std::mem::swap(&mut *s.a, &mut *s.b);
+    std::mem::swap(&mut *s.name, &mut *s.alias);
+    s.a += 5;
+    assert_eq!((t.a, t.b), (7, 1));
+    assert_eq!((t.name.as_str(), t.alias.as_str()), ("x", "n"));
+
+    let ops = t.flush().unwrap();
+    assert_eq!(
+        ops,
+        vec![
+            Op::Set(path!["a"], json!(7)),
+            Op::Set(path!["b"], json!(1)),
+            Op::Set(path!["name"], json!("x")),
+            Op::Set(path!["alias"], json!("n")),
+        ]
+    );
+    apply(&mut replica, &ops).unwrap();
+    assert_eq!(replica, Some(serde_json::to_value(t.get()).unwrap()));
+}
