@@ -876,3 +876,159 @@ pub fn chord_s5() -> ChordRun<ch::Agents> {
         agent.log.push(line);
     })
 }
+
+// ---------------------------------------------------------------------------------------------
+// The shapes at any size: each shape's own step on a container of `n` (`benches/tests/
+// scaling.rs` compares a step's cost at two sizes). The step reads the size off the state, so
+// it stays a plain `fn`; what a step formats or clones it does at every size alike.
+
+impl<T: Tracked> ChordRun<T> {
+    /// [`new`](ChordRun::new) with the base batch drained by `flush_into`, which builds no
+    /// ops: a 100,000-entry state's base costs a fraction of what its `Value` does.
+    pub fn drained(value: T, mutate: fn(&mut Tracker<T>, usize)) -> Self {
+        let mut t = track(value);
+        let mut enc = Encoder::new();
+        let mut wire = Vec::new();
+        assert!(t.flush_into(&mut enc, &mut wire).unwrap() > 0, "a base batch");
+        wire.clear();
+        ChordRun {
+            t,
+            enc,
+            wire,
+            mutate,
+        }
+    }
+}
+
+/// S1 on a transcript of `n` entries: step `i` reassigns entry `(i * 7,919) % n` (a stride
+/// coprime with any power of ten) to one of S1's 40-byte texts.
+pub fn chord_s1_sized(n: usize) -> ChordRun<ch::Transcript> {
+    let transcript = (0..n)
+        .map(|k| ch::Entry {
+            role: if k % 2 == 0 { "user" } else { "assistant" }.into(),
+            text: s1_text(k, false),
+        })
+        .collect();
+    ChordRun::drained(ch::Transcript { transcript }, |t, i| {
+        let at = (i * 7_919) % t.transcript.len();
+        let text = S1_TEXTS[i % S1_STEPS].clone();
+        t.state().transcript.at(at).text.set(text);
+    })
+}
+
+/// Keys S2 at any size removes and inserts per step: the same count at every size, so that a
+/// step's work does not grow with the map.
+pub const S2_SIZED_CHURN: usize = 1;
+
+/// S2's key `n` at any size (`row-000042`).
+pub fn s2_key(n: usize) -> String {
+    format!("row-{n:06}")
+}
+
+/// S2 on a map of `n` items: step `i` removes the oldest [`S2_SIZED_CHURN`] keys and inserts
+/// as many new ones, so the map keeps `n` items.
+pub fn chord_s2_sized(n: usize) -> ChordRun<ch::Table> {
+    let item = |k: usize| ch::Item {
+        id: k as i64,
+        name: s2_key(k),
+    };
+    let rows = (0..n).map(|k| (s2_key(k), item(k))).collect();
+    ChordRun::drained(ch::Table { rows }, |t, i| {
+        let first = i * S2_SIZED_CHURN;
+        let next = first + t.rows.len();
+        let mut s = t.state();
+        for k in first..first + S2_SIZED_CHURN {
+            s.rows.remove(&s2_key(k));
+        }
+        for k in next..next + S2_SIZED_CHURN {
+            let name = s2_key(k);
+            s.rows.insert(name.clone(), ch::Item { id: k as i64, name });
+        }
+    })
+}
+
+/// S3's choice of fields for a struct of `width` fields: at each of `steps` steps, 3 different
+/// fields, seeded as S3's own.
+pub fn s3_picks_of(width: usize, steps: usize) -> Vec<[usize; 3]> {
+    assert!(width >= 3, "S3 changes 3 fields a step");
+    let mut seed = 0x5eed_0003;
+    (0..steps)
+        .map(|_| {
+            let mut picks = [usize::MAX; 3];
+            let mut n = 0;
+            while n < 3 {
+                let k = (splitmix64(&mut seed) % width as u64) as usize;
+                if !picks.contains(&k) {
+                    picks[n] = k;
+                    n += 1;
+                }
+            }
+            picks
+        })
+        .collect()
+}
+
+impl ch::Deep1 {
+    /// Every level labelled with `bytes` bytes (`level <n>` repeated), the count 0: S4 with
+    /// siblings of any size beside the path to the counter.
+    pub fn labelled(bytes: usize) -> Self {
+        let mut s = Self::initial();
+        let l = |n: u8| {
+            let unit = format!("level {n} ");
+            unit.repeat(bytes / unit.len() + 1)[..bytes].to_owned()
+        };
+        s.label = l(1);
+        s.inner.label = l(2);
+        s.inner.inner.label = l(3);
+        s.inner.inner.inner.label = l(4);
+        s.inner.inner.inner.inner.label = l(5);
+        s.inner.inner.inner.inner.inner.label = l(6);
+        s.inner.inner.inner.inner.inner.inner.label = l(7);
+        s.inner.inner.inner.inner.inner.inner.inner.label = l(8);
+        s
+    }
+}
+
+/// S4 with every level's label `bytes` bytes long: step `i` adds 1 to the counter.
+pub fn chord_s4_sized(bytes: usize) -> ChordRun<ch::Deep1> {
+    ChordRun::drained(ch::Deep1::labelled(bytes), |t, _| {
+        t.state().inner.inner.inner.inner.inner.inner.inner.count += 1;
+    })
+}
+
+/// S5's agent id `n` at any size (`agent-000042`).
+pub fn s5_key(n: usize) -> String {
+    format!("agent-{n:06}")
+}
+
+/// Lines of room in the log of each agent of S5 at any size: as many pushes as an agent
+/// takes without its log growing, so that whether a push reallocates does not depend on how
+/// many agents share the steps.
+pub const S5_SIZED_ROOM: usize = 32;
+
+/// S5's `n` agents at any size, each with a one-line log (the log's length is not what is
+/// scaled; a short one keeps 100,000 agents cheap to build) with room for
+/// [`S5_SIZED_ROOM`] more.
+pub fn s5_sized_agents(n: usize) -> std::collections::BTreeMap<String, ch::Agent> {
+    (0..n)
+        .map(|k| {
+            let mut log = Vec::with_capacity(1 + S5_SIZED_ROOM);
+            log.push(s5_line(0));
+            let status = "running".into();
+            (s5_key(k), ch::Agent { status, log })
+        })
+        .collect()
+}
+
+/// S5 on [`s5_sized_agents`]`(n)`: step `i` pushes one of S5's lines onto agent
+/// `(i * 389) % n`'s log (a stride coprime with any power of ten).
+pub fn chord_s5_sized(n: usize) -> ChordRun<ch::Agents> {
+    let agents = s5_sized_agents(n);
+    ChordRun::drained(ch::Agents { agents }, |t, i| {
+        let key = s5_key((i * 389) % t.agents.len());
+        let line = S5_LINES[i % S5_STEPS].clone();
+        let mut s = t.state();
+        let mut agent = s.agents.get_mut(&key).expect("every agent is present");
+        agent.log.push(line);
+    })
+}
