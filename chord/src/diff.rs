@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use crate::op::Op;
-use crate::overlap::{overlap, OverlapConfig};
+use crate::overlap::{overlap, overlap_at_least, OverlapConfig};
 use crate::path::{NonEmptyPath, Path, Seg, RESERVED};
 use crate::utf16;
 
@@ -83,12 +83,6 @@ pub(crate) fn diff_into(path: &Path, before: &Value, after: &Value, out: &mut Ve
     differ.value(before, after);
 }
 
-/// The ops that turn the string `before` at `path` into `after`: nothing, an `a`, a `t` and
-/// possibly an `a`, or a `s` (see [`diff`]).
-pub(crate) fn diff_string(path: &NonEmptyPath, before: &str, after: &str, out: &mut Vec<Op>) {
-    string_ops(path, before, after, &OverlapConfig::default(), out);
-}
-
 fn string_ops(
     path: &NonEmptyPath,
     before: &str,
@@ -96,14 +90,92 @@ fn string_ops(
     cfg: &OverlapConfig,
     out: &mut Vec<Op>,
 ) {
+    match string_edit(before, after, cfg) {
+        StringEdit::Same => {}
+        StringEdit::Set => out.push(Op::Set(path.clone(), Value::String(after.to_owned()))),
+        StringEdit::Window { kept } => out.extend(window_ops(path, before, after, kept)),
+    }
+}
+
+/// What turns one string into another, decided before any op is built (a `s` needs no
+/// path copy when written straight to the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StringEdit {
+    /// The strings are equal: no op.
+    Same,
+    /// One `s` of the new string.
+    Set,
+    /// The old string's last `kept` bytes open the new one: [`window_ops`] says what to send.
+    Window {
+        /// Bytes of the old string kept, a character boundary of both.
+        kept: usize,
+    },
+}
+
+/// How the string `before` at `path` becomes `after` (see [`diff`]): nothing, an `a`, a `t`
+/// and possibly an `a`, or a `s`, with the default overlap bounds. (The same edit as
+/// [`diff`]'s, found without looking for overlaps too short to beat a `s` at `path`.)
+pub(crate) fn diff_string_edit(path: &[Seg], before: &str, after: &str) -> StringEdit {
+    let cfg = OverlapConfig::default();
     if before == after {
-        return;
+        return StringEdit::Same;
+    }
+    let kept = overlap_at_least(before, after, &cfg, least_useful_overlap(path, after));
+    if kept == 0 && !before.is_empty() {
+        return StringEdit::Set;
+    }
+    StringEdit::Window { kept }
+}
+
+/// A length in bytes below which an overlap of `after`'s front, followed by appended text,
+/// loses to a `s` of `after` at `path` ([`usize::MAX`] when every one does).
+///
+/// With `kept` bytes kept, `P` the path's JSON length, `d` the digits of the `t`'s count (at
+/// least 1) and `esc(x)` the length of `x` as escaped inside a JSON string: the `t` and `a` are
+/// `["t",P,d]` and `["a",P,"rest"]`, the `s` is `["s",P,"kept"+"rest"]`, and the `s` is smaller
+/// exactly when `esc(after[..kept]) < 7 + P + d`. So it is whenever `esc(after[..kept])`
+/// is below `8 + P`; this returns the shortest prefix of `after` that reaches that, counting
+/// `P` low (keys without their escapes) and `esc` high (6 for any byte that needs escaping).
+fn least_useful_overlap(path: &[Seg], after: &str) -> usize {
+    // `[`, `]`, the commas, and each segment.
+    let path_len = 1
+        + path.len().max(1)
+        + path
+            .iter()
+            .map(|seg| match seg {
+                Seg::Key(k) => k.len() + 2,
+                Seg::Index(i) => i.checked_ilog10().map_or(1, |d| d as usize + 1),
+            })
+            .sum::<usize>();
+    let reach = 8 + path_len;
+    let mut esc = 0;
+    for (at, &b) in after.as_bytes().iter().enumerate() {
+        esc += if b < 0x20 || b == b'"' || b == b'\\' {
+            6
+        } else {
+            1
+        };
+        if esc >= reach {
+            return at + 1;
+        }
+    }
+    usize::MAX
+}
+
+fn string_edit(before: &str, after: &str, cfg: &OverlapConfig) -> StringEdit {
+    if before == after {
+        return StringEdit::Same;
     }
     let kept = overlap(before, after, cfg);
     if kept == 0 && !before.is_empty() {
-        out.push(Op::Set(path.clone(), Value::String(after.to_owned())));
-        return;
+        return StringEdit::Set;
     }
+    StringEdit::Window { kept }
+}
+
+/// The ops of a [`StringEdit::Window`] at `path`: a `t` of what was dropped and an `a` of
+/// what was added, or one `s` of `after` when that is smaller.
+pub(crate) fn window_ops(path: &NonEmptyPath, before: &str, after: &str, kept: usize) -> Vec<Op> {
     let dropped = &before[..before.len() - kept];
     let mut ops = Vec::with_capacity(2);
     if !dropped.is_empty() {
@@ -112,7 +184,7 @@ fn string_ops(
     if after.len() > kept {
         ops.push(Op::Append(path.clone(), after[kept..].to_owned()));
     }
-    out.extend(smaller_than_set(path, after, ops));
+    smaller_than_set(path, after, ops)
 }
 
 /// `window` (a `t` and/or an `a` that turn the old string into `after`), or one `s` of
@@ -364,8 +436,26 @@ mod tests {
         assert!(check(json!("ab"), json!("ab")).is_empty());
     }
 
+    /// What a tracker's flush sends for a reassigned string: its edit, then the ops.
+    fn diff_string(path: &NonEmptyPath, before: &str, after: &str, out: &mut Vec<Op>) {
+        match diff_string_edit(path.segments(), before, after) {
+            StringEdit::Same => {}
+            StringEdit::Set => out.push(Op::Set(path.clone(), json!(after))),
+            StringEdit::Window { kept } => out.extend(window_ops(path, before, after, kept)),
+        }
+    }
+
     #[test]
     fn diff_string_is_the_nested_string_rule() {
+        let at = path!["out"];
+        assert_eq!(
+            diff_string_edit(at.segments(), "abc", "xyz"),
+            StringEdit::Set
+        );
+        assert_eq!(
+            diff_string_edit(at.segments(), "", "xyz"),
+            StringEdit::Window { kept: 0 }
+        );
         let mut out = Vec::new();
         let kept = "k".repeat(40);
         diff_string(
@@ -637,5 +727,55 @@ mod tests {
                 Op::Set(path!["lanes", 2, "xs"], json!([])),
             ]
         );
+    }
+
+    /// Strings that often share a part: `before`'s tail opening `after`, with text that JSON
+    /// escapes, characters of several bytes, and runs that make candidates occur often.
+    fn string_pair() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+        use proptest::prelude::*;
+        let text = || {
+            prop_oneof![
+                "[ab]{0,40}",
+                "[ab\"\\\\\n\u{1}é😀 ]{0,60}",
+                ("[ab ]{1,3}", 0usize..40).prop_map(|(unit, n)| unit.repeat(n)),
+                "\\PC{0,30}",
+            ]
+        };
+        (text(), 0usize..80, text()).prop_map(|(before, cut, add)| {
+            let mut at = cut.min(before.len());
+            while !before.is_char_boundary(at) {
+                at -= 1;
+            }
+            let after = format!("{}{add}", &before[at..]);
+            (before, after)
+        })
+    }
+
+    fn any_path() -> impl proptest::strategy::Strategy<Value = NonEmptyPath> {
+        use proptest::prelude::*;
+        let seg = prop_oneof![
+            "[a-z\"\\\\é]{0,12}".prop_map(Seg::from),
+            (0usize..100_000).prop_map(Seg::Index),
+        ];
+        proptest::collection::vec(seg, 1..4)
+            .prop_map(|segs| NonEmptyPath::try_from(Path::from(segs)).unwrap())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// A tracker's reassigned string sends what `diff` sends for it, though its probe
+        /// skips the overlaps too short to matter.
+        #[test]
+        fn a_reassigned_string_sends_the_diffs_ops(
+            (before, after) in string_pair(),
+            path in any_path(),
+        ) {
+            let mut want = Vec::new();
+            string_ops(&path, &before, &after, &OverlapConfig::default(), &mut want);
+            let mut got = Vec::new();
+            diff_string(&path, &before, &after, &mut got);
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 }

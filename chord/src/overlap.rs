@@ -100,6 +100,20 @@ impl Default for OverlapConfig {
 /// verifications, each a comparison of at most `next.len()` bytes, plus `O(scan)` to place
 /// the window when `prev` is longer than it.
 pub(crate) fn overlap(prev: &str, next: &str, cfg: &OverlapConfig) -> usize {
+    overlap_at_least(prev, next, cfg, 0)
+}
+
+/// [`overlap`] for a caller that has no use for an overlap shorter than `min` bytes (one that
+/// a `s` beats): the same answer when that is at least `min`, and otherwise some answer below
+/// `min` (0 or the overlap itself).
+///
+/// Overlaps shorter than the long head are looked for with the first `min` bytes of `next`
+/// (rounded down to a character, at least one character, at most the long head) instead of
+/// its first character: a more selective needle, with fewer candidates to verify, and none at
+/// all when `min` reaches the long head. Its answers are those of the one-character head: every
+/// overlap of `min` bytes or more begins with that needle, and the one-character head's
+/// candidates before the answer are counted to give up exactly where its budget would.
+pub(crate) fn overlap_at_least(prev: &str, next: &str, cfg: &OverlapConfig, min: usize) -> usize {
     if next.starts_with(prev) {
         return prev.len();
     }
@@ -122,8 +136,38 @@ pub(crate) fn overlap(prev: &str, next: &str, cfg: &OverlapConfig) -> usize {
             Outcome::NotFound => {}
         }
     }
-    match probe.run(0..short, start) {
-        Outcome::Found(i) => prev.len() - i,
+    // Only overlaps shorter than the long head are left (when there was one: a `next` of more
+    // than one character, so each of them is followed by appended text).
+    if long > short && min >= long {
+        return 0;
+    }
+    let head = if long > short {
+        floor_boundary(next, min).max(short)
+    } else {
+        short
+    };
+    if head == short {
+        return match probe.run(0..short, start) {
+            Outcome::Found(i) => prev.len() - i,
+            Outcome::NotFound | Outcome::GaveUp { .. } => 0,
+        };
+    }
+    match probe.run(0..head, start) {
+        // The one-character head finds `i` too (its candidates before `i` are occurrences
+        // of that character, which fail, since a longer overlap would also begin with the
+        // longer head), and only if `i` is within its budget.
+        Outcome::Found(i) => {
+            let earlier = prev[start..i]
+                .matches(&next[..short])
+                .take(cfg.max_candidates)
+                .count();
+            if earlier < cfg.max_candidates {
+                prev.len() - i
+            } else {
+                0
+            }
+        }
+        // (Past the longer head's budget, the one-character head's is spent as well.)
         Outcome::NotFound | Outcome::GaveUp { .. } => 0,
     }
 }
@@ -161,7 +205,7 @@ impl Probe<'_> {
         let mut tried = 0;
         let mut resume = from;
         let mut diverged = None;
-        while let Some(found) = prev.get(at..).and_then(|rest| rest.find(needle)) {
+        while let Some(found) = prev.get(at..).and_then(|rest| find(rest, needle)) {
             let p = at + found;
             let i = p - offset;
             if tried == self.budget {
@@ -205,6 +249,33 @@ impl Probe<'_> {
             Outcome::NotFound | Outcome::GaveUp { .. } => 0,
         }
     }
+}
+
+/// The first occurrence of `needle` in `hay`, as [`str::find`] finds it, without the cost of
+/// building a substring searcher where that would exceed the search itself: a one-character
+/// needle is found by `memchr`, and in a short haystack every position starting with the
+/// needle's first byte is compared (UTF-8 is self-synchronizing, so a byte match of a whole
+/// needle is a character boundary). Longer searches use `str::find`, linear in the worst case.
+#[inline]
+fn find(hay: &str, needle: &str) -> Option<usize> {
+    /// The longest haystack compared position by position: at most this many comparisons of
+    /// at most the needle's length.
+    const SHORT: usize = 128;
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some(&first) = n.first() else {
+        return Some(0);
+    };
+    if n.len() > h.len() {
+        return None;
+    }
+    let mut chars = needle.chars();
+    if let (Some(c), None) = (chars.next(), chars.next()) {
+        return hay.find(c);
+    }
+    if h.len() > SHORT {
+        return hay.find(needle);
+    }
+    (0..=h.len() - n.len()).find(|&i| h[i] == first && &h[i..i + n.len()] == n)
 }
 
 /// Length of the common prefix of `a` and `b`, comparing in blocks (`memcmp`) first.
@@ -548,6 +619,37 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn at_least_is_overlap_down_to_its_minimum(
+            (prev, next) in prop_oneof![pair(), (text(), text())],
+            cfg in config(),
+            min in 0usize..80,
+        ) {
+            let full = overlap(&prev, &next, &cfg);
+            let n = overlap_at_least(&prev, &next, &cfg, min);
+            prop_assert!(
+                n == full || (n == 0 && full < min),
+                "{} for a minimum of {} (overlap {})", n, min, full
+            );
+        }
+
+        #[test]
+        fn find_is_str_find(
+            hay in prop_oneof!["[ab]{0,12}", "[abé😀]{0,40}", "[ab]{100,300}", "\\PC{0,20}"],
+            needle in prop_oneof!["[ab]{0,4}", "[abé😀]{1,3}", "\\PC{0,2}"],
+            cut in 0usize..300,
+        ) {
+            // The needle taken from the haystack as often as not, so that it occurs.
+            let needle = if cut % 2 == 0 && !hay.is_empty() {
+                let start = floor_boundary(&hay, cut % hay.len());
+                let end = ceil_boundary(&hay, start + 1 + cut % 7);
+                hay[start..end].to_owned()
+            } else {
+                needle
+            };
+            prop_assert_eq!(find(&hay, &needle), hay.find(needle.as_str()));
+        }
 
         #[test]
         fn exact_or_zero((prev, next) in prop_oneof![pair(), (text(), text())], cfg in config()) {

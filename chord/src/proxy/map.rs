@@ -350,11 +350,16 @@ fn flush_members<M: MapLike>(
             continue;
         }
         with_seg(path, Seg::Key(k.clone().into()), |p| match &child.state {
-            State::Assigned(before) => {
-                let after = map.__get(k).map(|v| to_json(v, p)).transpose()?;
-                flush_assigned(p, before, after, out);
-                Ok(())
-            }
+            State::Assigned(before) => match (before, map.__get(k)) {
+                // A member new or set whole: its `s` (what `flush_assigned` sends for it)
+                // written without building a `Value`.
+                (Before::Absent | Before::Existed, Some(v)) => out.set_checked(p, v),
+                (before, current) => {
+                    let after = current.map(|v| to_json(v, p)).transpose()?;
+                    flush_assigned(p, before, after, out);
+                    Ok(())
+                }
+            },
             _ => match map.__get(k) {
                 Some(v) => v.__flush(child, p, out),
                 None => Ok(()),

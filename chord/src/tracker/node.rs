@@ -90,7 +90,7 @@ impl Risk {
 #[derive(Debug, Default)]
 pub(crate) struct Children {
     list: Vec<(Key, Node)>,
-    index: Option<HashMap<Key, usize>>,
+    index: Option<HashMap<Key, usize, ChildHasher>>,
     /// The list is a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
     /// Nodes of children cleared at a flush, reset, for the next interval's new children: a
@@ -101,6 +101,11 @@ pub(crate) struct Children {
 
 /// How many children a scan handles before an index is built.
 const SCAN: usize = 16;
+
+/// The child index's hasher: foldhash, cheaper than SipHash on the short keys an index
+/// holds (an element's number, a map member's name), with a random seed per index,
+/// so that map keys chosen from outside cannot be picked to collide ahead of time.
+type ChildHasher = foldhash::quality::RandomState;
 
 /// How many cleared child nodes a node keeps for reuse.
 const SPARE: usize = 4;

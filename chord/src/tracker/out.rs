@@ -3,8 +3,8 @@
 //! One flush walk serves both [`Tracker::flush`](crate::Tracker::flush) and
 //! [`Tracker::flush_into`](crate::Tracker::flush_into). The hot cases (an append, a splice's
 //! items) are written to bytes without building an [`Op`]: no path clone, no `Value` per
-//! spliced item. Rarer ones (diffs of reassigned values, windows, sets) build their ops, and
-//! the encoder writes each as it comes.
+//! spliced item; so is a reassigned string's `s`. Rarer ones (diffs of reassigned values,
+//! windows) build their ops, and the encoder writes each as it comes.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -96,18 +96,6 @@ impl<'a> Out<'a> {
         }
     }
 
-    /// Ops that a function producing a vector makes (the diffs).
-    pub(crate) fn with_ops(&mut self, f: impl FnOnce(&mut Vec<Op>)) {
-        match &mut self.sink {
-            Sink::Ops(ops) => f(ops),
-            Sink::Wire { .. } => {
-                let mut ops = Vec::new();
-                f(&mut ops);
-                self.extend(ops);
-            }
-        }
-    }
-
     /// `["s", path, value]`, or `["r", value]` at the root.
     pub(crate) fn set(&mut self, path: &Trail, value: Value) {
         match &mut self.sink {
@@ -124,6 +112,40 @@ impl<'a> Out<'a> {
                 None => Op::Replace(value),
             }),
         }
+    }
+
+    /// `["s", path, text]`, or `["r", text]` at the root: [`set`](Out::set) of a string,
+    /// written to the wire without building a `Value`.
+    pub(crate) fn set_text(&mut self, path: &Trail, text: &str) {
+        match &mut self.sink {
+            Sink::Wire { enc, buf } if !path.is_empty() => {
+                enc.head(buf, 's', path, None);
+                write_last_str(buf, text);
+            }
+            _ => self.set(path, Value::String(text.to_owned())),
+        }
+    }
+
+    /// [`set`](Out::set) of `value`, checked as every value sent is; on the wire, written
+    /// without building a `Value`.
+    pub(crate) fn set_checked<T: Serialize + ?Sized>(
+        &mut self,
+        path: &Trail,
+        value: &T,
+    ) -> Result<()> {
+        match &mut self.sink {
+            Sink::Wire { enc, buf } if !path.is_empty() => {
+                enc.head(buf, 's', path, None);
+                buf.push(b',');
+                write_checked(buf, value, enc.numbers, || path.to_path())?;
+                buf.push(b']');
+            }
+            _ => {
+                let value = crate::tracker::to_json(value, path)?;
+                self.set(path, value);
+            }
+        }
+        Ok(())
     }
 
     /// `["d", path]`; nothing at the root (which cannot be deleted).

@@ -1,6 +1,7 @@
 //! String intent: appends and drops from the front, recorded as they happen; anything else
 //! falls back to a baseline diffed at flush.
 
+use crate::diff::StringEdit;
 use crate::op::Op;
 use crate::tracker::edit::TextEdit;
 use crate::tracker::node::{flush_assigned, Node, State};
@@ -130,9 +131,16 @@ fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
                     }
                     out.extend(crate::diff::smaller_than_set(&p, current, window));
                 }
+                // The string's diff, the common `s` written without building it.
                 TextEdit::Baseline(before) => {
-                    if let Some(p) = path.non_empty() {
-                        out.with_ops(|out| crate::diff::diff_string(&p, before, current, out));
+                    match crate::diff::diff_string_edit(path, before, current) {
+                        StringEdit::Same => {}
+                        StringEdit::Set => out.set_text(path, current),
+                        StringEdit::Window { kept } => {
+                            if let Some(p) = path.non_empty() {
+                                out.extend(crate::diff::window_ops(&p, before, current, kept));
+                            }
+                        }
                     }
                 }
             }
