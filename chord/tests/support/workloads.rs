@@ -889,7 +889,10 @@ impl<T: Tracked> ChordRun<T> {
         let mut t = track(value);
         let mut enc = Encoder::new();
         let mut wire = Vec::new();
-        assert!(t.flush_into(&mut enc, &mut wire).unwrap() > 0, "a base batch");
+        assert!(
+            t.flush_into(&mut enc, &mut wire).unwrap() > 0,
+            "a base batch"
+        );
         wire.clear();
         ChordRun {
             t,
