@@ -220,6 +220,27 @@ pub(crate) fn json_len(ops: &[Op]) -> usize {
         .sum()
 }
 
+/// Whether `value` is shorter than `room` bytes as compact JSON, found by writing at most
+/// `room` of them.
+pub(crate) fn json_fits<T: serde::Serialize + ?Sized>(value: &T, room: usize) -> bool {
+    struct Within(usize);
+    impl std::io::Write for Within {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            match self.0.checked_sub(bytes.len()) {
+                Some(left) if left > 0 => {
+                    self.0 = left;
+                    Ok(bytes.len())
+                }
+                _ => Err(std::io::ErrorKind::WriteZero.into()),
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Within(room), value).is_ok()
+}
+
 /// One diff in progress: the path being visited (as a stack of segments) and the ops so far.
 struct Differ<'o> {
     segs: Vec<Seg>,

@@ -94,3 +94,42 @@ fn an_element_replaced_by_splices_is_one_set_of_it() {
         "sent {sent} B, snapshot diff {snapshot} B, one s of the element {element} B"
     );
 }
+
+/// An insertion, then the whole value edited through the root's fallback (`Tracker::edit`)
+/// removing the element again: the two splices cancel, and nothing of `xs` is sent.
+#[test]
+fn an_insertion_removed_across_a_whole_value_edit_sends_nothing() {
+    let (sent, snapshot, _) = measure(
+        |t| {
+            t.state().xs.insert(1, 7);
+            t.edit(|lane| {
+                lane.xs.remove(1);
+                lane.calls[0].done = false;
+            });
+        },
+        "xs",
+    );
+    let done = bytes(&[Op::Set(chord::path!["calls", 0, "done"], false.into())]);
+    assert_eq!(snapshot, done);
+    assert!(
+        sent <= snapshot,
+        "sent {sent} B, snapshot diff {snapshot} B"
+    );
+}
+
+/// Edits of one field on both sides of a whole-value edit at the root: the field's ops are
+/// capped at one `s` of it, as without the root edit.
+#[test]
+fn a_field_edited_on_both_sides_of_a_whole_value_edit_is_at_most_one_set() {
+    let (sent, _snapshot, set) = measure(
+        |t| {
+            let mut s = t.state();
+            for mut c in s.calls.iter_mut() {
+                *c.name = format!("renamed {}", *c.id);
+            }
+            t.edit(|lane| lane.calls.reverse());
+        },
+        "calls",
+    );
+    assert!(sent <= set, "sent {sent} B, one s {set} B");
+}

@@ -7,8 +7,11 @@
 
 use std::collections::HashMap;
 
+use serde_json::Value;
+
+use crate::diff::{json_fits, json_len};
 use crate::op::Op;
-use crate::path::Seg;
+use crate::path::{Path, Seg};
 
 /// How far a later op's overwrite reaches.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -223,6 +226,170 @@ fn moved_under_wrapper(op: &Op, depth: usize) -> Option<Op> {
     })
 }
 
+/// Replaces the ops of each member of the object at `at` (every op in `ops` lies under `at`)
+/// with one `s` of the member's value in `value`, the object's value after them, where that
+/// is smaller as JSON: a location's batch is then at most one `s` per member it touched, as
+/// it is where no reassignment intervened. Members of an object are independent (an op on
+/// one never moves another), so each member's ops are judged on their own; the `s` takes the
+/// place of the member's first op. Left alone: a batch with an op of the object itself (an
+/// `r`, its `s` or splice), a member without a value now, and a member whose ops delete it
+/// (a `d` and a later `s` move the key to the end; one `s` would keep its place).
+pub(crate) fn cap_members(at: &Path, ops: &mut Vec<Op>, value: &Value) {
+    let depth = at.segments().len();
+    let Value::Object(members) = value else {
+        return;
+    };
+    if ops.len() < 2 {
+        return;
+    }
+    // For each member, in the order of its first op, the indices of its ops.
+    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        let Some(path) = op.path() else { return };
+        let Some(Seg::Key(key)) = path.segments().get(depth) else {
+            return; // the object itself, or not an object's member
+        };
+        let key = key.as_ref();
+        match index.get(key) {
+            Some(&g) => groups[g].1.push(i),
+            None => {
+                index.insert(key, groups.len());
+                groups.push((key, vec![i]));
+            }
+        }
+    }
+    if groups.len() == ops.len() {
+        return; // one op per member: nothing to cap
+    }
+    let mut replace: Vec<(usize, Op)> = Vec::new();
+    let mut drop = vec![false; ops.len()];
+    for (key, indices) in &groups {
+        if indices.len() < 2 {
+            continue;
+        }
+        let Some(member) = members.get(*key) else {
+            continue;
+        };
+        let deletes_it = indices
+            .iter()
+            .any(|&i| matches!(&ops[i], Op::Delete(p) if p.segments().len() == depth + 1));
+        if deletes_it {
+            continue;
+        }
+        let path = at.child(Seg::Key(key.to_string().into()));
+        let sent: usize = indices
+            .iter()
+            .map(|&i| json_len(std::slice::from_ref(&ops[i])))
+            .sum();
+        // `["s",` path `,` value `]`, the value measured only up to what the ops take.
+        let head = 7 + serde_json::to_string(&path).map_or(usize::MAX / 2, |p| p.len());
+        if sent
+            .checked_sub(head)
+            .is_some_and(|room| json_fits(member, room))
+        {
+            replace.push((indices[0], Op::Set(path, member.clone())));
+            for &i in &indices[1..] {
+                drop[i] = true;
+            }
+        }
+    }
+    if replace.is_empty() {
+        return;
+    }
+    for (i, op) in replace {
+        ops[i] = op;
+    }
+    let mut flags = drop.into_iter();
+    ops.retain(|_| !flags.next().unwrap_or(false));
+}
+
+/// Composes each splice with the nearest earlier op related to its array when that is a
+/// splice of the same array whose inserted range the later one's removal overlaps or
+/// touches: the two become one splice (none when they cancel, an insertion removed again).
+/// Edits of the array's elements or of its ancestors in between stop the search: they name
+/// positions the composition would move.
+pub(crate) fn compose_splices(ops: &mut Vec<Op>) {
+    if ops
+        .iter()
+        .filter(|op| matches!(op, Op::Splice { .. }))
+        .nth(1)
+        .is_none()
+    {
+        return;
+    }
+    let mut keep = vec![true; ops.len()];
+    for j in 1..ops.len() {
+        let Op::Splice { path: target, .. } = &ops[j] else {
+            continue;
+        };
+        let target = target.segments();
+        let mut found = None;
+        for k in (j.saturating_sub(FOLD_WINDOW)..j).rev() {
+            if !keep[k] {
+                continue;
+            }
+            let Some(at) = ops[k].path().map(|p| p.segments()) else {
+                break; // an `r`
+            };
+            if !(target.starts_with(at) || at.starts_with(target)) {
+                continue;
+            }
+            if matches!(&ops[k], Op::Splice { path, .. } if path.segments() == target) {
+                found = Some(k);
+            }
+            break;
+        }
+        let Some(k) = found else { continue };
+        let (
+            Op::Splice {
+                index: i,
+                remove: r1,
+                items: first,
+                ..
+            },
+            Op::Splice {
+                index: j_at,
+                remove: r2,
+                items: second,
+                ..
+            },
+        ) = (&ops[k], &ops[j])
+        else {
+            continue;
+        };
+        let (i, r1, n1, j_at, r2) = (*i, *r1, first.len(), *j_at, *r2);
+        // The later removal `[j_at, j_at + r2)` must overlap or touch the inserted `[i, i + n1)`
+        // (positions after the first splice), so that the two cover one contiguous stretch.
+        let end = j_at.saturating_add(r2);
+        if j_at > i + n1 || end < i {
+            continue;
+        }
+        let start = i.min(j_at);
+        let removed = (i - start) + r1 + (end.max(i + n1) - (i + n1));
+        let mut items = Vec::with_capacity(n1 + second.len());
+        items.extend_from_slice(&first[..j_at.saturating_sub(i).min(n1)]);
+        items.extend_from_slice(second);
+        items.extend_from_slice(&first[end.saturating_sub(i).min(n1)..]);
+        keep[j] = false;
+        if removed == 0 && items.is_empty() {
+            keep[k] = false;
+        } else if let Op::Splice {
+            index,
+            remove,
+            items: kept,
+            ..
+        } = &mut ops[k]
+        {
+            *index = start;
+            *remove = removed;
+            *kept = items;
+        }
+    }
+    let mut keep = keep.into_iter();
+    ops.retain(|_| keep.next().unwrap_or(true));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +463,128 @@ mod tests {
             },
         ];
         assert_eq!(compact(ops).len(), 1);
+    }
+
+    /// Arrays of distinct numbers and two valid splices of one of them, applied in turn.
+    fn two_splices() -> impl proptest::strategy::Strategy<Value = (Value, Op, Op)> {
+        use proptest::prelude::*;
+        (
+            0usize..8,
+            0usize..9,
+            0usize..4,
+            0usize..4,
+            0usize..9,
+            0usize..4,
+            0usize..4,
+        )
+            .prop_map(|(len, i, r1, n1, j, r2, n2)| {
+                let array: Vec<Value> = (0..len).map(|k| json!(k)).collect();
+                let i = i.min(len);
+                let r1 = r1.min(len - i);
+                let after_first = len - r1 + n1;
+                let j = j.min(after_first);
+                let r2 = r2.min(after_first - j);
+                let splice = |index, remove, from: usize, n: usize| Op::Splice {
+                    path: path!["l"].into(),
+                    index,
+                    remove,
+                    items: (from..from + n).map(|k| json!(k)).collect(),
+                };
+                (
+                    json!({"l": array, "m": 1}),
+                    splice(i, r1, 100, n1),
+                    splice(j, r2, 200, n2),
+                )
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Composed splices do what the two did, on every array they apply to.
+        #[test]
+        fn composed_splices_have_the_same_effect(
+            (value, first, second) in two_splices(),
+            between in proptest::prelude::any::<bool>(),
+        ) {
+            let mut ops = vec![first, second];
+            if between {
+                // An op elsewhere does not stop the composition.
+                ops.insert(1, Op::Set(path!["m"], json!(2)));
+            }
+            let mut want = Some(value.clone());
+            crate::apply(&mut want, &ops).unwrap();
+            let n = ops.len();
+            compose_splices(&mut ops);
+            let mut got = Some(value);
+            crate::apply(&mut got, &ops).unwrap();
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert!(ops.len() <= n);
+        }
+
+        /// Capping members changes no effect and never makes a batch larger.
+        #[test]
+        fn capped_members_have_the_same_effect_and_are_no_larger(
+            (value, first, second) in two_splices(),
+            appends in proptest::collection::vec("[a-z]{0,12}", 0..4),
+        ) {
+            let mut ops = vec![first, second];
+            for text in &appends {
+                ops.push(Op::Append(path!["t"], text.clone()));
+            }
+            let mut value = value;
+            value["t"] = json!("");
+            let mut after = Some(value.clone());
+            crate::apply(&mut after, &ops).unwrap();
+            let after = after.unwrap();
+            let before_len = json_len(&ops);
+            cap_members(&Path::root(), &mut ops, &after);
+            let mut got = Some(value);
+            crate::apply(&mut got, &ops).unwrap();
+            proptest::prop_assert_eq!(got.as_ref(), Some(&after));
+            proptest::prop_assert!(json_len(&ops) <= before_len);
+        }
+    }
+
+    #[test]
+    fn an_insertion_removed_again_composes_to_nothing() {
+        let splice = |index, remove, items: Vec<Value>| Op::Splice {
+            path: path!["l"].into(),
+            index,
+            remove,
+            items,
+        };
+        let mut ops = vec![
+            splice(3, 0, vec![json!("x")]),
+            Op::Set(path!["m"], json!(1)),
+            splice(3, 1, vec![]),
+        ];
+        compose_splices(&mut ops);
+        assert_eq!(ops, vec![Op::Set(path!["m"], json!(1))]);
+        // An edit of an element in between stops it.
+        let mut ops = vec![
+            splice(3, 0, vec![json!("x")]),
+            Op::Set(path!["l", 3], json!(1)),
+            splice(3, 1, vec![]),
+        ];
+        compose_splices(&mut ops);
+        assert_eq!(ops.len(), 3);
+    }
+
+    #[test]
+    fn a_members_ops_larger_than_its_set_become_the_set() {
+        let mut ops = vec![
+            Op::Truncate(path!["t"], 3),
+            Op::Set(path!["n"], json!(1)),
+            Op::Append(path!["t"], "~".into()),
+        ];
+        cap_members(&Path::root(), &mut ops, &json!({"t": "~", "n": 1}));
+        assert_eq!(
+            ops,
+            vec![
+                Op::Set(path!["t"], json!("~")),
+                Op::Set(path!["n"], json!(1))
+            ]
+        );
     }
 }
