@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::diff::json_len;
+use crate::diff::{json_fits, json_len};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::edit::{SeqEdit, TextEdit};
@@ -495,7 +495,9 @@ pub(crate) fn flush_assigned(
             let mut ops = Vec::new();
             crate::diff::diff_into(&whole_path, b, &a, &mut ops);
             // A reassignment that moved many members (a sort of an array of structs) can
-            // diff into more bytes than the new value.
+            // diff into more bytes than the new value, or than one `s` of a member (an
+            // enum that changed variant, member by member).
+            crate::tracker::compact::cap_members(&whole_path, &mut ops, &a);
             write_smaller(whole_path, ops, a, out);
         }
         (Before::Edited(early, b), Some(a)) => {
@@ -506,10 +508,14 @@ pub(crate) fn flush_assigned(
                 // At the root a whole replacement is an `r`, which must stand alone.
                 Some(mut ops) if !rest.iter().any(|op| matches!(op, Op::Replace(_))) => {
                     ops.extend(rest);
-                    // Early edits the reassignment overwrote are dead; and when what is left
-                    // is still larger than one `s` of the new value, the `s` is sent.
+                    // Splices of one stretch of an array compose; early edits the
+                    // reassignment overwrote are dead; a member's ops that
+                    // add up to more than one `s` of it become that `s`; and when what is
+                    // left is still larger than one `s` of the new value, the `s` is sent.
+                    crate::tracker::compact::compose_splices(&mut ops);
                     crate::tracker::compact::drop_dead(&mut ops);
                     crate::tracker::compact::fold_into_sets(&mut ops);
+                    crate::tracker::compact::cap_members(&whole_path, &mut ops, &a);
                     write_smaller(whole_path, ops, a, out);
                 }
                 // (or edits of a tracked root string, which no op but `r` can express)
@@ -563,27 +569,6 @@ pub(crate) fn capped<V: serde::Serialize + ?Sized>(
     }
     out.extend(ops);
     Ok(())
-}
-
-/// Whether `value` is shorter than `room` bytes as compact JSON, found by writing at most
-/// `room` of them.
-fn json_fits<T: serde::Serialize + ?Sized>(value: &T, room: usize) -> bool {
-    struct Within(usize);
-    impl std::io::Write for Within {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            match self.0.checked_sub(bytes.len()) {
-                Some(left) if left > 0 => {
-                    self.0 = left;
-                    Ok(bytes.len())
-                }
-                _ => Err(std::io::ErrorKind::WriteZero.into()),
-            }
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    serde_json::to_writer(Within(room), value).is_ok()
 }
 
 /// Flushes a reassigned value (out of line: the walk through a struct or an array that
