@@ -136,27 +136,15 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
 
     /// Records that member `key` is about to be replaced or removed.
     fn record(&mut self, key: &str) {
-        let Some(node) = self.cx.node.as_deref_mut() else {
-            return;
-        };
-        if reserved(key) {
-            let m = &*self.m;
-            node.assign(|| serde_json::to_value(m).ok());
-            return;
-        }
-        if let Some(child) = node.child(Key::Name(key.to_owned())) {
-            match self.m.__get(key) {
-                None => child.assign_before(Before::Absent),
-                Some(old) => child.assign_tracked(old),
-            }
-        }
+        let old = self.m.__get(key);
+        record_member(&mut self.cx, &*self.m, key, old);
     }
 
     /// Removes a member, returning it.
     pub fn remove(&mut self, key: &str) -> Option<M::Value> {
-        if self.m.__get(key).is_some() {
-            self.record(key);
-        }
+        // (One lookup for the check and the record.)
+        let old = self.m.__get(key)?;
+        record_member(&mut self.cx, &*self.m, key, Some(old));
         self.m.__remove(key)
     }
 
@@ -335,6 +323,23 @@ pub(crate) fn flush<M: MapLike>(
         });
     }
     flush_members(map, node, path, out)
+}
+
+/// Records that member `key` of `m`, now `old`, is about to be replaced or removed.
+fn record_member<M: MapLike>(cx: &mut Cx<'_>, m: &M, key: &str, old: Option<&M::Value>) {
+    let Some(node) = cx.node.as_deref_mut() else {
+        return;
+    };
+    if reserved(key) {
+        node.assign(|| serde_json::to_value(m).ok());
+        return;
+    }
+    if let Some(child) = node.child(Key::Name(key.to_owned())) {
+        match old {
+            None => child.assign_before(Before::Absent),
+            Some(old) => child.assign_tracked(old),
+        }
+    }
 }
 
 /// The ops of the members recorded since the last flush.

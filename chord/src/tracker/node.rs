@@ -5,10 +5,11 @@
 //! nodes of touched children. Flushing turns nodes into ops and resets the tree, so the
 //! tracker's memory is proportional to what changed, never to the state's size.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use serde_json::Value;
 
 use crate::diff::{json_fits, json_len};
@@ -90,7 +91,7 @@ impl Risk {
 #[derive(Debug, Default)]
 pub(crate) struct Children {
     list: Vec<(Key, Node)>,
-    index: Option<HashMap<Key, usize, ChildHasher>>,
+    index: Option<ChildIndex>,
     /// The list is a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
     /// Nodes of children cleared at a flush, reset, for the next interval's new children: a
@@ -102,10 +103,81 @@ pub(crate) struct Children {
 /// How many children a scan handles before an index is built.
 const SCAN: usize = 16;
 
-/// The child index's hasher: foldhash, cheaper than SipHash on the short keys an index
-/// holds (an element's number, a map member's name), with a random seed per index,
-/// so that map keys chosen from outside cannot be picked to collide ahead of time.
-type ChildHasher = foldhash::quality::RandomState;
+/// The positions in a child list by key: each entry is a position and its key's hash, the
+/// key itself read from the list (no copy of a member's name per child), and a table that
+/// grows moves the hashes it holds instead of hashing every key again.
+///
+/// Hashed with foldhash, cheaper than SipHash on the short keys a list holds (an element's
+/// number, a map member's name), with a random seed per index, so that map keys chosen from
+/// outside cannot be picked to collide ahead of time.
+#[derive(Debug)]
+struct ChildIndex {
+    table: HashTable<(u64, usize)>,
+    hasher: foldhash::quality::RandomState,
+}
+
+impl ChildIndex {
+    /// An index of every child of `list`.
+    fn of(list: &[(Key, Node)]) -> ChildIndex {
+        let mut index = ChildIndex {
+            table: HashTable::with_capacity(list.len()),
+            hasher: foldhash::quality::RandomState::default(),
+        };
+        for (at, (key, _)) in list.iter().enumerate() {
+            index.insert(key, at);
+        }
+        index
+    }
+
+    /// The position of `key` in `list`, the list this index was built for.
+    fn get(&self, list: &[(Key, Node)], key: &Key) -> Option<usize> {
+        let hash = self.hasher.hash_one(key);
+        self.table
+            .find(hash, |&(h, at)| h == hash && list[at].0 == *key)
+            .map(|&(_, at)| at)
+    }
+
+    /// Records that the list holds `key` (not yet indexed) at `at`.
+    fn insert(&mut self, key: &Key, at: usize) {
+        let hash = self.hasher.hash_one(key);
+        self.table.insert_unique(hash, (hash, at), |&(h, _)| h);
+    }
+}
+
+#[cfg(test)]
+mod child_index_tests {
+    use super::*;
+
+    fn key(n: usize) -> Key {
+        match n % 3 {
+            0 => Key::Name(format!("row-{n}")),
+            1 => Key::Index(n),
+            _ => Key::Field(u32::try_from(n).unwrap()),
+        }
+    }
+
+    #[test]
+    fn children_are_found_before_and_after_the_index_is_built() {
+        let risk = Risk::new();
+        let mut children = Children::default();
+        for n in 0..100 {
+            assert_eq!(children.position(&key(n)), None, "{n} not yet added");
+            assert_eq!(children.push(key(n), &risk), n);
+            // Every child so far, by a scan (up to `SCAN`) or through the index.
+            for m in (0..=n).rev().step_by(7) {
+                assert_eq!(children.position(&key(m)), Some(m), "{m} of {n}");
+            }
+        }
+        assert!(children.index.is_some());
+        // The same number as another variant, and a name never added.
+        assert_eq!(children.position(&Key::Index(3)), None);
+        assert_eq!(children.position(&Key::Name("row-1".into())), None);
+        children.clear();
+        assert_eq!(children.position(&key(0)), None);
+        assert_eq!(children.push(key(5), &risk), 0);
+        assert_eq!(children.position(&key(5)), Some(0));
+    }
+}
 
 /// How many cleared child nodes a node keeps for reuse.
 const SPARE: usize = 4;
@@ -117,16 +189,10 @@ impl Children {
     #[inline]
     fn position(&mut self, key: &Key) -> Option<usize> {
         if self.list.len() > SCAN && self.index.is_none() {
-            let index = self
-                .list
-                .iter()
-                .enumerate()
-                .map(|(i, (k, _))| (k.clone(), i))
-                .collect();
-            self.index = Some(index);
+            self.index = Some(ChildIndex::of(&self.list));
         }
         match (&self.index, key) {
-            (Some(index), _) => index.get(key).copied(),
+            (Some(index), _) => index.get(&self.list, key),
             // (Compared by variant first: no string comparison for an element or a field.)
             (None, Key::Index(i)) => self
                 .list
@@ -145,7 +211,7 @@ impl Children {
         let node = self.spare.pop().unwrap_or_else(|| Node::under(risk));
         let at = self.list.len();
         if let Some(index) = &mut self.index {
-            index.insert(key.clone(), at);
+            index.insert(&key, at);
         }
         self.list.push((key, node));
         at
