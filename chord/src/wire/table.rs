@@ -252,12 +252,19 @@ impl Table {
         // A batch of many paths leaves a long undo log: its room is freed at the next batch
         // (a steady stream's batches fit in what is kept).
         if self.undo.capacity() > KEEP_UNDO {
-            self.undo = Vec::with_capacity(8);
+            self.shrink_undo();
         }
         // Grown between batches only: the undo log names slots.
         if self.seen_writes > self.grow_after {
             self.grow_seen();
         }
+    }
+
+    /// Frees the room of a long undo log (out of line: `begin` starts every batch).
+    #[cold]
+    #[inline(never)]
+    fn shrink_undo(&mut self) {
+        self.undo = Vec::with_capacity(8);
     }
 
     /// Doubles the table of hashes of paths seen once.
