@@ -172,9 +172,12 @@
 //! - **Anything else still works.** Every proxy but a struct's derefs mutably to its value. A
 //!   change chord does not model (`sort`, `rotate_left`, a method of your own) marks the location
 //!   reassigned: its JSON is taken once, and the flush sends the difference from the accepted
-//!   value, by [`diff`]'s rules, or one `s` of the location when that is smaller.
-//!   [`Tracker::edit`] does the same for the whole value. The same cap holds for an array or a
-//!   map whose recorded edits reach a good part of it.
+//!   value, by [`diff`]'s rules, or one `s` of the location when that is smaller (and, in an
+//!   object, no more than one `s` of each member it changed). [`Tracker::edit`] does the same
+//!   for the whole value. Edits made before the reassignment are sent first, what it
+//!   overwrote dropped, splices of one stretch composed (an insertion removed again is
+//!   nothing). The same cap holds for an array or a map whose recorded edits reach a good part
+//!   of it.
 //! - **Write helpers on the proxy types.** A helper written for plain Rust,
 //!   `fn log(buf: &mut VecDeque<String>, line: &str)`, compiles when given a field (through
 //!   `DerefMut`) and takes that fallback: the whole deque is serialized and diffed at each
