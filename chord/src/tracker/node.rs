@@ -345,8 +345,18 @@ impl Node {
         matches!(self.state, State::Assigned(_))
     }
 
+    /// Starts recording at a clean node: `state` replaces `Clean`, which owns nothing, so the
+    /// old value is forgotten, not dropped (an assignment calls the drop glue, at every
+    /// first edit of a flush interval).
+    #[inline(always)]
+    pub(crate) fn start(&mut self, state: State) {
+        debug_assert!(matches!(self.state, State::Clean));
+        std::mem::forget(std::mem::replace(&mut self.state, state));
+    }
+
     /// The child at `key`, created clean if absent; `None` when this node subsumes children.
-    #[inline]
+    /// (Always inline: an element's proxy is handed out through it at every step.)
+    #[inline(always)]
     pub(crate) fn child(&mut self, key: Key) -> Option<&mut Node> {
         if self.subsumes_children() {
             return None;

@@ -30,7 +30,7 @@ pub(crate) fn record_splice(
         node.risk.mark(); // (inserted items are serialized at flush; removals cannot fail)
     }
     if matches!(node.state, State::Clean) {
-        node.state = State::Seq(SeqEdit::fresh(len));
+        node.start(State::Seq(SeqEdit::fresh(len)));
         // Elements may now sit at other indices than their nodes' cached path ids name.
         for (_, child) in node.children.iter_mut() {
             child.distrust_wire();

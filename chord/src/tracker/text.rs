@@ -13,10 +13,10 @@ use crate::tracker::Trail;
 #[inline]
 fn edit<'n>(node: &'n mut Node, current: &str) -> Option<&'n mut TextEdit> {
     if matches!(node.state, State::Clean) {
-        node.state = State::Text(TextEdit::Window {
+        node.start(State::Text(TextEdit::Window {
             dropped: String::new(),
             tail_start: current.len(),
-        });
+        }));
     }
     match &mut node.state {
         State::Text(edit) => Some(edit),
