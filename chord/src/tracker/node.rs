@@ -130,6 +130,7 @@ impl ChildIndex {
     }
 
     /// The position of `key` in `list`, the list this index was built for.
+    #[inline(never)]
     fn get(&self, list: &[(Key, Node)], key: &Key) -> Option<usize> {
         let hash = self.hasher.hash_one(key);
         self.table
@@ -186,10 +187,12 @@ const SPARE: usize = 4;
 const KEEP_CAPACITY: usize = 1024;
 
 impl Children {
-    #[inline]
+    /// (Always inline, with the index built and read out of line: a scan of a few children
+    /// is what a streaming flush interval does at every step.)
+    #[inline(always)]
     fn position(&mut self, key: &Key) -> Option<usize> {
         if self.list.len() > SCAN && self.index.is_none() {
-            self.index = Some(ChildIndex::of(&self.list));
+            self.build_index();
         }
         match (&self.index, key) {
             (Some(index), _) => index.get(&self.list, key),
@@ -204,6 +207,13 @@ impl Children {
                 .position(|(k, _)| matches!(k, Key::Field(j) if j == i)),
             (None, Key::Name(_)) => self.list.iter().position(|(k, _)| k == key),
         }
+    }
+
+    /// Indexes the list once it is longer than a scan should be.
+    #[cold]
+    #[inline(never)]
+    fn build_index(&mut self) {
+        self.index = Some(ChildIndex::of(&self.list));
     }
 
     /// Adds a clean child at `key` (a spare node when there is one), sharing `risk`.
