@@ -2,7 +2,7 @@
 //! the values, as the generated proxy documents: the value does not change, each handle goes
 //! on recording for the field it points to, and the replicas stay exact.
 
-use chord::{apply, path, track, Op, Tracked};
+use chord::{apply, path, track, Op, Tracked, Tracker};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -14,14 +14,19 @@ struct Pair {
     alias: String,
 }
 
-#[test]
-fn swapping_field_proxies_swaps_the_handles_and_changes_nothing() {
-    let mut t = track(Pair {
+/// The pair every test starts from, tracked: two numbers and two strings, all distinct.
+fn pair() -> Tracker<Pair> {
+    track(Pair {
         a: 1,
         b: 2,
         name: "n".into(),
         alias: "x".into(),
-    });
+    })
+}
+
+#[test]
+fn swapping_field_proxies_swaps_the_handles_and_changes_nothing() {
+    let mut t = pair();
     let mut replica: Option<Value> = None;
     apply(&mut replica, t.flush().unwrap()).unwrap();
 
@@ -48,12 +53,7 @@ fn swapping_field_proxies_swaps_the_handles_and_changes_nothing() {
 
 #[test]
 fn exchanging_two_fields_values_is_a_set_of_each() {
-    let mut t = track(Pair {
-        a: 1,
-        b: 2,
-        name: "n".into(),
-        alias: "x".into(),
-    });
+    let mut t = pair();
     t.flush().unwrap();
     let mut s = t.state();
     let (a, b) = (*s.a, *s.b);
@@ -69,12 +69,7 @@ fn exchanging_two_fields_values_is_a_set_of_each() {
 /// as `std::mem::swap` does on the plain struct; each field is sent whole.
 #[test]
 fn swapping_through_the_handles_exchanges_the_values() {
-    let mut t = track(Pair {
-        a: 1,
-        b: 2,
-        name: "n".into(),
-        alias: "x".into(),
-    });
+    let mut t = pair();
     let mut replica: Option<Value> = None;
     apply(&mut replica, t.flush().unwrap()).unwrap();
 

@@ -135,8 +135,26 @@ fn shift(
     covered.extend(back);
 }
 
-/// How far back [`fold_into_sets`] looks for a `s` to fold an op into.
+/// How far back [`fold_into_sets`] and [`compose_splices`] look for an op to merge a later
+/// one into.
 const FOLD_WINDOW: usize = 64;
+
+/// The nearest op before `ops[j]`, among the last [`FOLD_WINDOW`] and those `keep` still
+/// keeps, whose path is `target`, an ancestor of it or under it: the first op a merge of
+/// `ops[j]` into an earlier one would have to move past. `None` when there is none in the
+/// window, or an `r` (which touches everything) comes first.
+fn nearest_related(ops: &[Op], keep: &[bool], j: usize, target: &[Seg]) -> Option<usize> {
+    for k in (j.saturating_sub(FOLD_WINDOW)..j).rev() {
+        if !keep[k] {
+            continue;
+        }
+        let at = ops[k].path()?.segments(); // `None`: an `r`
+        if target.starts_with(at) || at.starts_with(target) {
+            return Some(k);
+        }
+    }
+    None
+}
 
 /// Folds each op into an earlier `s` of its path or of an ancestor's, when no op between them
 /// touches that location, an ancestor of it or anything under it: the `s` then carries the
@@ -152,29 +170,17 @@ pub(crate) fn fold_into_sets(ops: &mut Vec<Op>) {
         let Some(target) = ops[j].path().map(|p| p.segments().to_vec()) else {
             continue;
         };
-        // The nearest earlier kept op that is a `s` at or above `target`; stop at any op
-        // in the way.
-        let mut found = None;
-        for k in (j.saturating_sub(FOLD_WINDOW)..j).rev() {
-            if !keep[k] {
-                continue;
-            }
-            let Some(at) = ops[k].path().map(|p| p.segments()) else {
-                break; // an `r`
-            };
-            let related = target.starts_with(at) || at.starts_with(&target);
-            if !related {
-                continue;
-            }
-            if matches!(ops[k], Op::Set(..)) && target.starts_with(at) {
-                found = Some(k);
-            }
-            break;
-        }
-        let Some(k) = found else { continue };
+        // The nearest earlier kept op related to `target` must be a `s` at or above it; any
+        // other op in the way stops the fold.
+        let Some(k) = nearest_related(ops, &keep, j, &target) else {
+            continue;
+        };
         let Op::Set(at, value) = &ops[k] else {
             continue;
         };
+        if !target.starts_with(at.segments()) {
+            continue;
+        }
         // The op, moved under a wrapper that stands for the `s`'s location, applied to its
         // value.
         let depth = at.len();
@@ -324,23 +330,13 @@ pub(crate) fn compose_splices(ops: &mut Vec<Op>) {
             continue;
         };
         let target = target.segments();
-        let mut found = None;
-        for k in (j.saturating_sub(FOLD_WINDOW)..j).rev() {
-            if !keep[k] {
-                continue;
-            }
-            let Some(at) = ops[k].path().map(|p| p.segments()) else {
-                break; // an `r`
-            };
-            if !(target.starts_with(at) || at.starts_with(target)) {
-                continue;
-            }
-            if matches!(&ops[k], Op::Splice { path, .. } if path.segments() == target) {
-                found = Some(k);
-            }
-            break;
+        // The nearest earlier kept op related to the array must be a splice of it.
+        let Some(k) = nearest_related(ops, &keep, j, target) else {
+            continue;
+        };
+        if !matches!(&ops[k], Op::Splice { path, .. } if path.segments() == target) {
+            continue;
         }
-        let Some(k) = found else { continue };
         let (
             Op::Splice {
                 index: i,
@@ -498,6 +494,57 @@ mod tests {
             })
     }
 
+    /// An array of distinct numbers and a run of splices of it, each valid after the ones
+    /// before it, with a `s` elsewhere after those `between` marks.
+    fn spliced_runs() -> impl proptest::strategy::Strategy<Value = (Value, Vec<Op>)> {
+        use proptest::prelude::*;
+        (
+            0usize..6,
+            proptest::collection::vec((0usize..8, 0usize..3, 0usize..3, any::<bool>()), 2..6),
+        )
+            .prop_map(|(len, steps)| {
+                let array: Vec<Value> = (0..len).map(|k| json!(k)).collect();
+                let mut len = len;
+                let mut ops = Vec::new();
+                for (step, (i, r, n, between)) in steps.into_iter().enumerate() {
+                    let i = i.min(len);
+                    let r = r.min(len - i);
+                    let from = 100 * (step + 1);
+                    ops.push(Op::Splice {
+                        path: path!["l"].into(),
+                        index: i,
+                        remove: r,
+                        items: (from..from + n).map(|k| json!(k)).collect(),
+                    });
+                    len = len - r + n;
+                    if between {
+                        ops.push(Op::Set(path!["m"], json!(step)));
+                    }
+                }
+                (json!({"l": array, "m": 1}), ops)
+            })
+    }
+
+    /// Ops of an object, its string member and a sibling, each valid after the ones before
+    /// it: sets at every depth, appends, a truncate and an `r`.
+    fn object_edits() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(0u8..7, 1..10).prop_map(|kinds| {
+            kinds
+                .into_iter()
+                .enumerate()
+                .map(|(k, kind)| match kind {
+                    0 => Op::Set(path!["o"], json!({"t": format!("s{k}"), "n": k})),
+                    1 => Op::Set(path!["o", "t"], json!(format!("t{k}"))),
+                    2 | 3 => Op::Append(path!["o", "t"], format!("{k}")),
+                    4 => Op::Truncate(path!["o", "t"], 1),
+                    5 => Op::Set(path!["o", "n"], json!(k)),
+                    _ => Op::Replace(json!({"o": {"t": "r", "n": k}, "m": k})),
+                })
+                .collect()
+        })
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
@@ -516,6 +563,35 @@ mod tests {
             crate::apply(&mut want, &ops).unwrap();
             let n = ops.len();
             compose_splices(&mut ops);
+            let mut got = Some(value);
+            crate::apply(&mut got, &ops).unwrap();
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert!(ops.len() <= n);
+        }
+
+        /// A run of splices composes to what it did, on every array it applies to.
+        #[test]
+        fn composed_runs_of_splices_have_the_same_effect((value, ops) in spliced_runs()) {
+            let mut ops = ops;
+            let mut want = Some(value.clone());
+            crate::apply(&mut want, &ops).unwrap();
+            let n = ops.len();
+            compose_splices(&mut ops);
+            let mut got = Some(value);
+            crate::apply(&mut got, &ops).unwrap();
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert!(ops.len() <= n);
+        }
+
+        /// Folding ops into earlier sets changes no effect and never adds an op.
+        #[test]
+        fn folded_ops_have_the_same_effect(ops in object_edits()) {
+            let mut ops = ops;
+            let value = json!({"o": {"t": "", "n": 0}, "m": 0});
+            let mut want = Some(value.clone());
+            crate::apply(&mut want, &ops).unwrap();
+            let n = ops.len();
+            fold_into_sets(&mut ops);
             let mut got = Some(value);
             crate::apply(&mut got, &ops).unwrap();
             proptest::prop_assert_eq!(got, want);
