@@ -109,3 +109,64 @@ fn a_fallback_flushed_to_bytes_counts_the_bytes_written() {
     // The batch is the fallback's ops and its brackets.
     assert_eq!(agent.fallbacks().bytes() as usize, written - 2);
 }
+
+#[derive(Tracked, Serialize, Clone, Debug, Default)]
+struct Readings {
+    values: Vec<f64>,
+    ids: Vec<u64>,
+}
+
+/// Pushes through a plain `&mut Vec` (a fallback).
+fn push_plain<T>(buf: &mut Vec<T>, v: T) {
+    buf.push(v);
+}
+
+#[test]
+fn a_refused_flush_counts_no_fallback_and_the_accepted_one_counts_it_once() {
+    let mut t = track(Readings::default());
+    t.flush().unwrap();
+    push_plain(&mut t.state().values, f64::NAN);
+    assert!(t.flush().is_err(), "a NaN is refused");
+    assert!(t.flush().is_err(), "and stays refused");
+    assert_eq!(t.fallbacks().diffs(), 0, "a refused flush counts nothing");
+    t.state().values.set(vec![1.5]);
+    let ops = t.flush().unwrap();
+    assert!(!ops.is_empty());
+    assert_eq!(t.fallbacks().diffs(), 1, "{:?}", t.fallbacks());
+}
+
+#[test]
+fn a_flush_into_refused_for_an_unsafe_integer_counts_no_fallback() {
+    let mut t = track(Readings::default());
+    let mut encoder = chord::Encoder::new();
+    let mut out = Vec::new();
+    t.flush_into(&mut encoder, &mut out).unwrap();
+    // Beyond 2^53: refused in JS-safe mode (the default), found by the checked re-flush.
+    push_plain(&mut t.state().ids, 1 << 60);
+    let start = out.len();
+    assert!(t.flush_into(&mut encoder, &mut out).is_err());
+    assert_eq!(out.len(), start, "nothing written");
+    assert_eq!(t.fallbacks().diffs(), 0, "{:?}", t.fallbacks());
+    t.state().ids.set(vec![7]);
+    push_plain(&mut t.state().ids, 8);
+    assert!(t.flush_into(&mut encoder, &mut out).unwrap() > 0);
+    assert_eq!(t.fallbacks().diffs(), 1, "{:?}", t.fallbacks());
+}
+
+#[test]
+fn a_fallback_flushed_again_after_an_unsafe_integer_elsewhere_counts_once() {
+    let mut t = track(Readings::default());
+    let mut encoder = chord::Encoder::new();
+    let mut out = Vec::new();
+    t.flush_into(&mut encoder, &mut out).unwrap();
+    // Another tracker, not JS-safe, sends an integer beyond 2^53: this tracker's next
+    // `flush_into` builds its ops again to look for one, and must count its fallback once.
+    let mut other = track(Readings::default());
+    other.set_js_safe(false);
+    other.flush().unwrap();
+    other.state().ids.push(1 << 60);
+    other.flush().unwrap();
+    push_plain(&mut t.state().ids, 8);
+    assert!(t.flush_into(&mut encoder, &mut out).unwrap() > 0);
+    assert_eq!(t.fallbacks().diffs(), 1, "{:?}", t.fallbacks());
+}

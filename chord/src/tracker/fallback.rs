@@ -68,9 +68,10 @@ impl Fallbacks {
         self.paths.iter().map(|(p, d, b)| (p, *d, *b))
     }
 
-    /// Adds one flush's fallbacks (most flushes have none: nothing is done for them).
+    /// Adds one flush's fallbacks, leaving `flushed` empty (most flushes have none: nothing
+    /// is done for them).
     #[inline]
-    pub(crate) fn add(&mut self, flushed: Vec<(Path, u64)>) {
+    pub(crate) fn add(&mut self, flushed: &mut Vec<(Path, u64)>) {
         if !flushed.is_empty() {
             self.count(flushed);
         }
@@ -78,10 +79,10 @@ impl Fallbacks {
 
     #[cold]
     #[inline(never)]
-    fn count(&mut self, flushed: Vec<(Path, u64)>) {
+    fn count(&mut self, flushed: &mut Vec<(Path, u64)>) {
         // The name `streams::metrics::FALLBACKS` documents; a no-op without a recorder.
         metrics::counter!("chord_fallbacks_total").increment(flushed.len() as u64);
-        for (path, bytes) in flushed {
+        for (path, bytes) in flushed.drain(..) {
             tracing::debug!(target: "chord::fallback", path = %path, bytes, "a whole-value diff");
             self.diffs += 1;
             self.bytes += bytes;

@@ -110,6 +110,9 @@ pub struct Tracker<T> {
     path: Trail,
     /// The whole-value fallbacks its flushes wrote.
     fallbacks: Fallbacks,
+    /// Those of the flush under way (empty between flushes): counted once it is accepted,
+    /// since a refused one is flushed again.
+    pending: Vec<(Path, u64)>,
 }
 
 impl<T: Tracked> Tracker<T> {
@@ -123,6 +126,7 @@ impl<T: Tracked> Tracker<T> {
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
             path: Trail::with_capacity(8),
             fallbacks: Fallbacks::default(),
+            pending: Vec::new(),
         }
     }
 
@@ -142,6 +146,7 @@ impl<T: Tracked> Tracker<T> {
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
             path: Trail::with_capacity(8),
             fallbacks: Fallbacks::default(),
+            pending: Vec::new(),
         }
     }
 
@@ -171,6 +176,7 @@ impl<T: Tracked> Tracker<T> {
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
             path: Trail::with_capacity(8),
             fallbacks: Fallbacks::default(),
+            pending: Vec::new(),
         }
     }
 
@@ -273,33 +279,32 @@ impl<T: Tracked> Tracker<T> {
     /// Nothing is accepted then: the recorded changes stay for the next flush.
     pub fn flush(&mut self) -> Result<Vec<Op>> {
         let mut out = Vec::new();
-        let mut pending = Vec::new();
         if self.base {
             out.push(Op::Replace(to_json(&self.value, &[])?));
         } else {
             let resetting = self.resetting();
-            let mut to = Out::ops(&mut out).resetting(resetting);
+            let mut to = Out::ops(&mut out, &mut self.pending).resetting(resetting);
             let walked = self.value.__flush(&mut self.root, &mut self.path, &mut to);
-            let fallbacks = std::mem::take(&mut to.fallbacks);
             if resetting {
                 self.walked_resetting(walked)?;
-                self.fallbacks.add(fallbacks);
+                self.fallbacks.add(&mut self.pending);
                 return Ok(out);
             }
-            walked.inspect_err(|_| self.path.clear())?;
-            // (Counted only once the flush is accepted: a refused one is flushed again.)
-            pending = fallbacks;
+            walked.inspect_err(|_| {
+                self.path.clear();
+                self.pending.clear();
+            })?;
         }
         // Every value sent went through `check` (at flush, or for edits kept across a
         // reassignment, when they were recorded), which counts unsafe integers.
         let seen = check::UNSAFE_INTEGERS.load(Ordering::Relaxed);
         if self.js_safe && seen != self.unsafe_seen {
-            js_safe::check(&out)?;
+            js_safe::check(&out).inspect_err(|_| self.pending.clear())?;
         }
         self.unsafe_seen = seen;
         self.base = false;
         self.forget();
-        self.fallbacks.add(pending);
+        self.fallbacks.add(&mut self.pending);
         Ok(out)
     }
 
@@ -345,6 +350,7 @@ impl<T: Tracked> Tracker<T> {
     #[inline(never)]
     fn lost(&mut self, e: Error) -> Result<()> {
         self.path.clear();
+        self.pending.clear();
         self.base = true;
         self.forget();
         Err(e)
@@ -394,20 +400,20 @@ impl<T: Tracked> Tracker<T> {
         encoder.table.begin();
         out.push(b'[');
         let resetting = self.resetting();
-        let mut to = Out::wire(encoder, out).resetting(resetting);
+        let mut to = Out::wire(encoder, out, &mut self.pending).resetting(resetting);
         let flushed = self.value.__flush(&mut self.root, &mut self.path, &mut to);
-        let fallbacks = std::mem::take(&mut to.fallbacks);
         if resetting {
             if let Err(e) = self.walked_resetting(flushed) {
                 encoder.table.rollback();
                 out.truncate(start);
                 return Err(e);
             }
-            self.fallbacks.add(fallbacks);
+            self.fallbacks.add(&mut self.pending);
             return Ok(close_batch(out, start));
         }
         if let Err(e) = flushed {
             self.path.clear(); // (an error may leave segments pushed)
+            self.pending.clear();
             encoder.table.rollback();
             out.truncate(start);
             return Err(e);
@@ -417,11 +423,12 @@ impl<T: Tracked> Tracker<T> {
         if self.js_safe && seen != self.unsafe_seen {
             encoder.table.rollback();
             out.truncate(start);
+            self.pending.clear(); // (the flush below counts them)
             return self.flush_checked_into(encoder, out);
         }
         self.unsafe_seen = seen;
         self.forget();
-        self.fallbacks.add(fallbacks);
+        self.fallbacks.add(&mut self.pending);
         Ok(written)
     }
 

@@ -544,8 +544,11 @@ impl Node {
         }
         let mut early = Vec::new();
         let mut here = Trail::of(vec![HERE]);
+        // (Not fallbacks of a flush: the edits are kept, and the flush of the reassignment
+        // counts what it sends.)
+        let mut uncounted = Vec::new();
         let before = match (
-            current.__flush(self, &mut here, &mut Out::ops(&mut early)),
+            current.__flush(self, &mut here, &mut Out::ops(&mut early, &mut uncounted)),
             serde_json::to_value(current),
         ) {
             (Ok(()), Ok(value)) => Before::Edited(early, value),
@@ -637,10 +640,8 @@ pub(crate) fn capped<V: serde::Serialize + ?Sized>(
     flush: impl FnOnce(&mut Trail, &mut Out<'_>) -> crate::Result<()>,
 ) -> crate::Result<()> {
     let mut ops = Vec::new();
-    let mut own = Out::ops(&mut ops).resetting(out.reset);
+    let mut own = Out::ops(&mut ops, out.fallbacks).resetting(out.reset);
     flush(path, &mut own)?;
-    let fallbacks = std::mem::take(&mut own.fallbacks);
-    out.fallbacks.extend(fallbacks);
     if ops.len() > 1 && !path.is_empty() {
         let sent = json_len(&ops);
         // `["s",` path `,` value `]`

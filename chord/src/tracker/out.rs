@@ -25,9 +25,10 @@ pub struct Out<'a> {
     /// The walk forgets each node's record once written (a flush that cannot fail; see
     /// `Risk`).
     pub(crate) reset: bool,
-    /// The fallbacks this flush wrote: each path and the bytes of its ops (see
-    /// [`fallback`](super::fallback)); handed to the tracker's count once the flush succeeds.
-    pub(crate) fallbacks: Vec<(Path, u64)>,
+    /// Where the fallbacks this flush writes are listed: each path and the bytes of its ops
+    /// (see [`fallback`](super::fallback)); the tracker counts them once the flush succeeds.
+    /// (Borrowed, not owned: a flush moves and drops nothing for them when there are none.)
+    pub(crate) fallbacks: &'a mut Vec<(Path, u64)>,
 }
 
 enum Sink<'a> {
@@ -39,21 +40,26 @@ enum Sink<'a> {
 }
 
 impl<'a> Out<'a> {
-    /// Collects ops.
-    pub(crate) fn ops(ops: &'a mut Vec<Op>) -> Out<'a> {
+    /// Collects ops; lists fallbacks in `fallbacks`.
+    pub(crate) fn ops(ops: &'a mut Vec<Op>, fallbacks: &'a mut Vec<(Path, u64)>) -> Out<'a> {
         Out {
             sink: Sink::Ops(ops),
             reset: false,
-            fallbacks: Vec::new(),
+            fallbacks,
         }
     }
 
-    /// Writes the batch's ops through `enc` into `buf`, after the batch's opening `[`.
-    pub(crate) fn wire(enc: &'a mut Encoder, buf: &'a mut Vec<u8>) -> Out<'a> {
+    /// Writes the batch's ops through `enc` into `buf`, after the batch's opening `[`; lists
+    /// fallbacks in `fallbacks`.
+    pub(crate) fn wire(
+        enc: &'a mut Encoder,
+        buf: &'a mut Vec<u8>,
+        fallbacks: &'a mut Vec<(Path, u64)>,
+    ) -> Out<'a> {
         Out {
             sink: Sink::Wire { enc, buf },
             reset: false,
-            fallbacks: Vec::new(),
+            fallbacks,
         }
     }
 

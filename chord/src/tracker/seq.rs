@@ -139,29 +139,42 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    let edit = match &node.state {
+    match &node.state {
         State::Assigned(before) => return flush_reassigned(items, before, path, out),
         State::Text(_) => return Ok(()),
-        State::Clean => None,
-        State::Seq(edit) => Some(edit),
-    };
-    if let Some(edit) = edit {
-        // Splices and edits of elements around them, a good part of the array: their ops
-        // may add up to more than one `s` of it. A few changes in a long array never do, so
-        // the comparison is not made.
-        if node.touched && !path.is_empty() {
-            let changed = edit.runs.len()
-                + node
-                    .children
-                    .iter()
-                    .filter(|(_, c)| c.may_be_dirty())
-                    .count();
-            if changed * 8 >= items.count() {
-                return flush_capped(items, node, path, out);
-            }
-        }
-        flush_splices(items, edit, &node.wire, path, out)?;
+        State::Clean => {}
+        State::Seq(_) => return flush_spliced(items, node, path, out),
     }
+    flush_elements(items, node, path, out)
+}
+
+/// [`flush`] of an array with splices recorded. (Out of line: a streaming flush edits inside
+/// elements without splices, and its walk stays small.)
+#[inline(never)]
+fn flush_spliced<T: Tracked, S: Items<T> + ?Sized>(
+    items: &S,
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    let State::Seq(edit) = &node.state else {
+        return flush_elements(items, node, path, out);
+    };
+    // Splices and edits of elements around them, a good part of the array: their ops
+    // may add up to more than one `s` of it. A few changes in a long array never do, so
+    // the comparison is not made.
+    if node.touched && !path.is_empty() {
+        let changed = edit.runs.len()
+            + node
+                .children
+                .iter()
+                .filter(|(_, c)| c.may_be_dirty())
+                .count();
+        if changed * 8 >= items.count() {
+            return flush_capped(items, node, path, out);
+        }
+    }
+    flush_splices(items, edit, &node.wire, path, out)?;
     flush_elements(items, node, path, out)
 }
 
@@ -185,7 +198,8 @@ fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
 }
 
 /// Edits inside kept elements, at their current indices (after the array's splices).
-#[inline]
+/// (Always inline: in [`flush`] it is the streaming flush's walk.)
+#[inline(always)]
 fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
@@ -223,8 +237,9 @@ fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
 }
 
 /// The splices recorded on an array (`edit`), as `p` ops (or one `s` of the whole array when
-/// no accepted element is left). Out of line: most flushes of an array find none.
-#[inline(never)]
+/// no accepted element is left). (Inline: it is called from the out-of-line
+/// [`flush_spliced`] and [`flush_capped`] only.)
+#[inline]
 fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     edit: &SeqEdit,
@@ -249,10 +264,7 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
             // One element replaced by one: an `s` of the element says it in fewer bytes
             // than a `p` (its path one index longer, no index, count and brackets).
             Some((index, 1, new)) if new.len() == 1 => match items.at(new.start) {
-                Some(item) => with_seg(path, Seg::Index(index), |p| {
-                    set(p, crate::tracker::to_json(item, p)?, out);
-                    Ok(())
-                }),
+                Some(item) => set_element(item, index, path, out),
                 None => Ok(()),
             },
             Some((index, remove, new)) => {
@@ -283,6 +295,21 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     }
     emit(&mut pending, path, out)?;
     Ok(())
+}
+
+/// `["s", path + [index], item]`: one element replaced by one. (Out of line, so that the
+/// splice writer around it stays small enough to be inlined where it is called.)
+#[inline(never)]
+fn set_element<T: serde::Serialize>(
+    item: &T,
+    index: usize,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    with_seg(path, Seg::Index(index), |p| {
+        set(p, crate::tracker::to_json(item, p)?, out);
+        Ok(())
+    })
 }
 
 #[cfg(test)]
