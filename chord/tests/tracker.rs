@@ -878,3 +878,48 @@ fn a_kept_element_node_moved_by_a_splice_does_not_reuse_its_path_id() {
     t.state().messages.at(0).content.push_str("e");
     send(&mut t, &mut wire);
 }
+
+#[test]
+fn a_removed_member_is_a_d_and_one_inserted_again_is_one_s() {
+    let mut h = Harness::new(lane());
+    {
+        let s = h.t.state();
+        let config = s.config;
+        let mut labels = config.labels;
+        labels.insert("a".into(), "x".repeat(40));
+        labels.insert("b".into(), "2".into());
+    }
+    h.flush();
+    {
+        let s = h.t.state();
+        let config = s.config;
+        let mut labels = config.labels;
+        assert_eq!(labels.remove("b").as_deref(), Some("2"));
+        assert_eq!(labels.remove("missing"), None);
+    }
+    assert_eq!(h.flush(), vec![Op::Delete(path!["config", "labels", "b"])]);
+    {
+        let s = h.t.state();
+        let config = s.config;
+        let mut labels = config.labels;
+        // Removed and inserted again, nearly the same: sent whole, as one `s`.
+        drop(labels.remove("a"));
+        labels.insert("a".into(), "x".repeat(40) + "y");
+    }
+    assert_eq!(
+        h.flush(),
+        vec![Op::Set(
+            path!["config", "labels", "a"],
+            json!("x".repeat(40) + "y")
+        )]
+    );
+    {
+        let s = h.t.state();
+        let config = s.config;
+        let mut labels = config.labels;
+        // Edited, then removed: only the `d`.
+        labels.get_mut("a").unwrap().push_str("z");
+        drop(labels.remove("a"));
+    }
+    assert_eq!(h.flush(), vec![Op::Delete(path!["config", "labels", "a"])]);
+}

@@ -92,7 +92,8 @@ impl MapLike for serde_json::Map<String, Value> {
 }
 
 /// The proxy of a map tracked as a JSON object, with the map's methods: `insert` is `s` of
-/// the member (compared with a replaced value), `remove` is `d`, `get_mut`, `entry` and
+/// the member (compared with a replaced value), `remove` is `d` (a member removed and
+/// inserted again before the flush is one `s`), `get_mut`, `entry` and
 /// `iter_mut` record inside members, and any other change through `&mut M` compares the
 /// whole map at flush.
 ///
@@ -142,10 +143,15 @@ impl<'a, M: MapLike> MapProxy<'a, M> {
 
     /// Removes a member, returning it.
     pub fn remove(&mut self, key: &str) -> Option<M::Value> {
-        // (One lookup for the check and the record.)
-        let old = self.m.__get(key)?;
-        record_member(&mut self.cx, &*self.m, key, Some(old));
-        self.m.__remove(key)
+        if reserved(key) {
+            // (The whole map is compared at flush, against its JSON before the removal.)
+            let old = self.m.__get(key)?;
+            record_member(&mut self.cx, &*self.m, key, Some(old));
+            return self.m.__remove(key);
+        }
+        let removed = self.m.__remove(key)?;
+        record_removal(&mut self.cx, key);
+        Some(removed)
     }
 
     /// Removes every member: one `d` each.
@@ -339,6 +345,19 @@ fn record_member<M: MapLike>(cx: &mut Cx<'_>, m: &M, key: &str, old: Option<&M::
             None => child.assign_before(Before::Absent),
             Some(old) => child.assign_tracked(old),
         }
+    }
+}
+
+/// Records that member `key` (not a reserved name) was removed: its `d` at flush. The
+/// removed value is not kept: a member inserted again at that key before the flush is sent
+/// whole, as one `s`, so a churning map pays no serialization for what it removes.
+fn record_removal(cx: &mut Cx<'_>, key: &str) {
+    if let Some(child) = cx
+        .node
+        .as_deref_mut()
+        .and_then(|node| node.child(Key::Name(key.to_owned())))
+    {
+        child.assign_before(Before::Existed);
     }
 }
 
