@@ -6,10 +6,9 @@ use std::ops::{Deref, DerefMut};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::path::{Seg, RESERVED};
+use crate::path::RESERVED;
 use crate::tracker::{
-    capped, flush_assigned, flush_reassigned, to_json, with_seg, Before, Cx, Key, Node, State,
-    Tracked, Trail,
+    capped, flush_assigned, flush_reassigned, to_json, Before, Cx, Key, Node, State, Tracked, Trail,
 };
 use crate::tracker::{fallback, Out};
 
@@ -340,7 +339,7 @@ fn record_member<M: MapLike>(cx: &mut Cx<'_>, m: &M, key: &str, old: Option<&M::
         node.assign(|| serde_json::to_value(m).ok());
         return;
     }
-    if let Some(child) = node.child(Key::Name(key.to_owned())) {
+    if let Some(child) = node.member(key) {
         match old {
             None => child.assign_before(Before::Absent),
             Some(old) => child.assign_tracked(old),
@@ -352,11 +351,7 @@ fn record_member<M: MapLike>(cx: &mut Cx<'_>, m: &M, key: &str, old: Option<&M::
 /// removed value is not kept: a member inserted again at that key before the flush is sent
 /// whole, as one `s`, so a churning map pays no serialization for what it removes.
 fn record_removal(cx: &mut Cx<'_>, key: &str) {
-    if let Some(child) = cx
-        .node
-        .as_deref_mut()
-        .and_then(|node| node.child(Key::Name(key.to_owned())))
-    {
+    if let Some(child) = cx.node.as_deref_mut().and_then(|node| node.member(key)) {
         child.assign_before(Before::Existed);
     }
 }
@@ -373,8 +368,9 @@ fn flush_members<M: MapLike>(
         if !child.may_be_dirty() {
             continue;
         }
-        with_seg(path, Seg::Key(k.clone().into()), |p| match &child.state {
-            State::Assigned(before) => match (before, map.__get(k)) {
+        let current = map.__get(k);
+        path.with_member(k, |p| match &child.state {
+            State::Assigned(before) => match (before, current) {
                 // A member new or set whole: its `s` (what `flush_assigned` sends for it)
                 // written without building a `Value`.
                 (Before::Absent | Before::Existed, Some(v)) => out.set_checked(p, v),
@@ -384,7 +380,7 @@ fn flush_members<M: MapLike>(
                     Ok(())
                 }
             },
-            _ => match map.__get(k) {
+            _ => match current {
                 Some(v) => v.__flush(child, p, out),
                 None => Ok(()),
             },

@@ -29,10 +29,7 @@ impl<'a> Cx<'a> {
     /// A map member's context (created on first touch).
     pub(crate) fn member(&mut self, key: &str) -> Cx<'_> {
         Cx {
-            node: self
-                .node
-                .as_deref_mut()
-                .and_then(|n| n.child(Key::Name(key.to_owned()))),
+            node: self.node.as_deref_mut().and_then(|n| n.member(key)),
         }
     }
 

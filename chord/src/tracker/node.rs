@@ -124,23 +124,45 @@ impl ChildIndex {
             hasher: foldhash::quality::RandomState::default(),
         };
         for (at, (key, _)) in list.iter().enumerate() {
-            index.insert(key, at);
+            index.insert(key.as_ref(), at);
         }
         index
     }
 
+    /// A key's hash: the same for a [`Key`] and for its [`KeyRef`].
+    #[inline]
+    fn hash(&self, key: KeyRef<'_>) -> u64 {
+        use std::hash::Hasher;
+        let mut h = self.hasher.build_hasher();
+        match key {
+            KeyRef::Field(i) => {
+                h.write_u8(0);
+                h.write_u32(i);
+            }
+            KeyRef::Name(name) => {
+                h.write_u8(1);
+                h.write(name.as_bytes());
+            }
+            KeyRef::Index(i) => {
+                h.write_u8(2);
+                h.write_usize(i);
+            }
+        }
+        h.finish()
+    }
+
     /// The position of `key` in `list`, the list this index was built for.
     #[inline(never)]
-    fn get(&self, list: &[(Key, Node)], key: &Key) -> Option<usize> {
-        let hash = self.hasher.hash_one(key);
+    fn get(&self, list: &[(Key, Node)], key: KeyRef<'_>) -> Option<usize> {
+        let hash = self.hash(key);
         self.table
-            .find(hash, |&(h, at)| h == hash && list[at].0 == *key)
+            .find(hash, |&(h, at)| h == hash && list[at].0.as_ref() == key)
             .map(|&(_, at)| at)
     }
 
     /// Records that the list holds `key` (not yet indexed) at `at`.
-    fn insert(&mut self, key: &Key, at: usize) {
-        let hash = self.hasher.hash_one(key);
+    fn insert(&mut self, key: KeyRef<'_>, at: usize) {
+        let hash = self.hash(key);
         self.table.insert_unique(hash, (hash, at), |&(h, _)| h);
     }
 }
@@ -162,21 +184,25 @@ mod child_index_tests {
         let risk = Risk::new();
         let mut children = Children::default();
         for n in 0..100 {
-            assert_eq!(children.position(&key(n)), None, "{n} not yet added");
+            assert_eq!(
+                children.position(key(n).as_ref()),
+                None,
+                "{n} not yet added"
+            );
             assert_eq!(children.push(key(n), &risk), n);
             // Every child so far, by a scan (up to `SCAN`) or through the index.
             for m in (0..=n).rev().step_by(7) {
-                assert_eq!(children.position(&key(m)), Some(m), "{m} of {n}");
+                assert_eq!(children.position(key(m).as_ref()), Some(m), "{m} of {n}");
             }
         }
         assert!(children.index.is_some());
         // The same number as another variant, and a name never added.
-        assert_eq!(children.position(&Key::Index(3)), None);
-        assert_eq!(children.position(&Key::Name("row-1".into())), None);
+        assert_eq!(children.position(KeyRef::Index(3)), None);
+        assert_eq!(children.position(KeyRef::Name("row-1")), None);
         children.clear();
-        assert_eq!(children.position(&key(0)), None);
+        assert_eq!(children.position(key(0).as_ref()), None);
         assert_eq!(children.push(key(5), &risk), 0);
-        assert_eq!(children.position(&key(5)), Some(0));
+        assert_eq!(children.position(key(5).as_ref()), Some(0));
     }
 }
 
@@ -190,22 +216,25 @@ impl Children {
     /// (Always inline, with the index built and read out of line: a scan of a few children
     /// is what a streaming flush interval does at every step.)
     #[inline(always)]
-    fn position(&mut self, key: &Key) -> Option<usize> {
+    fn position(&mut self, key: KeyRef<'_>) -> Option<usize> {
         if self.list.len() > SCAN && self.index.is_none() {
             self.build_index();
         }
         match (&self.index, key) {
             (Some(index), _) => index.get(&self.list, key),
             // (Compared by variant first: no string comparison for an element or a field.)
-            (None, Key::Index(i)) => self
+            (None, KeyRef::Index(i)) => self
                 .list
                 .iter()
-                .position(|(k, _)| matches!(k, Key::Index(j) if j == i)),
-            (None, Key::Field(i)) => self
+                .position(|(k, _)| matches!(k, Key::Index(j) if *j == i)),
+            (None, KeyRef::Field(i)) => self
                 .list
                 .iter()
-                .position(|(k, _)| matches!(k, Key::Field(j) if j == i)),
-            (None, Key::Name(_)) => self.list.iter().position(|(k, _)| k == key),
+                .position(|(k, _)| matches!(k, Key::Field(j) if *j == i)),
+            (None, KeyRef::Name(name)) => self
+                .list
+                .iter()
+                .position(|(k, _)| matches!(k, Key::Name(n) if n == name)),
         }
     }
 
@@ -221,7 +250,7 @@ impl Children {
         let node = self.spare.pop().unwrap_or_else(|| Node::under(risk));
         let at = self.list.len();
         if let Some(index) = &mut self.index {
-            index.insert(&key, at);
+            index.insert(key.as_ref(), at);
         }
         self.list.push((key, node));
         at
@@ -287,7 +316,7 @@ impl Children {
 }
 
 /// How a child is addressed under its parent.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Key {
     /// A struct field, by declaration index.
     Field(u32),
@@ -295,6 +324,25 @@ pub(crate) enum Key {
     Name(String),
     /// An array element, by its index in the accepted array.
     Index(usize),
+}
+
+/// A [`Key`] borrowed: what a lookup needs (a member's name need not be copied to find it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyRef<'a> {
+    Field(u32),
+    Name(&'a str),
+    Index(usize),
+}
+
+impl Key {
+    #[inline]
+    pub(crate) fn as_ref(&self) -> KeyRef<'_> {
+        match self {
+            Key::Field(i) => KeyRef::Field(*i),
+            Key::Name(name) => KeyRef::Name(name),
+            Key::Index(i) => KeyRef::Index(*i),
+        }
+    }
 }
 
 /// What is known about the accepted value of a reassigned location.
@@ -372,9 +420,24 @@ impl Node {
             return None;
         }
         self.touched = true;
-        let at = match self.children.position(&key) {
+        let at = match self.children.position(key.as_ref()) {
             Some(at) => at,
             None => self.children.push(key, &self.risk),
+        };
+        Some(&mut self.children.list[at].1)
+    }
+
+    /// The child of map member `name`, created clean if absent (its name copied only
+    /// then); `None` when this node subsumes children.
+    #[inline]
+    pub(crate) fn member(&mut self, name: &str) -> Option<&mut Node> {
+        if self.subsumes_children() {
+            return None;
+        }
+        self.touched = true;
+        let at = match self.children.position(KeyRef::Name(name)) {
+            Some(at) => at,
+            None => self.children.push(Key::Name(name.to_owned()), &self.risk),
         };
         Some(&mut self.children.list[at].1)
     }
@@ -476,7 +539,7 @@ impl Node {
         let mut wanted_at: Vec<Option<usize>> = Vec::new();
         for (i, key) in keys.into_iter().enumerate() {
             let Some(key) = key else { continue };
-            let at = match self.children.position(&key) {
+            let at = match self.children.position(key.as_ref()) {
                 Some(at) => at,
                 None => self.children.push(key, &self.risk),
             };
