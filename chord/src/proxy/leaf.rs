@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::tracker::Out;
-use crate::tracker::{flush_reassigned, Cx, Node, State, Tracked, Trail};
+use crate::tracker::{flush_assigned, to_json, Before, Cx, Node, State, Tracked, Trail};
 
 /// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
 /// marked `#[chord(opaque)]`. Assigning it (`set`, `+=` and the other compound assignments,
@@ -145,9 +145,32 @@ pub fn flush<T: Serialize + ?Sized>(
     out: &mut Out<'_>,
 ) -> Result<()> {
     match &node.state {
-        State::Assigned(before) => flush_reassigned(value, before, path, out),
+        State::Assigned(before) => {
+            let after = to_json(value, path)?;
+            match before {
+                // A number, a `bool` or `null` now, or before: the change is one `s` or
+                // nothing (what the diff finds), written under the path id the node caches.
+                Before::Value(before) if !comparable(before, &after) => {
+                    if *before != after {
+                        out.set_cached(&node.wire, path, after);
+                    }
+                }
+                _ => flush_assigned(path, before, Some(after), out),
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
+}
+
+/// Whether two JSON values are compared inside (two strings, arrays or objects), not as one.
+fn comparable(a: &Value, b: &Value) -> bool {
+    matches!(
+        (a, b),
+        (Value::String(_), Value::String(_))
+            | (Value::Array(_), Value::Array(_))
+            | (Value::Object(_), Value::Object(_))
+    )
 }
 
 macro_rules! leaves {

@@ -104,10 +104,19 @@ impl<'a> Out<'a> {
 
     /// `["s", path, value]`, or `["r", value]` at the root.
     pub(crate) fn set(&mut self, path: &Trail, value: Value) {
+        self.set_at(None, path, value);
+    }
+
+    /// [`set`](Out::set) of the location whose node caches its path's id in `wire`.
+    pub(crate) fn set_cached(&mut self, wire: &CachedCell, path: &Trail, value: Value) {
+        self.set_at(Some(wire), path, value);
+    }
+
+    fn set_at(&mut self, wire: Option<&CachedCell>, path: &Trail, value: Value) {
         match &mut self.sink {
             Sink::Wire { enc, buf } if !path.is_empty() => {
                 // (No `Op`: its path would be a copy of the trail's segments.)
-                enc.head(buf, 's', path, None);
+                enc.head(buf, 's', path, wire);
                 buf.push(b',');
                 // (A `Value` always serializes.)
                 let _ = crate::wire::write_json(buf, &value, enc.numbers);
