@@ -167,8 +167,10 @@
 //! - **Intent is recorded where it happens.** Pushes, inserts, removals, truncations, drains
 //!   and retains of a `Vec` are splices (`p`); `String` appends are `a`, drops from the front
 //!   (`drain(..n)`, `keep_last(n)`) are `t`; an assignment is `s` (nothing when the new value is
-//!   equal); `None` on a `skip_serializing_if` field is `d`; an enum's change of variant is one
-//!   `s`, and edits inside the current variant are field-level ops.
+//!   equal); `None` on a `skip_serializing_if` field is `d`, and so is a map's `remove` (a
+//!   member removed and inserted again before the flush is one `s` of it: what was removed is
+//!   not kept to be compared); an enum's change of variant is one `s`, and edits inside the
+//!   current variant are field-level ops.
 //! - **Anything else still works.** Every proxy but a struct's derefs mutably to its value. A
 //!   change chord does not model (`sort`, `rotate_left`, a method of your own) marks the location
 //!   reassigned: its JSON is taken once, and the flush sends the difference from the accepted
