@@ -8,7 +8,7 @@ use crate::workloads::*;
 pub struct Case {
     /// `W1` ... `W7`, `W4r`, `W4L`, `W5big`, `W6big`, `W5-last500`, and the shapes `S1` ... `S5`.
     pub workload: &'static str,
-    /// `chord`, `chord-assign`, `chord-window`, `chord-deref`, `muon`, `json-patch`.
+    /// `floor`, `chord`, `chord-assign`, `chord-window`, `chord-deref`, `muon`, `json-patch`.
     pub lib: &'static str,
     /// Steps in the workload.
     pub steps: usize,
@@ -177,19 +177,24 @@ pub fn cases() -> Vec<Case> {
         }),
         case("W7-steady", "muon", 1, || Box::new(muon_w7())),
         // The shapes: a step that touches little of a large or deep state.
+        case("S1", "floor", S1_STEPS, || Box::new(floor_s1())),
         case("S1", "chord", S1_STEPS, || Box::new(chord_s1())),
         case("S1", "chord-deref", S1_STEPS, || Box::new(chord_s1_deref())),
         case("S1", "muon", S1_STEPS, || Box::new(muon_s1())),
         case("S1", "json-patch", S1_STEPS, || Box::new(patch_s1())),
+        case("S2", "floor", S2_STEPS, || Box::new(floor_s2())),
         case("S2", "chord", S2_STEPS, || Box::new(chord_s2())),
         case("S2", "muon", S2_STEPS, || Box::new(muon_s2())),
         case("S2", "json-patch", S2_STEPS, || Box::new(patch_s2())),
+        case("S3", "floor", S3_STEPS, || Box::new(floor_s3())),
         case("S3", "chord", S3_STEPS, || Box::new(chord_s3())),
         case("S3", "muon", S3_STEPS, || Box::new(muon_s3())),
         case("S3", "json-patch", S3_STEPS, || Box::new(patch_s3())),
+        case("S4", "floor", S4_STEPS, || Box::new(floor_s4())),
         case("S4", "chord", S4_STEPS, || Box::new(chord_s4())),
         case("S4", "muon", S4_STEPS, || Box::new(muon_s4())),
         case("S4", "json-patch", S4_STEPS, || Box::new(patch_s4())),
+        case("S5", "floor", S5_STEPS, || Box::new(floor_s5())),
         case("S5", "chord", S5_STEPS, || Box::new(chord_s5())),
         case("S5", "muon", S5_STEPS, || Box::new(muon_s5())),
         case("S5", "json-patch", S5_STEPS, || Box::new(patch_s5())),
@@ -222,4 +227,93 @@ pub fn totals(case: &Case) -> Totals {
         t.extrapolated = true;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::workloads::*;
+
+    /// Runs chord's case and the floor side by side, handing `check` each step's wire texts
+    /// (chord's, the floor's).
+    fn side_by_side<T: chord::Tracked, S>(
+        mut chord: ChordRun<T>,
+        mut floor: ShapeFloor<S>,
+        steps: usize,
+        mut check: impl FnMut(usize, &str, &str),
+    ) {
+        for i in 0..steps {
+            let (ops, wire) = chord.step_ops(i);
+            let e = floor.step(i);
+            assert_eq!(e.ops, ops.len(), "step {i}: as many ops as chord's");
+            assert_eq!(e.bytes, floor.wire().len());
+            check(i, &wire, std::str::from_utf8(floor.wire()).unwrap());
+        }
+    }
+
+    /// The batch's ops as JSON values, in an order that does not depend on the map's.
+    fn sorted_ops(wire: &str) -> Vec<serde_json::Value> {
+        let serde_json::Value::Array(mut ops) = serde_json::from_str(wire).unwrap() else {
+            panic!("a batch is an array: {wire}");
+        };
+        ops.sort_by_key(|op| op.to_string());
+        ops
+    }
+
+    // S1, S2 and S5 send their paths inline at every step: the floor writes chord's bytes.
+
+    #[test]
+    fn s1_floor_writes_chord_wire() {
+        side_by_side(chord_s1(), floor_s1(), S1_STEPS, |i, c, f| {
+            assert_eq!(c, f, "S1 step {i}");
+        });
+    }
+
+    #[test]
+    fn s2_floor_writes_chord_ops() {
+        side_by_side(chord_s2(), floor_s2(), S2_STEPS, |i, c, f| {
+            assert_eq!(c.len(), f.len(), "S2 step {i}");
+            assert_eq!(sorted_ops(c), sorted_ops(f), "S2 step {i}");
+        });
+    }
+
+    #[test]
+    fn s5_floor_writes_chord_wire() {
+        side_by_side(chord_s5(), floor_s5(), S5_STEPS, |i, c, f| {
+            assert_eq!(c, f, "S5 step {i}");
+        });
+    }
+
+    // S3 and S4 repeat their paths, which chord sends as ids once defined: the floor writes
+    // the steady form throughout.
+
+    #[test]
+    fn s3_floor_writes_as_many_bytes_as_chord_once_steady() {
+        let (mut chord, mut floor) = (0, 0);
+        side_by_side(chord_s3(), floor_s3(), S3_STEPS, |i, c, f| {
+            // (Steps that define an id, the first time a field repeats, are left out.)
+            if !c.contains('#') && !c.contains("[\"f") {
+                chord += c.len();
+                floor += f.len();
+            }
+            let values = |wire: &str| {
+                let ops: Vec<serde_json::Value> = serde_json::from_str(wire).unwrap();
+                let sets = ops.iter().filter(|op| op[0] == "s");
+                let mut v: Vec<_> = sets.map(|op| op[2].clone()).collect();
+                v.sort_by_key(|v| v.to_string());
+                v
+            };
+            assert_eq!(values(c), values(f), "S3 step {i}: the same values set");
+        });
+        let diff = (chord as f64 - floor as f64).abs() / chord as f64;
+        assert!(diff < 0.01, "S3: chord {chord} bytes, the floor {floor}");
+    }
+
+    #[test]
+    fn s4_floor_writes_chord_wire_once_steady() {
+        side_by_side(chord_s4(), floor_s4(), S4_STEPS, |i, c, f| {
+            if i >= 2 {
+                assert_eq!(c, f, "S4 step {i}");
+            }
+        });
+    }
 }

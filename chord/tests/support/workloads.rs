@@ -1,5 +1,6 @@
 //! The benchmark workloads of `testdata/bench/README.md` (W1–W7, W4r, W4L, W5big,
-//! W6big): their inputs and chord's side of each, with the floor of W1 and W5. Shared by
+//! W6big) and the shapes S1-S5: their inputs and chord's side of each, with the floors of W1,
+//! W5 and the shapes (what a step costs at least on plain data, no library). Shared by
 //! `tests/workload_sizes.rs` (chord's structural targets), `tests/memory.rs` (heap cost) and
 //! the benchmark member `chord-bench` (`benches/` at the repository's root), whose
 //! `alternatives` module writes the same workloads for muon and json-patch on these inputs
@@ -204,6 +205,18 @@ pub mod ch {
             pub fn wide_bump(w: &mut chord::Proxy<'_, Wide>, k: usize) {
                 match k {
                     $($k => w.$f += 1,)*
+                    _ => panic!("S3 has 60 fields, not field {k}"),
+                }
+            }
+
+            /// Adds 1 to field `k` (0..60) of the plain struct, returning the new value (the
+            /// floor's mutation).
+            pub fn wide_bump_plain(w: &mut Wide, k: usize) -> i64 {
+                match k {
+                    $($k => {
+                        w.$f += 1;
+                        w.$f
+                    })*
                     _ => panic!("S3 has 60 fields, not field {k}"),
                 }
             }
@@ -815,8 +828,8 @@ pub fn chord_s1_deref() -> ChordRun<ch::Transcript> {
 
 // S2: a map of 10,000, 100 removed and 100 inserted per step.
 
-/// S2 in chord.
-pub fn chord_s2() -> ChordRun<ch::Table> {
+/// S2's initial map, as chord's state type.
+pub fn ch_s2_table() -> ch::Table {
     let rows = (0..S2_ROWS)
         .map(|n| {
             (
@@ -825,7 +838,12 @@ pub fn chord_s2() -> ChordRun<ch::Table> {
             )
         })
         .collect();
-    ChordRun::new(ch::Table { rows }, |t, i| {
+    ch::Table { rows }
+}
+
+/// S2 in chord.
+pub fn chord_s2() -> ChordRun<ch::Table> {
+    ChordRun::new(ch_s2_table(), |t, i| {
         let (removed, inserted) = s2_step(i);
         let mut s = t.state();
         for n in removed {
@@ -861,12 +879,17 @@ pub fn chord_s4() -> ChordRun<ch::Deep1> {
 
 // S5: 1,000 agents, one agent's log pushed onto per step.
 
-/// S5 in chord.
-pub fn chord_s5() -> ChordRun<ch::Agents> {
+/// S5's initial agents, as chord's state type.
+pub fn ch_s5_agents() -> ch::Agents {
     let agents = s5_agents(|status, log| ch::Agent { status, log })
         .into_iter()
         .collect();
-    ChordRun::new(ch::Agents { agents }, |t, i| {
+    ch::Agents { agents }
+}
+
+/// S5 in chord.
+pub fn chord_s5() -> ChordRun<ch::Agents> {
+    ChordRun::new(ch_s5_agents(), |t, i| {
         let line = S5_LINES[i % S5_STEPS].clone();
         let mut s = t.state();
         let mut agent = s
@@ -875,6 +898,170 @@ pub fn chord_s5() -> ChordRun<ch::Agents> {
             .expect("S5's agents are all present");
         agent.log.push(line);
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The floors of the shapes: each step's mutation on the same state types used as plain data
+// (untracked: no proxy, no tracker), and the ops chord sends for the step written into a
+// reused buffer, the values through serde_json (its string escaping and `Serialize`), with
+// nothing else: no table of paths, no record of what changed. What any library must do at
+// least to send the same update.
+
+/// A shape's floor: the plain state and the reused wire buffer.
+pub struct ShapeFloor<S> {
+    state: S,
+    wire: Vec<u8>,
+    /// Mutates the state for step `i` and writes the step's ops into the (cleared) buffer,
+    /// returning how many.
+    step: fn(&mut S, &mut Vec<u8>, usize) -> usize,
+}
+
+impl<S> ShapeFloor<S> {
+    /// The wire text of the last step.
+    pub fn wire(&self) -> &[u8] {
+        &self.wire
+    }
+}
+
+impl<S> Run for ShapeFloor<S> {
+    fn step(&mut self, i: usize) -> Emitted {
+        self.wire.clear();
+        let ops = (self.step)(&mut self.state, &mut self.wire, i);
+        Emitted {
+            ops,
+            bytes: self.wire.len(),
+        }
+    }
+}
+
+/// Writes `value`'s JSON (serde_json: strings escaped, integers by `itoa`).
+fn put<V: serde::Serialize + ?Sized>(wire: &mut Vec<u8>, value: &V) {
+    serde_json::to_writer(&mut *wire, value).unwrap();
+}
+
+/// S1's floor: the element's text assigned, and the `s` op chord sends (each step touches an
+/// element whose path was not sent before, so the path goes inline):
+/// `[["s",["transcript",k,"text"],"<text>"]]`.
+pub fn floor_s1() -> ShapeFloor<ch::Transcript> {
+    let transcript = s1_entries(|role, text| ch::Entry { role, text });
+    ShapeFloor {
+        state: ch::Transcript { transcript },
+        wire: Vec::new(),
+        step: |s, wire, i| {
+            let k = s1_index(i);
+            let entry = &mut s.transcript[k];
+            entry.text = S1_TEXTS[i % S1_STEPS].clone();
+            wire.extend_from_slice(br#"[["s",["transcript","#);
+            put(wire, &k);
+            wire.extend_from_slice(br#","text"],"#);
+            put(wire, entry.text.as_str());
+            wire.extend_from_slice(b"]]");
+            1
+        },
+    }
+}
+
+/// S2's floor: the 100 oldest keys removed from the map and 100 new items inserted, with a
+/// `d` per removed key (`["d",["rows","<key>"]]`) and an `s` per inserted one
+/// (`["s",["rows","<key>"],{"id":n,"name":"<key>"}]`), the paths inline as chord's (every
+/// key is new to the stream).
+pub fn floor_s2() -> ShapeFloor<ch::Table> {
+    ShapeFloor {
+        state: ch_s2_table(),
+        wire: Vec::new(),
+        step: |s, wire, i| {
+            let (removed, inserted) = s2_step(i);
+            let ops = removed.len() + inserted.len();
+            wire.push(b'[');
+            for n in removed {
+                s.rows.remove(&S2_KEYS[n]);
+                wire.extend_from_slice(br#"["d",["rows","#);
+                put(wire, S2_KEYS[n].as_str());
+                wire.extend_from_slice(b"]],");
+            }
+            for n in inserted {
+                let item = s2_item(n, |id, name| ch::Item { id, name });
+                wire.extend_from_slice(br#"["s",["rows","#);
+                put(wire, S2_KEYS[n].as_str());
+                wire.extend_from_slice(b"],");
+                put(wire, &item);
+                wire.extend_from_slice(b"],");
+                s.rows.insert(S2_KEYS[n].clone(), item);
+            }
+            // The last op's comma closes the batch.
+            *wire.last_mut().expect("S2 steps send ops") = b']';
+            ops
+        },
+    }
+}
+
+/// S3's floor: the 3 fields bumped on the plain struct, and chord's steady `s` ops, a field's
+/// path as an id (`[["s",id,v],["s",id,v],["s",id,v]]`). The id written is the field's index:
+/// once a stream has sent every field twice, chord's ids are the same 60 numbers, given in
+/// the order the fields first repeated.
+pub fn floor_s3() -> ShapeFloor<ch::Wide> {
+    ShapeFloor {
+        state: ch::Wide::initial(),
+        wire: Vec::new(),
+        step: |s, wire, i| {
+            let picks = &S3_PICKS[i % S3_STEPS];
+            wire.push(b'[');
+            for &k in picks {
+                let value = ch::wide_bump_plain(s, k);
+                wire.extend_from_slice(br#"["s","#);
+                put(wire, &k);
+                wire.push(b',');
+                put(wire, &value);
+                wire.extend_from_slice(b"],");
+            }
+            *wire.last_mut().expect("S3 steps send ops") = b']';
+            picks.len()
+        },
+    }
+}
+
+/// S4's floor: the counter 8 levels down bumped, and chord's steady `s` op, the path as an id
+/// (`[["s",0,n]]`).
+pub fn floor_s4() -> ShapeFloor<ch::Deep1> {
+    ShapeFloor {
+        state: ch::Deep1::initial(),
+        wire: Vec::new(),
+        step: |s, wire, _| {
+            let count = &mut s.inner.inner.inner.inner.inner.inner.inner.count;
+            *count += 1;
+            wire.extend_from_slice(br#"[["s",0,"#);
+            put(wire, count);
+            wire.extend_from_slice(b"]]");
+            1
+        },
+    }
+}
+
+/// S5's floor: the line pushed onto the agent's log, and the op chord sends for a push, a
+/// splice at the log's end with the path inline (each step's agent is new to the stream):
+/// `[["p",["agents","<id>","log"],<index>,0,["<line>"]]]`.
+pub fn floor_s5() -> ShapeFloor<ch::Agents> {
+    ShapeFloor {
+        state: ch_s5_agents(),
+        wire: Vec::new(),
+        step: |s, wire, i| {
+            let id = s5_agent(i);
+            let log = &mut s
+                .agents
+                .get_mut(id)
+                .expect("S5's agents are all present")
+                .log;
+            log.push(S5_LINES[i % S5_STEPS].clone());
+            wire.extend_from_slice(br#"[["p",["agents","#);
+            put(wire, id);
+            wire.extend_from_slice(br#","log"],"#);
+            put(wire, &(log.len() - 1));
+            wire.extend_from_slice(b",0,[");
+            put(wire, log[log.len() - 1].as_str());
+            wire.extend_from_slice(b"]]]");
+            1
+        },
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
