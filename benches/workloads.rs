@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Ends with the run's table: the median per step of every library, chord over the floor
-//! (W1, W5: the token pushed onto a `String` and the one op written into a reused buffer) and
+//! (W1, W5 and the shapes S1-S5: the step's mutation on plain data and chord's ops written
+//! into a reused buffer) and
 //! muon over chord. chord's step is `flush_into` a reused buffer; `W1-fresh`, `W3`, `W7` are a
 //! step on a fresh copy (the spec's form: the path goes inline), `W1`, `W3-steady`,
 //! `W7-steady` a step on a stream that sent ops on that path before (the path has an id).
