@@ -279,7 +279,7 @@ fn s2_churn_in_a_map_of_100_or_100000() {
     flat("S2", None, 100, 100_000, 200);
 }
 
-/// Fails today: a struct's step grows with its width (about 2.4x from 10 to 300 fields).
+/// Fails today: a struct's step grows with its width.
 /// `Tracker::state` builds every field's proxy, and the flush checks and resets every
 /// field's node, where only the touched ones need it. Run it with `--ignored`.
 #[test]
