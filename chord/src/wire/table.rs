@@ -119,6 +119,17 @@ impl CachedCell {
         }
     }
 
+    /// The id cached here, when it is table `uid`'s and trusted in `epoch` (the common case,
+    /// read without decoding the rest).
+    #[inline]
+    pub(crate) fn trusted_id(&self, uid: u64, epoch: u32) -> Option<usize> {
+        if self.uid.load(Ordering::Relaxed) != uid | TRUSTED {
+            return None;
+        }
+        let slot = self.slot.load(Ordering::Relaxed);
+        (slot as u32 == epoch).then_some((slot >> 32) as usize)
+    }
+
     #[inline]
     pub(crate) fn set(&self, c: Cached) {
         let trusted = if c.trusted { TRUSTED } else { 0 };
@@ -402,6 +413,27 @@ impl Table {
     /// `None` otherwise (ask [`form`](Table::form)).
     #[inline]
     pub(crate) fn form_cached(&mut self, cached: &CachedCell, path: &[Seg]) -> Option<Form> {
+        let id = match cached.trusted_id(self.uid, self.epoch) {
+            Some(id) => id,
+            None => self.check_cached(cached, path)?,
+        };
+        let same = match self.prev {
+            Prev::None => false,
+            Prev::Key => self.paths[id] == self.previous,
+            Prev::Id(prev) => prev == id,
+        };
+        if same {
+            return Some(Form::Omitted);
+        }
+        self.used[id] = true;
+        self.prev = Prev::Id(id);
+        Some(Form::Id(id))
+    }
+
+    /// [`form_cached`](Table::form_cached) of an id not trusted in this epoch: the id, when
+    /// it is this table's and still names `path` (it is then trusted again).
+    #[inline]
+    fn check_cached(&self, cached: &CachedCell, path: &[Seg]) -> Option<usize> {
         let c = cached.get();
         let id = c.id as usize;
         if c.uid != self.uid {
@@ -417,17 +449,7 @@ impl Table {
                 ..c
             });
         }
-        let same = match self.prev {
-            Prev::None => false,
-            Prev::Key => self.paths[id] == self.previous,
-            Prev::Id(prev) => prev == id,
-        };
-        if same {
-            return Some(Form::Omitted);
-        }
-        self.used[id] = true;
-        self.prev = Prev::Id(id);
-        Some(Form::Id(id))
+        Some(id)
     }
 
     /// The id `form` gave a path, to remember on the path's dirty-tree node.
