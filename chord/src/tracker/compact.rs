@@ -545,6 +545,23 @@ mod tests {
         })
     }
 
+    /// Checks that `pass` changes no effect of `ops` on `value` and never adds an op.
+    fn same_effect(
+        pass: fn(&mut Vec<Op>),
+        value: Value,
+        mut ops: Vec<Op>,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut want = Some(value.clone());
+        crate::apply(&mut want, &ops).unwrap();
+        let n = ops.len();
+        pass(&mut ops);
+        let mut got = Some(value);
+        crate::apply(&mut got, &ops).unwrap();
+        proptest::prop_assert_eq!(got, want);
+        proptest::prop_assert!(ops.len() <= n);
+        Ok(())
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
@@ -559,43 +576,20 @@ mod tests {
                 // An op elsewhere does not stop the composition.
                 ops.insert(1, Op::Set(path!["m"], json!(2)));
             }
-            let mut want = Some(value.clone());
-            crate::apply(&mut want, &ops).unwrap();
-            let n = ops.len();
-            compose_splices(&mut ops);
-            let mut got = Some(value);
-            crate::apply(&mut got, &ops).unwrap();
-            proptest::prop_assert_eq!(got, want);
-            proptest::prop_assert!(ops.len() <= n);
+            same_effect(compose_splices, value, ops)?;
         }
 
         /// A run of splices composes to what it did, on every array it applies to.
         #[test]
         fn composed_runs_of_splices_have_the_same_effect((value, ops) in spliced_runs()) {
-            let mut ops = ops;
-            let mut want = Some(value.clone());
-            crate::apply(&mut want, &ops).unwrap();
-            let n = ops.len();
-            compose_splices(&mut ops);
-            let mut got = Some(value);
-            crate::apply(&mut got, &ops).unwrap();
-            proptest::prop_assert_eq!(got, want);
-            proptest::prop_assert!(ops.len() <= n);
+            same_effect(compose_splices, value, ops)?;
         }
 
         /// Folding ops into earlier sets changes no effect and never adds an op.
         #[test]
         fn folded_ops_have_the_same_effect(ops in object_edits()) {
-            let mut ops = ops;
             let value = json!({"o": {"t": "", "n": 0}, "m": 0});
-            let mut want = Some(value.clone());
-            crate::apply(&mut want, &ops).unwrap();
-            let n = ops.len();
-            fold_into_sets(&mut ops);
-            let mut got = Some(value);
-            crate::apply(&mut got, &ops).unwrap();
-            proptest::prop_assert_eq!(got, want);
-            proptest::prop_assert!(ops.len() <= n);
+            same_effect(fold_into_sets, value, ops)?;
         }
 
         /// Capping members changes no effect and never makes a batch larger.
