@@ -3,6 +3,8 @@
 //! holds them; the string and array flushes ([`text`](super::text), [`seq`](super::seq)) read
 //! them.
 
+use smallvec::SmallVec;
+
 /// What happened to a string since the last flush.
 #[derive(Debug)]
 #[repr(u8)] // (a plain tag, as `State`'s)
@@ -33,14 +35,14 @@ impl Run {
 /// The splices made to an array since the last flush.
 #[derive(Debug)]
 pub(crate) struct SeqEdit {
-    pub(crate) runs: Vec<Run>,
+    /// (Two runs inline: a push or an unshift on a clean array allocates nothing.)
+    pub(crate) runs: SmallVec<[Run; 2]>,
     pub(crate) accepted_len: usize,
 }
 
 impl SeqEdit {
     pub(crate) fn fresh(len: usize) -> SeqEdit {
-        // Room for the common shapes (a push, an unshift, one removal) without regrowing.
-        let mut runs = Vec::with_capacity(4);
+        let mut runs = SmallVec::new();
         if len > 0 {
             runs.push(Run::Kept { start: 0, len });
         }
@@ -136,8 +138,8 @@ mod tests {
         let mut e = SeqEdit::fresh(1000);
         e.splice(0, 0, 1);
         assert_eq!(
-            e.runs,
-            vec![
+            e.runs.as_slice(),
+            [
                 Run::New { len: 1 },
                 Run::Kept {
                     start: 0,
@@ -157,8 +159,8 @@ mod tests {
             e.splice(2 + k, 0, 1);
         }
         assert_eq!(
-            e.runs,
-            vec![Run::Kept { start: 0, len: 2 }, Run::New { len: 100 }]
+            e.runs.as_slice(),
+            [Run::Kept { start: 0, len: 2 }, Run::New { len: 100 }]
         );
     }
 
@@ -168,8 +170,8 @@ mod tests {
         e.splice(1, 0, 2); // [k0, n, n, k1, k2]
         e.splice(0, 2, 0); // [n, k1, k2]
         assert_eq!(
-            e.runs,
-            vec![Run::New { len: 1 }, Run::Kept { start: 1, len: 2 }]
+            e.runs.as_slice(),
+            [Run::New { len: 1 }, Run::Kept { start: 1, len: 2 }]
         );
         assert_eq!(e.current_index(0), None);
         assert_eq!(e.current_index(2), Some(2));

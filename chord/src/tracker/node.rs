@@ -90,14 +90,17 @@ impl Risk {
 /// there are many, so one flush interval that edits thousands of elements stays linear.
 #[derive(Debug, Default)]
 pub(crate) struct Children {
+    /// The children (`..live`), then spares: nodes of children cleared at a flush, reset,
+    /// for the next interval's new children, so that a token appended to
+    /// `messages[0].content` at every flush finds `messages[0]`'s node (and its fields)
+    /// already allocated. At most [`SPARE`] spares, each holding no spares of its own; a
+    /// spare keeps the key it had, so a member's name is copied into the room of an earlier
+    /// one, and reused in place, so a node is not moved to be reused.
     list: Vec<(Key, Node)>,
+    live: usize,
     index: Option<ChildIndex>,
-    /// The list is a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
+    /// The children are a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
-    /// Nodes of children cleared at a flush, reset, for the next interval's new children: a
-    /// token appended to `messages[0].content` at every flush finds `messages[0]`'s node (and
-    /// its fields) already allocated. At most [`SPARE`], each holding no spares of its own.
-    spare: Vec<Node>,
 }
 
 /// How many children a scan handles before an index is built.
@@ -204,10 +207,53 @@ mod child_index_tests {
         assert_eq!(children.push(key(5), &risk), 0);
         assert_eq!(children.position(key(5).as_ref()), Some(0));
     }
+
+    #[test]
+    fn spares_are_reused_in_place_and_never_seen_as_children() {
+        let risk = Risk::new();
+        let mut children = Children::default();
+        for name in ["a", "b", "c", "d", "e", "f"] {
+            children.push_member(name, &risk);
+        }
+        children.list[0].1.touched = true;
+        children.clear();
+        assert_eq!(children.iter().count(), 0, "no child after a clear");
+        assert_eq!(children.list.len(), SPARE, "at most SPARE spares kept");
+        assert!(
+            children.list.iter().all(|(_, n)| !n.touched),
+            "spares are reset"
+        );
+        for name in ["a", "b", "c"] {
+            assert_eq!(
+                children.position(KeyRef::Name(name)),
+                None,
+                "{name} is gone"
+            );
+        }
+        // A new member takes a spare's place and its name's room; a field takes the next.
+        assert_eq!(children.push_member("zz", &risk), 0);
+        assert_eq!(children.push(Key::Field(7), &risk), 1);
+        let keys: Vec<_> = children.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(keys, [Key::Name("zz".into()), Key::Field(7)]);
+        assert_eq!(children.position(KeyRef::Name("zz")), Some(0));
+        assert_eq!(
+            children.position(KeyRef::Name("c")),
+            None,
+            "a spare's old name"
+        );
+        assert_eq!(children.list.len(), SPARE, "the other spares wait");
+        // A struct's fields leave no spares behind.
+        children.make_fields(2, &risk);
+        assert_eq!(children.list.len(), 2);
+        assert_eq!(children.iter().count(), 2);
+    }
 }
 
 /// How many cleared child nodes a node keeps for reuse.
 const SPARE: usize = 4;
+
+/// The longest member name whose room a spare node keeps, in bytes.
+const SPARE_NAME: usize = 64;
 
 /// The most children whose room a node's list keeps once cleared.
 const KEEP_CAPACITY: usize = 1024;
@@ -217,42 +263,66 @@ impl Children {
     /// is what a streaming flush interval does at every step.)
     #[inline(always)]
     fn position(&mut self, key: KeyRef<'_>) -> Option<usize> {
-        if self.list.len() > SCAN && self.index.is_none() {
+        if self.live > SCAN && self.index.is_none() {
             self.build_index();
         }
+        let live = &self.list[..self.live];
         match (&self.index, key) {
-            (Some(index), _) => index.get(&self.list, key),
+            (Some(index), _) => index.get(live, key),
             // (Compared by variant first: no string comparison for an element or a field.)
-            (None, KeyRef::Index(i)) => self
-                .list
+            (None, KeyRef::Index(i)) => live
                 .iter()
                 .position(|(k, _)| matches!(k, Key::Index(j) if *j == i)),
-            (None, KeyRef::Field(i)) => self
-                .list
+            (None, KeyRef::Field(i)) => live
                 .iter()
                 .position(|(k, _)| matches!(k, Key::Field(j) if *j == i)),
-            (None, KeyRef::Name(name)) => self
-                .list
+            (None, KeyRef::Name(name)) => live
                 .iter()
                 .position(|(k, _)| matches!(k, Key::Name(n) if n == name)),
         }
     }
 
-    /// Indexes the list once it is longer than a scan should be.
+    /// Indexes the children once there are more than a scan should go through.
     #[cold]
     #[inline(never)]
     fn build_index(&mut self) {
-        self.index = Some(ChildIndex::of(&self.list));
+        self.index = Some(ChildIndex::of(&self.list[..self.live]));
     }
 
     /// Adds a clean child at `key` (a spare node when there is one), sharing `risk`.
     fn push(&mut self, key: Key, risk: &Risk) -> usize {
-        let node = self.spare.pop().unwrap_or_else(|| Node::under(risk));
-        let at = self.list.len();
-        if let Some(index) = &mut self.index {
-            index.insert(key.as_ref(), at);
+        let at = self.live;
+        match self.list.get_mut(at) {
+            Some((spare, _)) => *spare = key,
+            None => self.list.push((key, Node::under(risk))),
         }
-        self.list.push((key, node));
+        self.added(at)
+    }
+
+    /// [`push`](Children::push) of map member `name`: a spare's key, when it was a name,
+    /// takes the new one without allocating.
+    fn push_member(&mut self, name: &str, risk: &Risk) -> usize {
+        let at = self.live;
+        match self.list.get_mut(at) {
+            Some((Key::Name(room), _)) => {
+                room.clear();
+                room.push_str(name);
+            }
+            Some((spare, _)) => *spare = Key::Name(name.to_owned()),
+            None => self
+                .list
+                .push((Key::Name(name.to_owned()), Node::under(risk))),
+        }
+        self.added(at)
+    }
+
+    /// Counts the child just placed at `at` (the end of the children) as one.
+    #[inline]
+    fn added(&mut self, at: usize) -> usize {
+        self.live = at + 1;
+        if let Some(index) = &mut self.index {
+            index.insert(self.list[at].0.as_ref(), at);
+        }
         at
     }
 
@@ -262,21 +332,22 @@ impl Children {
     #[inline(never)]
     fn make_fields(&mut self, count: usize, risk: &Risk) {
         self.clear();
-        self.fields = true;
-        self.list.reserve_exact(count);
+        self.list
+            .reserve_exact(count.saturating_sub(self.list.len()));
         for i in 0..count {
-            self.list.push((
-                Key::Field(u32::try_from(i).unwrap_or(u32::MAX)),
-                Node::under(risk),
-            ));
+            self.push(Key::Field(u32::try_from(i).unwrap_or(u32::MAX)), risk);
         }
+        // (A struct's children are its fields, with no spares: `Node::fields` hands out the
+        // whole list.)
+        self.drop_spares();
+        self.fields = true;
     }
 
     /// Removes every child, keeping up to [`SPARE`] of their nodes (reset) for reuse.
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.fields = false;
-        if !self.list.is_empty() {
+        if self.live > 0 {
             self.clear_list();
         }
     }
@@ -285,33 +356,48 @@ impl Children {
     /// common case, a leaf, has none).
     #[inline(never)]
     fn clear_list(&mut self) {
-        for (_, mut node) in self.list.drain(..) {
-            if self.spare.len() == SPARE {
-                break;
-            }
+        // The first children become the spares, in place; the others, and spares beyond
+        // `SPARE`, are dropped.
+        for (key, node) in self.list.iter_mut().take(self.live.min(SPARE)) {
             node.reset();
             node.distrust_wire();
-            node.children.spare = Vec::new();
-            self.spare.push(node);
+            node.children.drop_spares();
+            // (A long name's room is not kept: spares are for the short keys of a stream.)
+            if matches!(key, Key::Name(name) if name.capacity() > SPARE_NAME) {
+                *key = Key::Index(0);
+            }
         }
-        self.list.clear();
+        self.list.truncate(SPARE);
+        self.live = 0;
         // A list that grew past what a steady stream touches in one interval is freed, so one
         // huge flush does not leave its capacity behind for good; smaller ones keep theirs,
         // so a steady stream does not reallocate them every flush.
         if self.list.capacity() > KEEP_CAPACITY {
-            self.list = Vec::new();
+            self.list.shrink_to(SPARE);
         }
         self.index = None;
         self.fields = false;
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &(Key, Node)> {
-        self.list.iter()
+    /// Drops the spare nodes (of a node that becomes a spare itself).
+    fn drop_spares(&mut self) {
+        self.list.truncate(self.live);
     }
 
+    /// The children, mutably.
+    #[inline]
+    fn live_mut(&mut self) -> &mut [(Key, Node)] {
+        &mut self.list[..self.live]
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(Key, Node)> {
+        self.list.iter().take(self.live)
+    }
+
+    /// (Taken, not sliced: no bounds check on the flush walk's way through a struct.)
     #[inline]
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut (Key, Node)> {
-        self.list.iter_mut()
+        self.list.iter_mut().take(self.live)
     }
 }
 
@@ -437,7 +523,7 @@ impl Node {
         self.touched = true;
         let at = match self.children.position(KeyRef::Name(name)) {
             Some(at) => at,
-            None => self.children.push(Key::Name(name.to_owned()), &self.risk),
+            None => self.children.push_member(name, &self.risk),
         };
         Some(&mut self.children.list[at].1)
     }
@@ -493,7 +579,7 @@ impl Node {
         self.touched = false;
         self.fell_back = false;
         let keep = if matches!(self.state, State::Clean) {
-            self.children.fields || self.children.list.len() <= SPARE
+            self.children.fields || self.children.live <= SPARE
         } else {
             self.state = State::Clean;
             self.children.fields
@@ -507,7 +593,7 @@ impl Node {
     /// [`reset`](Node::reset) of the children that hold anything.
     #[inline(never)]
     fn reset_children(&mut self) {
-        for (_, child) in &mut self.children.list {
+        for (_, child) in self.children.live_mut() {
             if child.touched
                 || !matches!(child.state, State::Clean)
                 || child.present.is_some()
@@ -548,7 +634,7 @@ impl Node {
             }
             wanted_at[at] = Some(i);
         }
-        for (at, (_, node)) in self.children.list.iter_mut().enumerate() {
+        for (at, (_, node)) in self.children.live_mut().iter_mut().enumerate() {
             if let Some(Some(i)) = wanted_at.get(at) {
                 out[*i] = Some(node);
             }
@@ -560,7 +646,7 @@ impl Node {
     /// for another place when it is reused, or after a splice moved it).
     pub(crate) fn distrust_wire(&mut self) {
         self.wire.set(self.wire.get().untrusted());
-        for (_, child) in &mut self.children.list {
+        for (_, child) in self.children.live_mut() {
             child.distrust_wire();
         }
     }

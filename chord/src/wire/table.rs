@@ -350,9 +350,13 @@ impl Table {
         found.map(|&i| i as usize)
     }
 
-    /// The JSON of the path [`form`](Table::form) was last asked about.
+    /// The JSON of the path [`form`](Table::form) was last asked about (kept as the previous
+    /// op's path when written inline).
     pub(crate) fn key(&self) -> &[u8] {
-        &self.key
+        match self.prev {
+            Prev::Key => &self.previous,
+            _ => &self.key,
+        }
     }
 
     /// Decides how the next op of the batch names `path`, updating the table.
@@ -379,8 +383,8 @@ impl Table {
         match form {
             Form::Define(id) => self.prev = Prev::Id(id),
             _ => {
-                self.previous.clear();
-                self.previous.extend_from_slice(&self.key);
+                // (Swapped, not copied: `key` is rewritten by the next op anyway.)
+                std::mem::swap(&mut self.previous, &mut self.key);
                 self.prev = Prev::Key;
             }
         }
@@ -547,12 +551,11 @@ pub(crate) fn path_is(path: &[Seg], json: &[u8]) -> bool {
         let after = match seg {
             Seg::Key(k) => {
                 let k = k.as_bytes();
-                let plain = k.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
                 let quoted = rest.len() >= k.len() + 2
                     && rest[0] == b'"'
                     && &rest[1..=k.len()] == k
                     && rest[k.len() + 1] == b'"';
-                if !(plain && quoted) {
+                if !(quoted && plain(k)) {
                     return false;
                 }
                 k.len() + 2
@@ -587,15 +590,52 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
 }
 
 /// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
+///
+/// A short plain string goes through a fixed-size buffer, as in [`write_last_str`]: a map
+/// member's name in a path costs no call to `memcpy`.
+#[inline]
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    if bytes.iter().all(|&b| PLAIN[b as usize]) {
-        out.reserve(bytes.len() + 2);
+    if !plain(bytes) {
+        return write_escaped(out, s);
+    }
+    let n = bytes.len();
+    if n <= SMALL {
+        let mut buf = [0u8; SMALL + 2];
+        buf[0] = b'"';
+        copy_small(&mut buf, 1, bytes);
+        buf[1 + n] = b'"';
+        let end = out.len() + n + 2;
+        out.extend_from_slice(&buf);
+        out.truncate(end);
+    } else {
+        out.reserve(n + 2);
         out.push(b'"');
         out.extend_from_slice(bytes);
         out.push(b'"');
-    } else {
-        write_escaped(out, s);
+    }
+}
+
+/// The longest string [`copy_small`] copies.
+const SMALL: usize = 16;
+
+/// Copies `bytes` (at most [`SMALL`]) into `buf` at `at`, as two overlapping copies of a
+/// fixed size: a loop, or one copy of `bytes.len()`, would become a call to `memcpy`. `buf`
+/// must have room for [`SMALL`] bytes at `at`.
+#[inline(always)]
+fn copy_small(buf: &mut [u8], at: usize, bytes: &[u8]) {
+    let n = bytes.len();
+    debug_assert!(n <= SMALL && buf.len() >= at + SMALL);
+    if n >= 8 {
+        buf[at..at + 8].copy_from_slice(&bytes[..8]);
+        buf[at + n - 8..at + n].copy_from_slice(&bytes[n - 8..]);
+    } else if n >= 4 {
+        buf[at..at + 4].copy_from_slice(&bytes[..4]);
+        buf[at + n - 4..at + n].copy_from_slice(&bytes[n - 4..]);
+    } else if n > 0 {
+        buf[at] = bytes[0];
+        buf[at + n / 2] = bytes[n / 2];
+        buf[at + n - 1] = bytes[n - 1];
     }
 }
 
@@ -607,53 +647,61 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 /// append.
 #[inline]
 pub(crate) fn write_last_str(out: &mut Vec<u8>, s: &str) {
-    const SMALL: usize = 16;
     let bytes = s.as_bytes();
-    if bytes.len() <= SMALL {
-        let n = bytes.len();
+    let n = bytes.len();
+    if n <= SMALL && plain(bytes) {
         let mut buf = [0u8; SMALL + 4];
         buf[0] = b',';
         buf[1] = b'"';
-        // (Copied as two overlapping words of a fixed size: a loop would become a call to
-        // `memcpy` again.)
-        if n >= 8 {
-            buf[2..10].copy_from_slice(&bytes[..8]);
-            buf[n - 6..n + 2].copy_from_slice(&bytes[n - 8..]);
-        } else if n >= 4 {
-            buf[2..6].copy_from_slice(&bytes[..4]);
-            buf[n - 2..n + 2].copy_from_slice(&bytes[n - 4..]);
-        } else if n > 0 {
-            buf[2] = bytes[0];
-            buf[2 + n / 2] = bytes[n / 2];
-            buf[1 + n] = bytes[n - 1];
-        }
-        let plain = bytes.iter().all(|&b| PLAIN[b as usize]);
-        if plain {
-            buf[2 + n] = b'"';
-            buf[3 + n] = b']';
-            let end = out.len() + n + 4;
-            out.extend_from_slice(&buf);
-            out.truncate(end);
-            return;
-        }
+        copy_small(&mut buf, 2, bytes);
+        buf[2 + n] = b'"';
+        buf[3 + n] = b']';
+        let end = out.len() + n + 4;
+        out.extend_from_slice(&buf);
+        out.truncate(end);
+        return;
     }
     out.push(b',');
     write_str(out, s);
     out.push(b']');
 }
 
-/// The bytes a JSON string holds as they are: all but control characters, `"` and `\`.
-static PLAIN: [bool; 256] = {
-    let mut plain = [true; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        plain[b] = false;
-        b += 1;
+/// Whether a JSON string holds every byte of `bytes` as it is: none is a control character,
+/// `"` or `\`. Read eight bytes at a time (from four bytes on; a string
+/// shorter than eight as one word of two overlapping loads).
+#[inline(always)]
+fn plain(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or([0; 8]));
+    let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
+    if n >= 8 {
+        let mut at = 0;
+        while at + 8 <= n {
+            if special(word(at)) {
+                return false;
+            }
+            at += 8;
+        }
+        at == n || !special(word(n - 8))
+    } else if n >= 4 {
+        !special(u64::from(half(0)) | u64::from(half(n - 4)) << 32)
+    } else {
+        // (Below a half word, a byte at a time is cheaper than assembling one.)
+        bytes.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
     }
-    plain[b'"' as usize] = false;
-    plain[b'\\' as usize] = false;
-    plain
-};
+}
+
+/// Whether one of the eight bytes of `w` is below 0x20, `"` or `\` (exact: the classic
+/// "has a byte less than" and "has a zero byte" tests, which answer any-byte questions
+/// without false positives).
+#[inline(always)]
+fn special(w: u64) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (below | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))) != 0
+}
 
 /// A string that needs escapes, as serde_json escapes it.
 fn write_escaped(out: &mut Vec<u8>, s: &str) {
@@ -701,6 +749,26 @@ mod tests {
                     assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_byte_at_every_place_is_judged_plain_as_json_says() {
+        // What JSON's grammar lets a string hold unescaped (RFC 8259, section 7).
+        let unescaped = |b: u8| b >= 0x20 && b != b'"' && b != b'\\';
+        for n in 0..=40usize {
+            for at in 0..n {
+                for b in 0..=255u8 {
+                    let mut bytes = vec![b'x'; n];
+                    bytes[at] = b;
+                    assert_eq!(plain(&bytes), unescaped(b), "byte {b:#04x} at {at} of {n}");
+                    // Beside bytes that are plain but have the high bit set.
+                    let mut high = vec![0xe9; n];
+                    high[at] = b;
+                    assert_eq!(plain(&high), unescaped(b), "{b:#04x} at {at} of {n}, high");
+                }
+            }
+            assert!(plain(&vec![b' '; n]), "{n} spaces");
         }
     }
 
