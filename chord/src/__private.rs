@@ -41,16 +41,18 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     if let State::Assigned(before) = &node.state {
         return crate::tracker::flush_reassigned(value, before, path, out);
     }
+    // (A struct's children are its fields: the key is read only for the dirty ones, and
+    // most fields of a wide struct are clean.)
     for (key, child) in node.children.iter_mut() {
-        if let Key::Field(index) = *key {
-            if child.may_be_dirty() {
+        if child.may_be_dirty() {
+            if let Key::Field(index) = *key {
                 field(index, child, path, out)?;
                 if out.reset {
                     child.reset_flushed();
                 }
-            } else if out.reset {
-                child.present = None; // (the only thing a clean field may hold)
             }
+        } else if out.reset {
+            child.present = None; // (the only thing a clean field may hold)
         }
     }
     Ok(())

@@ -391,13 +391,14 @@ impl Children {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &(Key, Node)> {
-        self.list.iter().take(self.live)
+        self.list[..self.live].iter()
     }
 
-    /// (Taken, not sliced: no bounds check on the flush walk's way through a struct.)
+    /// (Sliced, not taken: one bounds check, not a count at every step of the flush walk's
+    /// way through a struct of many fields.)
     #[inline]
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut (Key, Node)> {
-        self.list.iter_mut().take(self.live)
+        self.live_mut().iter_mut()
     }
 }
 
