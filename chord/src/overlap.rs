@@ -157,8 +157,11 @@ pub(crate) fn overlap_at_least(prev: &str, next: &str, cfg: &OverlapConfig, min:
         // of that character, which fail, since a longer overlap would also begin with the
         // longer head), and only if `i` is within its budget.
         Outcome::Found(i) => {
+            // (The short head is one character: counted by `memchr`, and the probe's search
+            // stays the one user of the substring searcher, which is then inlined there.)
+            let first = next.chars().next().unwrap_or_default();
             let earlier = prev[start..i]
-                .matches(&next[..short])
+                .matches(first)
                 .take(cfg.max_candidates)
                 .count();
             if earlier < cfg.max_candidates {
@@ -251,16 +254,30 @@ impl Probe<'_> {
     }
 }
 
+/// The longest haystack [`find`] compares position by position: at most this many
+/// comparisons of at most the needle's length.
+const SHORT: usize = 128;
+
 /// The first occurrence of `needle` in `hay`, as [`str::find`] finds it, without the cost of
 /// building a substring searcher where that would exceed the search itself: a one-character
 /// needle is found by `memchr`, and in a short haystack every position starting with the
 /// needle's first byte is compared (UTF-8 is self-synchronizing, so a byte match of a whole
 /// needle is a character boundary). Longer searches use `str::find`, linear in the worst case.
-#[inline]
+///
+/// (The long search, the probe's usual one, is tested for first and inlined; the others are
+/// out of line.)
+#[inline(always)]
 fn find(hay: &str, needle: &str) -> Option<usize> {
-    /// The longest haystack compared position by position: at most this many comparisons of
-    /// at most the needle's length.
-    const SHORT: usize = 128;
+    // (More than four bytes is more than one character.)
+    if hay.len() > SHORT && needle.len() > 4 {
+        return hay.find(needle);
+    }
+    find_short(hay, needle)
+}
+
+/// [`find`] of a one-character needle, or in a short haystack.
+#[inline(never)]
+fn find_short(hay: &str, needle: &str) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     let Some(&first) = n.first() else {
         return Some(0);
