@@ -157,8 +157,9 @@ pub(crate) fn overlap_at_least(prev: &str, next: &str, cfg: &OverlapConfig, min:
         // of that character, which fail, since a longer overlap would also begin with the
         // longer head), and only if `i` is within its budget.
         Outcome::Found(i) => {
-            // (The short head is one character: counted by `memchr`, and the probe's search
-            // stays the one user of the substring searcher, which is then inlined there.)
+            // (The short head is one character, counted by `memchr`. A `&str` pattern here
+            // would give the substring searcher a second caller, and its loop would no longer
+            // be inlined into `str::find`'s.)
             let first = next.chars().next().unwrap_or_default();
             let earlier = prev[start..i]
                 .matches(first)
@@ -264,8 +265,8 @@ const SHORT: usize = 128;
 /// needle's first byte is compared (UTF-8 is self-synchronizing, so a byte match of a whole
 /// needle is a character boundary). Longer searches use `str::find`, linear in the worst case.
 ///
-/// (The long search, the probe's usual one, is tested for first and inlined; the others are
-/// out of line.)
+/// (The long search, the probe's usual one, is tested for first; the others are out of
+/// line.)
 #[inline(always)]
 fn find(hay: &str, needle: &str) -> Option<usize> {
     // (More than four bytes is more than one character.)

@@ -97,6 +97,7 @@ pub(crate) struct Children {
     /// spare keeps the key it had, so a member's name is copied into the room of an earlier
     /// one, and reused in place, so a node is not moved to be reused.
     list: Vec<(Key, Node)>,
+    /// How many of `list` are children; the rest are spares.
     live: usize,
     index: Option<ChildIndex>,
     /// The children are a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
@@ -379,7 +380,7 @@ impl Children {
         self.fields = false;
     }
 
-    /// Drops the spare nodes (of a node that becomes a spare itself).
+    /// Drops the spare nodes (of a node that becomes a spare itself, or of a struct's fields).
     fn drop_spares(&mut self) {
         self.list.truncate(self.live);
     }

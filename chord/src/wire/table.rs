@@ -590,80 +590,62 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
 }
 
 /// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
-///
-/// A short plain string goes through a fixed-size buffer, as in [`write_last_str`]: a map
-/// member's name in a path costs no call to `memcpy`.
 #[inline]
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     if !plain(bytes) {
         return write_escaped(out, s);
     }
-    let n = bytes.len();
-    if n <= SMALL {
-        let mut buf = [0u8; SMALL + 2];
-        buf[0] = b'"';
-        copy_small(&mut buf, 1, bytes);
-        buf[1 + n] = b'"';
-        let end = out.len() + n + 2;
-        out.extend_from_slice(&buf);
-        out.truncate(end);
-    } else {
-        out.reserve(n + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
+    if bytes.len() <= SMALL {
+        return write_small(out, b"\"", bytes, b"\"");
     }
-}
-
-/// The longest string [`copy_small`] copies.
-const SMALL: usize = 16;
-
-/// Copies `bytes` (at most [`SMALL`]) into `buf` at `at`, as two overlapping copies of a
-/// fixed size: a loop, or one copy of `bytes.len()`, would become a call to `memcpy`. `buf`
-/// must have room for [`SMALL`] bytes at `at`.
-#[inline(always)]
-fn copy_small(buf: &mut [u8], at: usize, bytes: &[u8]) {
-    let n = bytes.len();
-    debug_assert!(n <= SMALL && buf.len() >= at + SMALL);
-    if n >= 8 {
-        buf[at..at + 8].copy_from_slice(&bytes[..8]);
-        buf[at + n - 8..at + n].copy_from_slice(&bytes[n - 8..]);
-    } else if n >= 4 {
-        buf[at..at + 4].copy_from_slice(&bytes[..4]);
-        buf[at + n - 4..at + n].copy_from_slice(&bytes[n - 4..]);
-    } else if n > 0 {
-        buf[at] = bytes[0];
-        buf[at + n / 2] = bytes[n / 2];
-        buf[at + n - 1] = bytes[n - 1];
-    }
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
 }
 
 /// `,"s"]`: a string as an op's last argument (an append's text), with serde_json's escaping.
-///
-/// A short plain string is assembled in a fixed-size buffer and copied with one copy of a
-/// known length, then the vector is cut back to what was meant: no call to `memcpy` for the
-/// few bytes of a streamed token, which `write_str` between two pushes would make on every
-/// append.
 #[inline]
 pub(crate) fn write_last_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    let n = bytes.len();
-    if n <= SMALL && plain(bytes) {
-        let mut buf = [0u8; SMALL + 4];
-        buf[0] = b',';
-        buf[1] = b'"';
-        copy_small(&mut buf, 2, bytes);
-        buf[2 + n] = b'"';
-        buf[3 + n] = b']';
-        let end = out.len() + n + 4;
-        out.extend_from_slice(&buf);
-        out.truncate(end);
-        return;
+    if bytes.len() <= SMALL && plain(bytes) {
+        return write_small(out, b",\"", bytes, b"\"]");
     }
     out.push(b',');
     write_str(out, s);
     out.push(b']');
+}
+
+/// The longest string [`write_small`] writes.
+const SMALL: usize = 16;
+
+/// Writes `open`, `bytes` (plain, at most [`SMALL`]) and `close` (each of at most two bytes):
+/// assembled in a fixed-size buffer, the string as two overlapping copies of a fixed size,
+/// and copied with one copy of a known length, then the vector is cut back to what was meant.
+/// A loop, or a copy of `bytes.len()`, would call `memcpy` for the few bytes of a streamed
+/// token or a member's name in a path.
+#[inline(always)]
+fn write_small(out: &mut Vec<u8>, open: &[u8], bytes: &[u8], close: &[u8]) {
+    let (o, n) = (open.len(), bytes.len());
+    debug_assert!(n <= SMALL && o <= 2 && close.len() <= 2);
+    let mut buf = [0u8; SMALL + 4];
+    buf[..o].copy_from_slice(open);
+    if n >= 8 {
+        buf[o..o + 8].copy_from_slice(&bytes[..8]);
+        buf[o + n - 8..o + n].copy_from_slice(&bytes[n - 8..]);
+    } else if n >= 4 {
+        buf[o..o + 4].copy_from_slice(&bytes[..4]);
+        buf[o + n - 4..o + n].copy_from_slice(&bytes[n - 4..]);
+    } else if n > 0 {
+        buf[o] = bytes[0];
+        buf[o + n / 2] = bytes[n / 2];
+        buf[o + n - 1] = bytes[n - 1];
+    }
+    buf[o + n..o + n + close.len()].copy_from_slice(close);
+    let end = out.len() + o + n + close.len();
+    out.extend_from_slice(&buf);
+    out.truncate(end);
 }
 
 /// Whether a JSON string holds every byte of `bytes` as it is: none is a control character,
@@ -687,8 +669,14 @@ fn plain(bytes: &[u8]) -> bool {
         !special(u64::from(half(0)) | u64::from(half(n - 4)) << 32)
     } else {
         // (Below a half word, a byte at a time is cheaper than assembling one.)
-        bytes.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
+        !bytes.iter().any(|&b| needs_escape(b))
     }
+}
+
+/// Whether JSON escapes byte `b` in a string: a control character, `"` or `\\`.
+#[inline]
+pub(crate) fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
 }
 
 /// Whether one of the eight bytes of `w` is below 0x20, `"` or `\` (exact: the classic
