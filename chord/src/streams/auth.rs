@@ -49,6 +49,11 @@ pub enum ReadKind {
     LongPoll,
     /// `GET ...&live=sse`: Server-Sent Events from an offset on.
     Sse,
+    /// `PUT` with `Stream-Forked-From`: a new stream that starts as a copy of this one up to
+    /// the fork point. The [`ReadRequest`]'s address is the source's; its URI and headers are
+    /// the `PUT`'s (the credential a read of the source would carry: a header, a cookie, or
+    /// a token in the `PUT`'s query). The write hook has allowed the new stream first.
+    Fork,
 }
 
 /// A request to the read side, as the authorization hook sees it.

@@ -1,6 +1,7 @@
 //! The protocol's write side: off unless [`Streams::writes`](super::Streams::writes) enables
 //! it, and then every request is authorized first.
 
+use std::borrow::Cow;
 use std::future::poll_fn;
 use std::ops::Deref;
 use std::pin::Pin;
@@ -11,7 +12,8 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
 use http_body::Body as _;
-use serde_json::Value;
+use serde::de::{Deserializer as _, Error as _, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, timeout_at, Instant};
 
@@ -162,7 +164,8 @@ pub(super) enum BodyRefused {
 }
 
 impl BodyRefused {
-    /// The answer: 400, 413, 503 (with `Retry-After`) or 408; the connection closes after it.
+    /// The answer: 400, 413, 503 (with `Retry-After`) or 408 (the router's headers close the
+    /// connection after it, as the body was not read to its end).
     pub(super) fn response(&self) -> Response {
         let code = match self {
             BodyRefused::BadLength | BodyRefused::Broken(_) => StatusCode::BAD_REQUEST,
@@ -170,7 +173,7 @@ impl BodyRefused {
             BodyRefused::Busy => StatusCode::SERVICE_UNAVAILABLE,
             BodyRefused::Slow { .. } => StatusCode::REQUEST_TIMEOUT,
         };
-        let mut r = unread(code, format!("{self}\n"));
+        let mut r = status(code, format!("{self}\n"));
         if let BodyRefused::Busy = self {
             r.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -261,26 +264,6 @@ pub(super) async fn read_body(
     }
 }
 
-/// A refusal of a request whose body may be left unread: the connection closes after it, so
-/// that the rest of the body is never read as the next request.
-pub(super) fn unread(code: StatusCode, text: impl Into<String>) -> Response {
-    let mut r = status(code, text);
-    r.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
-}
-
-/// The answer when the write side is off.
-pub(super) fn not_allowed() -> Response {
-    let mut r = unread(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "this server serves the read path only\n",
-    );
-    r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-    r
-}
-
 /// Carries out an authorized write on `address`, whose tail is `tail` (`None`: no records).
 pub(super) async fn handle(
     source: Arc<dyn Source>,
@@ -288,18 +271,26 @@ pub(super) async fn handle(
     write: WriteKind,
     address: &Address,
     headers: &HeaderMap,
-    body: &[u8],
+    body: Held,
 ) -> Response {
     match write {
-        WriteKind::Delete => status(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "a chord log is append-only: streams are not deleted\n",
-        ),
+        WriteKind::Delete => {
+            let mut r = status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "a chord log is append-only: streams are not deleted\n",
+            );
+            // What a chord log takes; a stream of the backend is deleted as the route says.
+            r.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, HEAD, PUT, POST, OPTIONS"),
+            );
+            r
+        }
         WriteKind::Create if tail.is_some() => {
             if !is_json(headers) {
                 return status(StatusCode::CONFLICT, "the stream is application/json\n");
             }
-            if !body.is_empty() && body != b"[]" {
+            if !body.is_empty() && &*body != b"[]" {
                 return status(StatusCode::CONFLICT, "the stream exists\n");
             }
             done(StatusCode::OK, tail.map_or(0, |t| t.position().last))
@@ -317,25 +308,38 @@ pub(super) async fn handle(
             if !is_json(headers) {
                 return status(StatusCode::CONFLICT, "the stream is application/json\n");
             }
-            let batches = match messages(address, body) {
-                Ok(b) if b.is_empty() => {
+            // Checked whole before any is appended; never parsed into a tree, and each batch
+            // stored as the bytes it was sent as (one line).
+            let checked = std::str::from_utf8(&body)
+                .map_err(|e| format!("invalid JSON: the body is not UTF-8 ({e})"))
+                .and_then(|text| {
+                    each_batch(text, &mut |i, batch| {
+                        CheckedBatch::new(address, batch, None)
+                            .map(drop)
+                            .map_err(|e| format!("message {i}: {e}"))
+                    })
+                });
+            match checked {
+                Ok(0) => {
                     return status(
                         StatusCode::BAD_REQUEST,
                         "no batch: a chord stream starts with a base batch\n",
                     )
                 }
-                Ok(b) => b,
+                Ok(_) => {}
                 Err(why) => {
                     super::metrics::rejected_batch();
                     return status(StatusCode::BAD_REQUEST, format!("{why}\n"));
                 }
-            };
+            }
             let at = address.clone();
             let append = move || -> Result<u64, String> {
+                let text = std::str::from_utf8(&body).map_err(|e| e.to_string())?;
                 let mut last = 0;
-                for batch in &batches {
+                each_batch(text, &mut |_, batch| {
                     last = source.append(&at, batch).map_err(|e| e.to_string())?;
-                }
+                    Ok(())
+                })?;
                 Ok(last)
             };
             match tokio::task::spawn_blocking(append).await {
@@ -348,27 +352,99 @@ pub(super) async fn handle(
     }
 }
 
-/// The messages of a JSON-mode body (an array is flattened one level), each checked as the
-/// store checks a batch, before any is appended.
-fn messages(address: &Address, body: &[u8]) -> Result<Vec<String>, String> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
-    let Value::Array(items) = value else {
-        return Err("a message must be a wire batch (a JSON array of ops)".into());
-    };
-    // `[op, ...]` is one batch; `[[op, ...], ...]` is several.
-    let one = items
-        .first()
-        .and_then(|op| op.get(0))
-        .is_some_and(Value::is_string);
-    let batches: Vec<String> = if one {
-        vec![Value::Array(items).to_string()]
-    } else {
-        items.iter().map(Value::to_string).collect()
-    };
-    for (i, batch) in batches.iter().enumerate() {
-        CheckedBatch::new(address, batch, None).map_err(|e| format!("message {i}: {e}"))?;
+/// JSON's insignificant whitespace.
+const WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// Calls `each` with every batch of a JSON-mode body, in order: the body itself when it is one
+/// batch (`[op, ...]`), else each element of the array it is (`[[op, ...], ...]`). Each is the
+/// text it was sent as, borrowed from the body, copied only when it spans lines (onto one
+/// line, as the log stores batches). The body is read as it goes, never built into a tree:
+/// what this holds besides the body is one batch's copy at most. Stops at `each`'s first
+/// error. The number of batches.
+fn each_batch(
+    body: &str,
+    each: &mut dyn FnMut(usize, &str) -> Result<(), String>,
+) -> Result<usize, String> {
+    let not_batch = || "a message must be a wire batch (a JSON array of ops)".to_owned();
+    let inner = body
+        .trim_start_matches(WHITESPACE)
+        .strip_prefix('[')
+        .ok_or_else(not_batch)?
+        .trim_start_matches(WHITESPACE);
+    // `[op, ...]`: the first op starts with its verb, a string.
+    let one = inner
+        .strip_prefix('[')
+        .is_some_and(|op| op.trim_start_matches(WHITESPACE).starts_with('"'));
+    if one {
+        each(0, &one_line(body.trim_matches(WHITESPACE)))?;
+        return Ok(1);
     }
-    Ok(batches)
+    let mut failed = None;
+    let mut de = serde_json::Deserializer::from_str(body);
+    let walked = de
+        .deserialize_seq(Each {
+            each,
+            failed: &mut failed,
+        })
+        .and_then(|n| de.end().map(|()| n));
+    match (walked, failed) {
+        (_, Some(why)) => Err(why),
+        (Ok(n), None) => Ok(n),
+        (Err(e), None) => Err(format!("invalid JSON: {e}")),
+    }
+}
+
+/// `raw` (valid JSON) on one line: its line breaks, which can only be whitespace between
+/// tokens, removed with the rest of that whitespace.
+fn one_line(raw: &str) -> Cow<'_, str> {
+    if !raw.contains(['\n', '\r']) {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = String::with_capacity(raw.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in raw.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if WHITESPACE.contains(&c) {
+            continue;
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
+/// Walks an array of batches one element at a time, each borrowed from the text.
+struct Each<'a> {
+    each: &'a mut dyn FnMut(usize, &str) -> Result<(), String>,
+    /// `each`'s error, which stops the walk.
+    failed: &'a mut Option<String>,
+}
+
+impl<'de> Visitor<'de> for Each<'_> {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a wire batch (a JSON array of ops) or an array of them")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+        let mut i = 0;
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            if let Err(why) = (self.each)(i, &one_line(raw.get())) {
+                *self.failed = Some(why);
+                return Err(A::Error::custom("stopped"));
+            }
+            i += 1;
+        }
+        Ok(i)
+    }
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

@@ -1,0 +1,86 @@
+//! The headers every answer of the router carries, whatever route, verb or status produced it:
+//! one middleware ([`common`]) around every route, the cross-origin policy's answers and the
+//! router's own `405`s included.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body::{Body as _, Frame, SizeHint};
+
+/// Adds the security headers to `headers`: no content sniffing (a stream's bytes are never
+/// run as a script or a style), and a resource policy that lets pages on other origins read
+/// what the cross-origin policy lets them.
+pub(super) fn security(headers: &mut HeaderMap) {
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("cross-origin"),
+    );
+}
+
+/// A plain-text answer (the security headers are added by [`common`]).
+pub(super) fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+    (status, text.into()).into_response()
+}
+
+/// The middleware around every route: [`security`] on every answer, and `Connection: close`
+/// on the answer to a request whose body was not read to its end (refused before it was
+/// read: a refused write, a method the route does not serve, a body over its bound), so that
+/// the rest of that body is never read as the next request on the connection.
+pub(super) async fn common(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let unread = Arc::new(AtomicBool::new(!body.is_end_stream()));
+    let body = Body::new(Watched {
+        body,
+        unread: Arc::clone(&unread),
+    });
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    let headers = response.headers_mut();
+    security(headers);
+    if unread.load(Ordering::Acquire) {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// A request body that records when it has been read to its end.
+struct Watched {
+    body: Body,
+    /// Cleared at the body's end.
+    unread: Arc<AtomicBool>,
+}
+
+impl http_body::Body for Watched {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = polled {
+            self.unread.store(false, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
