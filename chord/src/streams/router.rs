@@ -498,4 +498,3 @@ pub fn stream_path(address: &Address) -> String {
         names::percent_encode(&address.key)
     )
 }
-

@@ -37,6 +37,7 @@ use axum::Router;
 use tracing::Instrument;
 
 use super::auth::{self, Access, ReadKind, ReadRequest};
+use super::generic;
 use super::headers::{self, plain};
 use super::log::Want;
 use super::memory::MemoryStream;
@@ -46,7 +47,6 @@ use super::read::{self, load, Reader};
 use super::router::Streams;
 use super::server::Draining;
 use super::write::{self, WriteKind, WriteRequest};
-use super::generic;
 use crate::store::Address;
 
 /// What every route's handlers share: the configuration, and the namespace of a
@@ -148,7 +148,8 @@ fn refused_read(
 async fn options(State(served): State<Served>) -> Response {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
-    r.headers_mut().insert(header::ALLOW, served.streams.allow());
+    r.headers_mut()
+        .insert(header::ALLOW, served.streams.allow());
     r
 }
 
@@ -319,7 +320,10 @@ async fn serve_write(
     // is looked at, whether it exists included.
     let fork = match (write, headers.get("stream-forked-from")) {
         (WriteKind::Create, Some(from)) => {
-            let from = from.to_str().ok().and_then(|f| fork_source(uri.path(), address, f));
+            let from = from
+                .to_str()
+                .ok()
+                .and_then(|f| fork_source(uri.path(), address, f));
             let Some(from) = from else {
                 return plain(StatusCode::BAD_REQUEST, "malformed Stream-Forked-From\n");
             };

@@ -580,6 +580,71 @@ mod tests {
         }
     }
 
+    /// The batches `each_batch` hands out, or its error.
+    fn split(body: &str) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        each_batch(body, &mut |i, batch| {
+            assert_eq!(i, out.len());
+            out.push(batch.to_owned());
+            Ok(())
+        })
+        .map(|n| {
+            assert_eq!(n, out.len());
+            out
+        })
+    }
+
+    #[test]
+    fn a_body_is_one_batch_or_an_array_of_them_each_as_sent() {
+        let one = r#"[["r",{"a":1}],["s",["a"],2]]"#;
+        assert_eq!(split(one).unwrap(), [one]);
+        assert_eq!(split(&format!(" \r\n{one}\t")).unwrap(), [one]);
+        // Spelled as sent: numbers, escapes and spaces inside strings are not respelled.
+        let spelled = r#"[ ["s", ["a"], 1.50e1], ["s",["b"],"\u0041 \" \\"] ]"#;
+        assert_eq!(split(spelled).unwrap(), [spelled]);
+        let several = r#"[[["r",1]] , [["s",["x"],2],["d",["x"]]]]"#;
+        assert_eq!(
+            split(several).unwrap(),
+            [r#"[["r",1]]"#, r#"[["s",["x"],2],["d",["x"]]]"#]
+        );
+        assert_eq!(split("[]").unwrap(), Vec::<String>::new());
+        assert_eq!(split(" [ ] ").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_batch_over_several_lines_is_put_on_one_and_strings_are_kept() {
+        let spread = "[\n  [\"s\", [\"a b\"],\r\n   \"x\\\"\\n\\\\ y\"]\n]";
+        assert_eq!(split(spread).unwrap(), [r#"[["s",["a b"],"x\"\n\\ y"]]"#]);
+        let several = "[\n [[\"r\",\n {\"k\": \"v w\"}]]\n]";
+        assert_eq!(split(several).unwrap(), [r#"[["r",{"k":"v w"}]]"#]);
+    }
+
+    #[test]
+    fn what_is_not_batches_is_refused_saying_why() {
+        for (body, why) in [
+            ("", "a message must be a wire batch"),
+            (r#"{"a":1}"#, "a message must be a wire batch"),
+            ("[[1,2]", "invalid JSON: EOF while parsing"),
+            ("[[1],[2]] x", "invalid JSON: trailing characters"),
+            ("[[1],[2],]", "invalid JSON: trailing comma"),
+        ] {
+            let got = split(body).unwrap_err();
+            assert!(got.starts_with(why), "{body:?}: {got}");
+        }
+        // The first error of `each` stops the walk and is the answer.
+        let mut seen = 0;
+        let stopped = each_batch("[[1],[2],[3]]", &mut |i, _| {
+            seen += 1;
+            if i == 1 {
+                Err("message 1: no".into())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(stopped, Err("message 1: no".into()));
+        assert_eq!(seen, 2);
+    }
+
     #[tokio::test]
     async fn concurrent_bodies_never_hold_more_than_the_budget() {
         const BUDGET: usize = 512 << 10;
