@@ -140,7 +140,7 @@
 //!
 //! | bound | default | set by |
 //! | --- | --- | --- |
-//! | body of any request but an authorized write (reads, refused writes, write side off) | never read; a refused write is answered at once with `Connection: close` | — |
+//! | body of any request but an authorized write (reads, refused writes, write side off, methods not served) | never read; the answer has `Connection: close` | — |
 //! | body of an authorized write | 16 MiB ([`WRITE_BODY_LIMIT`]); a larger `Content-Length` answers 413 before a byte is read | [`Streams::max_body`] |
 //! | bytes of request bodies held at once, all requests together | 64 MiB ([`DEFAULT_BODY_BUDGET`]) | [`Streams::body_budget`] |
 //! | wait for room in that budget, then 503 with `Retry-After` | 5 s ([`DEFAULT_BODY_WAIT`]) | [`Streams::body_wait`] |
@@ -149,6 +149,12 @@
 //! | `Stream-TTL` | 36,500 days ([`MAX_TTL`]); more answers 400 | — |
 //! | `Producer-Epoch`, `Producer-Seq` | 2^53 − 1; more answers 400 | — |
 //! | namespace or key | [`MAX_NAME`] bytes | — |
+//!
+//! An authorized write's body is held whole (within the budget), then checked and split into
+//! batches as it is read, never built into a JSON tree: besides the body, the server holds at
+//! most one batch's copy (a batch sent over several lines, put on one), and each batch is
+//! stored as the bytes it was sent as. An authorized 16 MB write peaks the server at 1x to 2x
+//! its body above what it held before (`chord/tests/write_memory.rs` holds it to at most 4x).
 //!
 //! The write authorization hook ([`Streams::writes`]) sees the request line and headers
 //! ([`WriteRequest`]); a request it refuses answers 401 or 403 with its body unread. An authorized
@@ -161,6 +167,17 @@
 //! routing (and by the router, naming it, when driven in process). A `cursor` is only a cache
 //! key: one that is not a number is ignored.
 //!
+//! # Answers
+//!
+//! The routes are one axum `MethodRouter`: `GET`, `HEAD` and `OPTIONS` always, `PUT`, `POST`
+//! and `DELETE` once [`Streams::writes`] enables them; any other method answers 405 with
+//! `Allow` naming the methods served (a chord log, which is never deleted, answers `DELETE`
+//! 405 with its own `Allow`). One middleware puts the same headers on every answer of every
+//! route, whatever its verb or status (errors, refusals, the router's 405s and the
+//! cross-origin policy's answers included): `X-Content-Type-Options: nosniff` and
+//! `Cross-Origin-Resource-Policy: cross-origin`, and `Connection: close` when the request's
+//! body was left unread.
+//!
 //! # Authorization
 //!
 //! Reads are open by default: whoever reaches the server reads every stream, as from a
@@ -168,8 +185,26 @@
 //!
 //! | hook | guards | sees | default |
 //! | --- | --- | --- | --- |
-//! | [`Streams::reads`] | catch-up `GET`, long-poll, SSE `GET`, `HEAD` ([`ReadKind`]) | [`ReadRequest`]: what it asks, address, URI, headers | none: every read served |
+//! | [`Streams::reads`] | catch-up `GET`, long-poll, SSE `GET`, `HEAD`, and the source of a fork ([`ReadKind`]) | [`ReadRequest`]: what it asks, address, URI, headers | none: every read served |
 //! | [`Streams::writes`] | `PUT`, `POST`, `DELETE` ([`WriteKind`]) | [`WriteRequest`]: what it asks, address, URI, headers | none: the write side off (405) |
+//!
+//! Every request goes through the hook of each stream it names, before anything about that
+//! stream is looked at and before a byte of its body is read:
+//!
+//! | request | hooks, in order |
+//! | --- | --- |
+//! | `GET` (catch-up, long-poll, SSE), `HEAD` | the read hook, on the stream |
+//! | `PUT`, `POST`, `DELETE` | the write hook, on the stream |
+//! | `PUT` with `Stream-Forked-From` (`Stream-Fork-Offset`, `-Sub-Offset`) | the write hook on the new stream, then the read hook on the source ([`ReadKind::Fork`], with the `PUT`'s URI and headers) |
+//! | `OPTIONS` | none: the methods served, or the cross-origin policy's answer to a preflight |
+//!
+//! `Stream-Forked-From` is the only header that names another stream. A fork copies its
+//! source, so it is a read of it: a refused source answers exactly as a refused read of it
+//! does, the same whether the source exists or not, copies nothing, and tells nothing of it
+//! (neither its content type nor its length, which a `Stream-Fork-Offset` past its tail
+//! would). A `Stream-Forked-From` that names no stream at all answers 400 before the hooks.
+//! A fork the hook allows counts on its source: deleting the source then only marks it
+//! deleted (410) until its last fork goes, as the protocol says.
 //!
 //! Each answers an [`Access`] (or a `bool`): [`Allow`](Access::Allow),
 //! [`Unauthorized`](Access::Unauthorized) (401, with `WWW-Authenticate: Bearer`: no

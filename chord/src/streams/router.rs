@@ -263,6 +263,12 @@ impl Streams {
     /// learns nothing of it, not even whether it exists. The cross-origin policy's headers
     /// are still on the refusal, so a page on an allowed origin sees its status.
     ///
+    /// A fork (`PUT` with `Stream-Forked-From`) is a read of its source: once the write hook
+    /// has allowed the new stream, `authorize` is asked about the source
+    /// ([`ReadKind::Fork`](super::ReadKind::Fork), the source's address, the `PUT`'s URI and
+    /// headers), and a refused source answers as a refused read of it, copying nothing and
+    /// telling nothing of it.
+    ///
     /// Without a hook (the default) every read is served. Only a malformed name or an
     /// unknown `live` mode is answered (400) before the hook, as neither says anything of
     /// a stream. Catch-up and long-poll reads are then [`AUTHORIZED_CACHE_CONTROL`]

@@ -1,27 +1,9 @@
 //! The routes of [`Streams`]: one handler per verb on one [`MethodRouter`], every answer through
 //! the [`common`](super::headers::common) headers.
 //!
-//! # Which hook guards what
-//!
-//! Every request that reads a stream goes through the read hook with that stream's address,
-//! and every request that changes one through the write hook with its address, before
-//! anything about the stream is looked at and before a byte of the body is read:
-//!
-//! | route | names | hooks, in order |
-//! | --- | --- | --- |
-//! | `GET` (catch-up, long-poll, SSE), `HEAD` | the stream | read hook on the stream |
-//! | `PUT` | the stream | write hook ([`WriteKind::Create`]) on the stream |
-//! | `PUT` with `Stream-Forked-From` (and `Stream-Fork-Offset`, `-Sub-Offset`) | the new stream, and its source | write hook on the new stream, then read hook ([`ReadKind::Fork`]) on the source |
-//! | `POST` | the stream | write hook ([`WriteKind::Append`]) |
-//! | `DELETE` | the stream | write hook ([`WriteKind::Delete`]) |
-//! | `OPTIONS` | nothing | none: it says which methods are served, and the cross-origin policy answers preflights |
-//!
-//! `Stream-Forked-From` is the only header that names another stream: a fork copies its
-//! source up to the fork point, so it is a read of the source, and a refused source answers
-//! as a refused read of it does (401 or 403, empty, `no-store`), the same whether the source
-//! exists or not, with nothing copied, and neither its content type nor its length
-//! (`Stream-Fork-Offset` past its tail) told. Only a `Stream-Forked-From` that names no
-//! address at all is answered (400) before the hook, as it says nothing of a stream.
+//! Which hook guards which request, and why a fork is a read of its source, is told once, in
+//! the module docs' "Authorization" section; the handlers below call the hooks in that order,
+//! before anything about a stream is looked at and before a body is read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
