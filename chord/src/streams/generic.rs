@@ -306,9 +306,27 @@ pub(super) fn create(
         state.messages = initial;
         state.closed = closing;
     }
-    let (stream, created) = match backend.insert(address, fresh) {
-        Ok(x) => x,
-        Err(full) => return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n")),
+    // The new stream's bytes are reserved before it is inserted, so that no reader sees a
+    // stream the bound then refuses; given back when it is not inserted after all.
+    let (stream, created) = match backend.reserve(size) {
+        Ok(()) => match backend.insert(address, fresh) {
+            Ok((stream, created)) => {
+                if !created {
+                    backend.release(size);
+                }
+                (stream, created)
+            }
+            Err(full) => {
+                backend.release(size);
+                return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n"));
+            }
+        },
+        // No room for the new stream's bytes: a `PUT` of a stream already there creates
+        // nothing, and is answered as ever.
+        Err(full) => match backend.get(address) {
+            Some(stream) => (stream, false),
+            None => return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n")),
+        },
     };
     if created {
         if let Some(source) = config.fork_of.as_ref().and_then(|f| backend.get(&f.0)) {
@@ -404,6 +422,10 @@ pub(super) fn append(
         return text(StatusCode::BAD_REQUEST, "an empty body appends nothing\n");
     }
     let mut state = stream.lock();
+    if state.retired {
+        // Deleted (or dropped as expired) since the router found it.
+        return text(StatusCode::NOT_FOUND, "no such stream\n");
+    }
     let respond = |code: StatusCode, state: &State| {
         let mut r = Response::new(Body::empty());
         *r.status_mut() = code;
@@ -496,6 +518,11 @@ pub(super) fn append(
             StatusCode::PAYLOAD_TOO_LARGE,
             "the stream would be too large\n",
         );
+    }
+    // The last refusal: once reserved, the bytes are appended (under the stream's lock, so
+    // a backend dropping the stream meanwhile waits, then gives them back with the rest).
+    if let Err(full) = backend.reserve(size) {
+        return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n"));
     }
     if let Some(seq) = header_str(headers, "stream-seq") {
         state.stream_seq = Some(seq.to_owned());
