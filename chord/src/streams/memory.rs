@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_STREAM_BYTES: usize = 64 << 20;
 
 /// The default [`Memory::max_bytes`]: 1 GiB, sixteen streams at
 /// [`DEFAULT_MAX_STREAM_BYTES`]. The other two bounds alone would let
-/// [`DEFAULT_MAX_STREAMS`] streams hold 640 GiB, more memory than a server has: this one is
+/// [`DEFAULT_MAX_STREAMS`] streams hold 625 GiB, more memory than a server has: this one is
 /// what a modest server can give its streams beside the rest of the process, so that writers
 /// filling streams are refused (`507`) before the process runs out of memory. A server
 /// meant to hold more sets its own.
