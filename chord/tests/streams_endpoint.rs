@@ -994,6 +994,89 @@ mod protocol {
         assert!(r.header("chord-base-offset").is_some());
     }
 
+    /// `Memory::max_bytes`: 100 bytes in all, filled across three streams; each create,
+    /// append or fork beyond is 507 and changes nothing; a delete makes room again.
+    #[tokio::test]
+    async fn the_bytes_of_all_streams_are_bounded_and_a_delete_makes_room() {
+        const FULL: &str = "the server holds as many bytes as it may\n";
+        let f = Fixture::new();
+        let app = Streams::new(&f.log)
+            .writes(|_| true)
+            .backend(Memory::new().max_stream_bytes(64).max_bytes(100))
+            .router();
+        let a40 = "a".repeat(40);
+        let r = call(&app, Method::PUT, "/streams/m/a", &[TEXT], &a40).await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let r = call(&app, Method::PUT, "/streams/m/b", &[TEXT], &"b".repeat(30)).await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let r = call(&app, Method::POST, "/streams/m/b", &[TEXT], &"b".repeat(20)).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let r = call(&app, Method::PUT, "/streams/m/c", &[TEXT], &"c".repeat(10)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "exactly the bound");
+        let tail = call(&app, Method::HEAD, "/streams/m/a", &[], "").await;
+        let tail = tail.header("stream-next-offset").unwrap().to_owned();
+
+        // Full: one byte more is refused, whoever asks and however.
+        let producer = [
+            TEXT,
+            ("producer-id", "p"),
+            ("producer-epoch", "0"),
+            ("producer-seq", "0"),
+        ];
+        let fork = [("stream-forked-from", "/streams/m/a")];
+        let refused = [
+            (Method::POST, "/streams/m/a", &[TEXT][..], "x"),
+            (Method::POST, "/streams/m/a", &producer, "x"),
+            (Method::PUT, "/streams/m/d", &[TEXT], "d"),
+            (Method::PUT, "/streams/m/e", &fork, ""),
+        ];
+        for (method, uri, headers, body) in refused {
+            let r = call(&app, method.clone(), uri, headers, body).await;
+            assert_eq!(
+                (r.status, r.text()),
+                (StatusCode::INSUFFICIENT_STORAGE, FULL),
+                "{method} {uri} {headers:?}"
+            );
+        }
+        for uri in ["/streams/m/d", "/streams/m/e"] {
+            let r = get(&app, uri).await;
+            assert_eq!(r.status, StatusCode::NOT_FOUND, "{uri} was not created");
+        }
+        // A PUT of a stream already there creates nothing: answered as ever.
+        let r = call(&app, Method::PUT, "/streams/m/a", &[TEXT], "zzz").await;
+        assert_eq!(r.status, StatusCode::OK);
+        // Every stream reads back whole and unchanged.
+        let r = get(&app, "/streams/m/a?offset=-1").await;
+        assert_eq!(r.text(), a40);
+        assert_eq!(r.header("stream-next-offset"), Some(tail.as_str()));
+        let r = get(&app, "/streams/m/b?offset=-1").await;
+        assert_eq!(r.text(), "b".repeat(50));
+        let r = get(&app, "/streams/m/c?offset=-1").await;
+        assert_eq!(r.text(), "c".repeat(10));
+
+        // A delete gives its stream's 50 bytes back.
+        let r = call(&app, Method::DELETE, "/streams/m/b", &[], "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        // The refused producer request advanced nothing: its seq 0 is still the next.
+        let r = call(&app, Method::POST, "/streams/m/a", &producer, "x").await;
+        assert_eq!(r.status, StatusCode::OK);
+        // A fork's inherited bytes count: a's 41, 92 in all.
+        let r = call(&app, Method::PUT, "/streams/m/e", &fork, "").await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        let r = get(&app, "/streams/m/e?offset=-1").await;
+        assert_eq!(r.text(), format!("{a40}x"));
+        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], &"c".repeat(9)).await;
+        assert_eq!(
+            (r.status, r.text()),
+            (StatusCode::INSUFFICIENT_STORAGE, FULL),
+            "101 bytes"
+        );
+        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], &"c".repeat(8)).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "100 bytes");
+        let r = get(&app, "/streams/m/c?offset=-1").await;
+        assert_eq!(r.text(), "c".repeat(18));
+    }
+
     #[tokio::test]
     async fn forks_copy_up_to_their_point_and_outlive_a_deleted_source() {
         let f = Fixture::new();

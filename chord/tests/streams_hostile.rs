@@ -143,6 +143,24 @@ async fn every_number_out_of_range_is_400_naming_what_was_wrong() {
         ),
         (
             Method::PUT,
+            "/streams/t/e",
+            vec![("stream-expires-at", "2026-02-31T00:00:00Z")],
+            "Stream-Expires-At",
+        ),
+        (
+            Method::PUT,
+            "/streams/t/e",
+            vec![("stream-expires-at", "2026-01-01T00:00:00+99:99")],
+            "Stream-Expires-At",
+        ),
+        (
+            Method::PUT,
+            "/streams/t/e",
+            vec![("stream-expires-at", "2026-01-01T24:00:00Z")],
+            "Stream-Expires-At",
+        ),
+        (
+            Method::PUT,
             "/streams/t/f",
             vec![
                 ("stream-forked-from", "/streams/t/s"),

@@ -80,63 +80,30 @@ fn parse_ttl(v: &str) -> Option<u64> {
     ok.then(|| v.parse().ok()).flatten()
 }
 
-/// Parses an RFC 3339 timestamp (`2026-11-30T17:00:00Z`, fractions and offsets allowed).
-fn parse_rfc3339(v: &str) -> Option<SystemTime> {
-    let b = v.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
+/// Parses `Stream-Expires-At`, an RFC 3339 timestamp (`2026-11-30T17:00:00Z`, fractions and
+/// offsets allowed, `t` and `z` in either case): `Err` says which part is wrong (the month,
+/// the day of that month, the offset's hour, ...). The `time` crate checks every field's
+/// range; it takes any character between date and time, and this takes `T`, `t` or a space
+/// (RFC 3339's note allows a space for readability), nothing else.
+fn parse_rfc3339(v: &str) -> Result<SystemTime, String> {
+    use time::format_description::well_known::Rfc3339;
+    let at = time::OffsetDateTime::parse(v, &Rfc3339).map_err(|e| e.to_string())?;
+    // Parsed, so `v` starts with the ten bytes of a date.
+    if !matches!(v.as_bytes()[10], b'T' | b't' | b' ') {
+        return Err("the date and the time are not separated by T".into());
     }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = v.get(r)?;
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut rest = &v[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 {
-            return None;
-        }
-        rest = &frac[n..];
-    }
-    let zone = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
-            let sign = match rest.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let zh: i64 = rest[1..3].parse().ok()?;
-            let zm: i64 = rest[4..6].parse().ok()?;
-            sign * (zh * 3600 + zm * 60)
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s - zone;
-    Some(if secs >= 0 {
-        UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs())
+    // Checked, not `SystemTime::from` (which panics where the system's clock ends: before
+    // 1601 on Windows).
+    let secs = at.unix_timestamp();
+    let whole = Duration::from_secs(secs.unsigned_abs());
+    let whole = if secs < 0 {
+        UNIX_EPOCH.checked_sub(whole)
     } else {
-        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
-    })
+        UNIX_EPOCH.checked_add(whole)
+    };
+    whole
+        .and_then(|t| t.checked_add(Duration::from_nanos(at.nanosecond().into())))
+        .ok_or_else(|| "beyond what this system's clock represents".into())
 }
 
 /// The messages of a body: one for bytes; for JSON, the value, or each element of an array.
@@ -220,8 +187,13 @@ pub(super) fn create(
     let mut expires_at = match header_str(headers, "stream-expires-at") {
         None => None,
         Some(v) => match parse_rfc3339(v.trim()) {
-            Some(at) => Some((v.trim().to_owned(), at)),
-            None => return text(StatusCode::BAD_REQUEST, "malformed Stream-Expires-At\n"),
+            Ok(at) => Some((v.trim().to_owned(), at)),
+            Err(why) => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    format!("malformed Stream-Expires-At: {why}\n"),
+                )
+            }
         },
     };
     if ttl.is_some() && expires_at.is_some() {
@@ -334,9 +306,27 @@ pub(super) fn create(
         state.messages = initial;
         state.closed = closing;
     }
-    let (stream, created) = match backend.insert(address, fresh) {
-        Ok(x) => x,
-        Err(full) => return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n")),
+    // The new stream's bytes are reserved before it is inserted, so that no reader sees a
+    // stream the bound then refuses; given back when it is not inserted after all.
+    let (stream, created) = match backend.reserve(size) {
+        Ok(()) => match backend.insert(address, fresh) {
+            Ok((stream, created)) => {
+                if !created {
+                    backend.release(size);
+                }
+                (stream, created)
+            }
+            Err(full) => {
+                backend.release(size);
+                return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n"));
+            }
+        },
+        // No room for the new stream's bytes: a `PUT` of a stream already there creates
+        // nothing, and is answered as ever.
+        Err(full) => match backend.get(address) {
+            Some(stream) => (stream, false),
+            None => return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n")),
+        },
     };
     if created {
         if let Some(source) = config.fork_of.as_ref().and_then(|f| backend.get(&f.0)) {
@@ -432,6 +422,10 @@ pub(super) fn append(
         return text(StatusCode::BAD_REQUEST, "an empty body appends nothing\n");
     }
     let mut state = stream.lock();
+    if state.retired {
+        // Deleted (or dropped as expired) since the router found it.
+        return text(StatusCode::NOT_FOUND, "no such stream\n");
+    }
     let respond = |code: StatusCode, state: &State| {
         let mut r = Response::new(Body::empty());
         *r.status_mut() = code;
@@ -524,6 +518,11 @@ pub(super) fn append(
             StatusCode::PAYLOAD_TOO_LARGE,
             "the stream would be too large\n",
         );
+    }
+    // The last refusal: once reserved, the bytes are appended (under the stream's lock, so
+    // a backend dropping the stream meanwhile waits, then gives them back with the rest).
+    if let Err(full) = backend.reserve(size) {
+        return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n"));
     }
     if let Some(seq) = header_str(headers, "stream-seq") {
         state.stream_seq = Some(seq.to_owned());
@@ -1047,15 +1046,53 @@ mod tests {
         for bad in ["+3600", "03600", "3600.0", "3.6e3", "", "-1"] {
             assert_eq!(parse_ttl(bad), None, "{bad}");
         }
+        // Each instant as Unix seconds and nanoseconds, worked out apart from the parser
+        // (2026-11-30 is day 333 of 2026, which starts at 1,767,225,600; 2000-03-01 starts
+        // at 951,868,800), and checked against `date -u -d`.
+        let at = |secs: u64, nanos: u32| UNIX_EPOCH + Duration::new(secs, nanos);
+        let valid = [
+            ("1970-01-02T00:00:00Z", at(86_400, 0)),
+            (
+                "2026-11-30T17:00:00Z",
+                at(1_767_225_600 + 333 * 86_400 + 17 * 3600, 0),
+            ),
+            ("2026-11-30t17:00:00z", at(1_796_058_000, 0)),
+            ("2026-11-30 17:00:00Z", at(1_796_058_000, 0)),
+            ("1970-01-02T01:00:00.5+01:00", at(86_400, 500_000_000)),
+            // A leap day, a fraction and a half-hour offset west: 2000-03-01T05:29:59.25Z.
+            (
+                "2000-02-29T23:59:59.25-05:30",
+                at(951_868_800 + 5 * 3600 + 29 * 60 + 59, 250_000_000),
+            ),
+            ("1969-12-31T23:00:00-01:00", at(0, 0)),
+            ("2026-11-30T17:00:00.000000001Z", at(1_796_058_000, 1)),
+        ];
+        for (v, instant) in valid {
+            assert_eq!(parse_rfc3339(v), Ok(instant), "{v}");
+        }
         assert_eq!(
-            parse_rfc3339("1970-01-02T00:00:00Z"),
-            Some(UNIX_EPOCH + Duration::from_secs(86_400))
+            parse_rfc3339("1969-12-31T23:59:59.5Z"),
+            Ok(UNIX_EPOCH - Duration::from_millis(500)),
+            "before the epoch"
         );
-        assert_eq!(
-            parse_rfc3339("1970-01-02T01:00:00.5+01:00"),
-            Some(UNIX_EPOCH + Duration::from_secs(86_400))
-        );
-        assert_eq!(parse_rfc3339("not a date"), None);
+        // Each refused, the reason naming the part that is wrong.
+        let invalid = [
+            ("2026-02-31T00:00:00Z", "day"),
+            ("2026-13-01T00:00:00Z", "month"),
+            ("2026-01-01T24:00:00Z", "hour"),
+            ("2026-01-01T00:60:00Z", "minute"),
+            ("2026-01-01T00:00:00+99:99", "offset"),
+            ("2026-01-01T00:00:00+01:99", "offset"),
+            ("2026-01-01T00:00:00", "offset"),
+            ("2026-01-01X00:00:00Z", "separated"),
+            ("2026-01-01T00:00:00Zjunk", "trailing"),
+            ("99999-01-01T00:00:00Z", "not valid"),
+            ("not a date", "year"),
+        ];
+        for (v, part) in invalid {
+            let why = parse_rfc3339(v).expect_err(v);
+            assert!(why.contains(part), "{v}: {why}");
+        }
     }
 
     #[test]

@@ -34,8 +34,9 @@ pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 ///   process answers requests at all: a failing one means restart the process.
 /// - [`READY_ROUTE`] (`/readyz`) answers `200` with `{"status":"ready", "checks": ...}` when
 ///   every check passes, else `503` with `{"status":"not ready", "checks": ...}`, each
-///   failed check with `"ok": false` and what failed: take the node out of the load
-///   balancer until it passes again (its readers resume on another node). The checks:
+///   failed check with `"ok": false` and an `error` saying in words what is not ready:
+///   take the node out of the load balancer until it passes again (its readers resume on
+///   another node). The checks:
 ///   - `store`: one read of one record through the [`Store`] (the newest of an address
 ///     nobody writes, `chord.health/probe`), under the log's store lock, answered within
 ///     [`probe_timeout`](Health::probe_timeout). A PostgreSQL store sends one indexed query;
@@ -43,6 +44,12 @@ pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 ///     timed out is still stuck, later probes fail at once rather than stack up.
 ///   - `follower` (a store other nodes write to, with live readers):
 ///     [`Log::follower_lag`], under [`max_follower_lag`](Health::max_follower_lag).
+///
+/// The body is for whoever can reach the route, so it names no part of the store: a failed
+/// probe read is `"the store is unreachable: its probe read failed"`, a slow one `"the store
+/// did not answer within N ms"`, a follower `"a follower is behind by N ms ..."`. The store's
+/// own error, which for PostgreSQL names its host, user, database and schema, goes to the
+/// log instead: a `tracing` event at WARN, target `chord::streams`, for each failed check.
 ///
 /// Both answer `Cache-Control: no-store`. Each failed check counts in
 /// `chord_not_ready_total{check}` (see the [metrics](super#operations)).
@@ -82,7 +89,8 @@ impl std::fmt::Debug for Health {
 pub struct Readiness {
     /// Whether every check passed.
     pub ready: bool,
-    /// The body `/readyz` answers: `status` and each check's result.
+    /// The body `/readyz` answers: `status` and each check's result (each failure in words,
+    /// naming no part of the store; see [`Health`]).
     pub body: Value,
 }
 
@@ -139,13 +147,20 @@ impl Health {
             Some(lag) => {
                 ready = false;
                 super::metrics::not_ready("follower");
+                let lag_ms = millis(lag);
+                tracing::warn!(
+                    target: "chord::streams",
+                    lag_ms,
+                    max_lag_ms = max_ms,
+                    "not ready: a follower last heard from the store {lag_ms} ms ago"
+                );
                 json!({
                     "ok": false,
-                    "lag_ms": millis(lag),
+                    "lag_ms": lag_ms,
                     "max_lag_ms": max_ms,
                     "error": format!(
-                        "a follower last heard from the store {} ms ago (at most {max_ms} ms)",
-                        millis(lag)
+                        "a follower is behind by {lag_ms} ms (at most {max_ms} ms): it last \
+                         heard from the store that long ago"
                     ),
                 })
             }
@@ -157,15 +172,18 @@ impl Health {
         }
     }
 
-    /// The store probe: `Err` says what failed.
+    /// The store probe: `Err` says in words what failed, for the body; the store's error,
+    /// which may name its host, user, database and schema, goes to the log only.
     async fn probe(&self) -> Result<(), String> {
         {
             let mut stuck = self.stuck.lock().unwrap_or_else(PoisonError::into_inner);
             if stuck.as_ref().is_some_and(|probe| !probe.is_finished()) {
-                return Err(format!(
+                let why = format!(
                     "an earlier probe of the store has not finished, {} ms after it started",
                     millis(self.probe_timeout)
-                ));
+                );
+                tracing::warn!(target: "chord::streams", "not ready: {why}");
+                return Err(why);
             }
             *stuck = None;
         }
@@ -174,18 +192,27 @@ impl Health {
             let _span = tracing::debug_span!("chord.store.probe").entered();
             source.probe()
         });
-        match tokio::time::timeout(self.probe_timeout, &mut probe).await {
-            Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(e))) => Err(format!("reading the store: {}", chain(&e))),
-            Ok(Err(_)) => Err("the store probe panicked".into()),
+        let why = match tokio::time::timeout(self.probe_timeout, &mut probe).await {
+            Ok(Ok(Ok(()))) => return Ok(()),
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(
+                    target: "chord::streams",
+                    error = %chain(&e),
+                    "not ready: the store's probe read failed"
+                );
+                return Err("the store is unreachable: its probe read failed".into());
+            }
+            Ok(Err(_)) => "the store probe panicked".to_owned(),
             Err(_) => {
                 *self.stuck.lock().unwrap_or_else(PoisonError::into_inner) = Some(probe);
-                Err(format!(
+                format!(
                     "the store did not answer within {} ms",
                     millis(self.probe_timeout)
-                ))
+                )
             }
-        }
+        };
+        tracing::warn!(target: "chord::streams", "not ready: {why}");
+        Err(why)
     }
 
     /// [`HEALTH_ROUTE`] and [`READY_ROUTE`], to merge into the application's router.

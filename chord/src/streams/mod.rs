@@ -146,6 +146,7 @@
 //! | wait for room in that budget, then 503 with `Retry-After` | 5 s ([`DEFAULT_BODY_WAIT`]) | [`Streams::body_wait`] |
 //! | time a body may take to arrive, then 408 | 30 s ([`DEFAULT_BODY_TIMEOUT`]) | [`Streams::body_timeout`] |
 //! | request headers arriving, per connection | 30 s | [`Server`] |
+//! | bytes of messages a [`Memory`] holds, all its streams together | 1 GiB ([`DEFAULT_MAX_BYTES`]); a create or append beyond answers 507, refused whole | [`Memory::max_bytes`] |
 //! | `Stream-TTL` | 36,500 days ([`MAX_TTL`]); more answers 400 | — |
 //! | `Producer-Epoch`, `Producer-Seq` | 2^53 − 1; more answers 400 | — |
 //! | namespace or key | [`MAX_NAME`] bytes | — |
@@ -302,8 +303,8 @@ pub use self::log::{
     DEFAULT_TAIL_RECORDS,
 };
 pub use self::memory::{
-    Backend, Memory, MemoryStream, TooManyStreams, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES,
-    MAX_TTL,
+    Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES, MAX_TTL,
 };
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
