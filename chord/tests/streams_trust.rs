@@ -631,3 +631,30 @@ async fn an_answer_to_a_request_whose_body_was_not_read_closes_the_connection() 
     .await;
     assert_eq!((r.status, r.header("connection")), (StatusCode::OK, None));
 }
+
+#[tokio::test]
+async fn the_health_routes_answer_with_the_same_headers() {
+    let f = Fixture::new();
+    let app = chord::streams::Health::new(&f.log).router();
+    for path in ["/healthz", "/readyz"] {
+        for method in [Method::GET, Method::HEAD, Method::POST, Method::DELETE] {
+            let r = call(&app, method.clone(), path, &[], "").await;
+            let what = format!("{method} {path} answered {}", r.status);
+            assert_eq!(
+                r.header("x-content-type-options"),
+                Some("nosniff"),
+                "{what}"
+            );
+            assert_eq!(
+                r.header("cross-origin-resource-policy"),
+                Some("cross-origin"),
+                "{what}"
+            );
+            if r.status == StatusCode::METHOD_NOT_ALLOWED {
+                assert_eq!(allowed(&r), ["GET", "HEAD"], "{what}");
+            } else {
+                assert!(r.status.is_success(), "{what}");
+            }
+        }
+    }
+}

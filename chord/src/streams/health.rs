@@ -221,6 +221,8 @@ impl Health {
             .route(HEALTH_ROUTE, get(healthz))
             .route(READY_ROUTE, get(readyz))
             .with_state(Arc::new(self))
+            // The streams routes' headers: the same on every answer, a 405 included.
+            .layer(axum::middleware::from_fn(super::headers::common))
     }
 }
 

@@ -113,8 +113,9 @@
 //! **Tracing.** `tracing` spans, at DEBUG: `chord.request` (method, namespace, key) around
 //! each request's handling (an SSE body is polled after it), `chord.store.tail`,
 //! `chord.store.read`, `chord.store.append` and `chord.store.probe` around the store's
-//! work; events at target `chord::streams` for the drain (INFO, WARN when the deadline cuts)
-//! and for a follower's failed reads (DEBUG), and `chord::fallback` for the tracker.
+//! work; events at target `chord::streams` for the drain (INFO, WARN when the deadline cuts),
+//! for a follower's failed reads (DEBUG) and for each failed readiness check (WARN, with the
+//! store's whole error, which `/readyz` does not show), and `chord::fallback` for the tracker.
 //!
 //! # Conformance
 //!
