@@ -994,15 +994,18 @@ mod protocol {
         assert!(r.header("chord-base-offset").is_some());
     }
 
-    /// `Memory::max_bytes`: 100 bytes in all, filled across three streams; each create,
-    /// append or fork beyond is 507 and changes nothing; a delete makes room again.
+    /// `Memory::max_bytes`: 100 bytes of messages in all, each message also counted with its
+    /// handle, filled across three streams; each create, append or fork beyond is 507 and
+    /// changes nothing; a delete makes room again.
     #[tokio::test]
     async fn the_bytes_of_all_streams_are_bounded_and_a_delete_makes_room() {
         const FULL: &str = "the server holds as many bytes as it may\n";
+        // What a message costs beside its bytes: its handle in the stream.
+        const H: usize = std::mem::size_of::<axum::body::Bytes>();
         let f = Fixture::new();
         let app = Streams::new(&f.log)
             .writes(|_| true)
-            .backend(Memory::new().max_stream_bytes(64).max_bytes(100))
+            .backend(Memory::new().max_stream_bytes(64 + 2 * H).max_bytes(100 + 4 * H))
             .router();
         let a40 = "a".repeat(40);
         let r = call(&app, Method::PUT, "/streams/m/a", &[TEXT], &a40).await;
@@ -1012,7 +1015,7 @@ mod protocol {
         let r = call(&app, Method::POST, "/streams/m/b", &[TEXT], &"b".repeat(20)).await;
         assert_eq!(r.status, StatusCode::NO_CONTENT);
         let r = call(&app, Method::PUT, "/streams/m/c", &[TEXT], &"c".repeat(10)).await;
-        assert_eq!(r.status, StatusCode::CREATED, "exactly the bound");
+        assert_eq!(r.status, StatusCode::CREATED, "exactly the bound: 100 + 4 messages");
         let tail = call(&app, Method::HEAD, "/streams/m/a", &[], "").await;
         let tail = tail.header("stream-next-offset").unwrap().to_owned();
 
@@ -1054,27 +1057,34 @@ mod protocol {
         let r = get(&app, "/streams/m/c?offset=-1").await;
         assert_eq!(r.text(), "c".repeat(10));
 
-        // A delete gives its stream's 50 bytes back.
+        // A delete gives its stream's two messages back (50 bytes).
         let r = call(&app, Method::DELETE, "/streams/m/b", &[], "").await;
         assert_eq!(r.status, StatusCode::NO_CONTENT);
         // The refused producer request advanced nothing: its seq 0 is still the next.
         let r = call(&app, Method::POST, "/streams/m/a", &producer, "x").await;
         assert_eq!(r.status, StatusCode::OK);
-        // A fork's inherited bytes count: a's 41, 92 in all.
-        let r = call(&app, Method::PUT, "/streams/m/e", &fork, "").await;
+        // A fork's inherited messages count: a's first, 40 bytes; 91 in 4 messages now.
+        let at_tail = [fork[0], ("stream-fork-offset", tail.as_str())];
+        let r = call(&app, Method::PUT, "/streams/m/e", &at_tail, "").await;
         assert_eq!(r.status, StatusCode::CREATED);
         let r = get(&app, "/streams/m/e?offset=-1").await;
-        assert_eq!(r.text(), format!("{a40}x"));
-        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], &"c".repeat(9)).await;
+        assert_eq!(r.text(), a40);
+        // 9 bytes left: less than a message's handle, so even one byte is refused.
+        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], "c").await;
+        assert_eq!((r.status, r.text()), (StatusCode::INSUFFICIENT_STORAGE, FULL));
+        // Deleting the fork gives its message back: 49 bytes in one message fit, no more.
+        let r = call(&app, Method::DELETE, "/streams/m/e", &[], "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], &"c".repeat(50)).await;
         assert_eq!(
             (r.status, r.text()),
             (StatusCode::INSUFFICIENT_STORAGE, FULL),
-            "101 bytes"
+            "one byte over"
         );
-        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], &"c".repeat(8)).await;
-        assert_eq!(r.status, StatusCode::NO_CONTENT, "100 bytes");
+        let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], &"c".repeat(49)).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "exactly the bound");
         let r = get(&app, "/streams/m/c?offset=-1").await;
-        assert_eq!(r.text(), "c".repeat(18));
+        assert_eq!(r.text(), "c".repeat(59));
     }
 
     #[tokio::test]

@@ -199,3 +199,53 @@ fn a_refused_body_peaks_under_4x_and_appends_nothing() {
         assert_eq!(records.len(), 2, "the base and the warm-up only");
     });
 }
+
+/// A server whose write side keeps streams that are not chord logs in memory
+/// (`streams::Memory` with its default bounds), with `t/json` a JSON stream.
+async fn memory_server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+    let log = Log::new(store);
+    let app = Streams::new(&log)
+        .writes(|_| true)
+        .backend(chord::streams::Memory::new())
+        .router();
+    let s = Server {
+        _dir: dir,
+        log,
+        app,
+    };
+    let (status, text) = post(&s.app, "PUT", "/streams/t/json", Bytes::from_static(b"[]")).await;
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    s
+}
+
+#[test]
+fn a_json_stream_of_tiny_messages_is_refused_for_what_they_would_cost_before_any_is_built() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    runtime().block_on(async {
+        let s = memory_server().await;
+        // 8 million one-byte messages: 16 MB of body, over 256 MB as messages (each has a
+        // handle), more than a stream may hold.
+        let body = repeated("1", "1");
+        let len = body.len();
+        let (status, text, peak) = peak_of_post(&s, "/streams/t/json", body).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{text}");
+        check("a JSON body of 8 million tiny messages", len, peak);
+    });
+}
+
+#[test]
+fn a_json_stream_of_short_messages_peaks_under_4x_its_body() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    runtime().block_on(async {
+        let s = memory_server().await;
+        // 250,000 messages of 64 bytes.
+        let message = format!("\"{}\"", "m".repeat(62));
+        let body = repeated(&message, &message);
+        let len = body.len();
+        let (status, text, peak) = peak_of_post(&s, "/streams/t/json", body).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
+        check("a JSON body of 250,000 messages of 64 bytes", len, peak);
+    });
+}

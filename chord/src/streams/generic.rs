@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use serde::de::{Deserializer as _, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use tokio::time::{sleep_until, Instant};
 
@@ -106,36 +107,122 @@ fn parse_rfc3339(v: &str) -> Result<SystemTime, String> {
         .ok_or_else(|| "beyond what this system's clock represents".into())
 }
 
-/// The messages of a body: one for bytes; for JSON, the value, or each element of an array.
-fn messages(json: bool, body: &[u8], creating: bool) -> Result<Vec<Bytes>, Refusal> {
+/// What a message costs a stream beside its bytes: its handle in the stream's list. Counted in
+/// the backend's bounds ([`Backend::max_stream_bytes`], [`Backend::reserve`]), so that they
+/// bound the memory streams take however small their messages (a JSON body of `[1,1,...]`
+/// is a message every two bytes).
+pub(crate) const MESSAGE_COST: usize = std::mem::size_of::<Bytes>();
+
+/// What messages cost a stream: their bytes, each with [`MESSAGE_COST`].
+fn cost(messages: &[Bytes]) -> usize {
+    messages.iter().map(|m| m.len() + MESSAGE_COST).sum()
+}
+
+/// A body's messages, counted before any is built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Measured {
+    count: usize,
+    bytes: usize,
+}
+
+impl Measured {
+    /// What the messages will cost the stream.
+    fn cost(self) -> usize {
+        self.bytes
+            .saturating_add(self.count.saturating_mul(MESSAGE_COST))
+    }
+}
+
+/// Counts and checks the messages of a body: one for bytes; for JSON, the value, or each
+/// element of an array. Read as it goes: nothing is built, so a body refused for what its
+/// messages would cost never costs more than itself.
+fn measure(json: bool, body: &[u8], creating: bool) -> Result<Measured, Refusal> {
+    if body.is_empty() {
+        return Ok(Measured::default());
+    }
     if !json {
-        return Ok(if body.is_empty() {
-            Vec::new()
-        } else {
-            vec![Bytes::copy_from_slice(body)]
+        return Ok(Measured {
+            count: 1,
+            bytes: body.len(),
         });
     }
-    if body.is_empty() {
-        return Ok(Vec::new());
+    let mut measured = Measured::default();
+    each_json(body, &mut |m| {
+        measured.count += 1;
+        measured.bytes += m.len();
+    })
+    .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}\n")))?;
+    if measured.count == 0 && !creating {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "an empty JSON array appends nothing\n",
+        ));
     }
-    let value: &RawValue = serde_json::from_slice(body)
-        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}\n")))?;
-    let raw = value.get().trim_start();
-    if raw.starts_with('[') {
-        let items: Vec<&RawValue> = serde_json::from_str(raw)
-            .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("invalid JSON: {e}\n")))?;
-        if items.is_empty() && !creating {
-            return Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                "an empty JSON array appends nothing\n",
-            ));
+    Ok(measured)
+}
+
+/// The messages of a body [`measure`] accepted, their bytes copied into one buffer that they
+/// share (no allocation per message).
+fn build(json: bool, body: &[u8], measured: Measured) -> Vec<Bytes> {
+    if body.is_empty() {
+        return Vec::new();
+    }
+    if !json {
+        return vec![Bytes::copy_from_slice(body)];
+    }
+    let mut out = Vec::with_capacity(measured.count);
+    let mut buffer = BytesMut::with_capacity(measured.bytes);
+    // Cannot fail: `measure` parsed the same body.
+    let _ = each_json(body, &mut |m| {
+        buffer.extend_from_slice(m.as_bytes());
+        out.push(buffer.split().freeze());
+    });
+    out
+}
+
+/// `messages` in a buffer of their own: a fork's copy of its source's, which must not keep
+/// the rest of the source's buffers alive once the source goes (a fork is charged for its own
+/// messages only).
+fn copied(messages: &[Bytes]) -> Vec<Bytes> {
+    let mut buffer = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
+    messages
+        .iter()
+        .map(|m| {
+            buffer.extend_from_slice(m);
+            buffer.split().freeze()
+        })
+        .collect()
+}
+
+/// Calls `each` with every message of a JSON body, in order, as its text: each element of an
+/// array, or the one value. Parsed as it goes, never into a tree or a list.
+fn each_json(body: &[u8], each: &mut dyn FnMut(&str)) -> Result<(), serde_json::Error> {
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    if start.is_some_and(|i| body[i] == b'[') {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        de.deserialize_seq(Each(each))?;
+        return de.end();
+    }
+    let value: &RawValue = serde_json::from_slice(body)?;
+    each(value.get().trim());
+    Ok(())
+}
+
+/// Walks a JSON array one element at a time, each borrowed from the body.
+struct Each<'a>(&'a mut dyn FnMut(&str));
+
+impl<'de> Visitor<'de> for Each<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(m) = seq.next_element::<&'de RawValue>()? {
+            (self.0)(m.get());
         }
-        Ok(items
-            .into_iter()
-            .map(|m| Bytes::copy_from_slice(m.get().as_bytes()))
-            .collect())
-    } else {
-        Ok(vec![Bytes::copy_from_slice(raw.trim_end().as_bytes())])
+        Ok(())
     }
 }
 
@@ -271,6 +358,7 @@ pub(super) fn create(
                 }
             }
         }
+        inherited = copied(&inherited);
         if ttl.is_none() && expires_at.is_none() {
             ttl = source.config.ttl;
             expires_at.clone_from(&source.config.expires_at);
@@ -284,21 +372,19 @@ pub(super) fn create(
         fork_of,
     };
     let json = config.content_type == "application/json";
-    let mut initial = match messages(json, body, true) {
+    let measured = match measure(json, body, true) {
         Ok(m) => m,
         Err(r) => return r.into(),
     };
-    if !inherited.is_empty() {
-        inherited.append(&mut initial);
-        initial = inherited;
-    }
-    let size: usize = initial.iter().map(Bytes::len).sum();
+    let size = cost(&inherited).saturating_add(measured.cost());
     if size > backend.max_stream_bytes() {
         return text(
             StatusCode::PAYLOAD_TOO_LARGE,
             "the stream would be too large\n",
         );
     }
+    let mut initial = inherited;
+    initial.append(&mut build(json, body, measured));
     let fresh = MemoryStream::new(config.clone());
     {
         let mut state = fresh.lock();
@@ -460,7 +546,7 @@ pub(super) fn append(
             Some(_) => {}
         }
     }
-    let messages = match messages(stream.json(), body, false) {
+    let measured = match measure(stream.json(), body, false) {
         Ok(m) => m,
         Err(r) => return r.into(),
     };
@@ -512,8 +598,8 @@ pub(super) fn append(
             return text(StatusCode::CONFLICT, "Stream-Seq does not increase\n");
         }
     }
-    let size: usize = messages.iter().map(Bytes::len).sum();
-    if state.bytes + size > backend.max_stream_bytes() {
+    let size = measured.cost();
+    if state.bytes.saturating_add(size) > backend.max_stream_bytes() {
         return text(
             StatusCode::PAYLOAD_TOO_LARGE,
             "the stream would be too large\n",
@@ -528,7 +614,7 @@ pub(super) fn append(
         state.stream_seq = Some(seq.to_owned());
     }
     state.bytes += size;
-    state.messages.extend(messages);
+    state.messages.extend(build(stream.json(), body, measured));
     if let Some((id, epoch, seq)) = &accepted {
         state.producers.insert(id.clone(), (*epoch, *seq));
     }
@@ -1093,6 +1179,32 @@ mod tests {
             let why = parse_rfc3339(v).expect_err(v);
             assert!(why.contains(part), "{v}: {why}");
         }
+    }
+
+    #[test]
+    /// A body's messages as a write stores them.
+    fn messages(json: bool, body: &[u8], creating: bool) -> Result<Vec<Bytes>, Refusal> {
+        measure(json, body, creating).map(|m| build(json, body, m))
+    }
+
+    #[test]
+    fn a_body_is_measured_before_it_is_built_each_message_with_its_handle() {
+        let body = b" [1, \"two\" ,{\"3\": [3]}] ";
+        let measured = measure(true, body, false).unwrap();
+        assert_eq!(measured, Measured { count: 3, bytes: 1 + 5 + 8 });
+        assert_eq!(measured.cost(), 14 + 3 * MESSAGE_COST);
+        let built = build(true, body, measured);
+        assert_eq!(cost(&built), measured.cost());
+        assert_eq!(built, [&b"1"[..], b"\"two\"", br#"{"3": [3]}"#]);
+        // Bytes are one message, whatever they hold.
+        let bytes = measure(false, body, false).unwrap();
+        assert_eq!(bytes, Measured { count: 1, bytes: body.len() });
+        assert_eq!(cost(&build(false, body, bytes)), bytes.cost());
+        assert_eq!(measure(false, b"", false).unwrap().cost(), 0);
+        // A fork's copy holds the same messages in a buffer of its own.
+        let copy = copied(&built);
+        assert_eq!(copy, built);
+        assert!(copy.iter().zip(&built).all(|(a, b)| a.as_ptr() != b.as_ptr()));
     }
 
     #[test]

@@ -146,14 +146,17 @@ impl Memory {
         self
     }
 
-    /// At most this many bytes of messages in one stream.
+    /// At most this many bytes of messages in one stream, each message counted with its
+    /// handle (32 bytes on 64-bit targets), so that the bound holds the memory a stream takes
+    /// however small its messages.
     #[must_use]
     pub fn max_stream_bytes(mut self, n: usize) -> Memory {
         self.max_stream_bytes = n;
         self
     }
 
-    /// At most this many bytes of messages in all the streams together (default
+    /// At most this many bytes of messages in all the streams together, counted as
+    /// [`max_stream_bytes`](Memory::max_stream_bytes) counts them (default
     /// [`DEFAULT_MAX_BYTES`]). A create (its first messages, a fork's inherited ones
     /// included) or an append that would go beyond is refused whole with
     /// `507 Insufficient Storage`: nothing of it is kept, and the stream is as it was.
@@ -441,43 +444,46 @@ mod tests {
         memory.bytes.load(Ordering::Acquire)
     }
 
+    /// What a message costs beside its bytes.
+    const H: usize = generic::MESSAGE_COST;
+
     #[test]
     fn bytes_are_given_back_when_a_stream_is_deleted_expires_or_is_replaced() {
         let memory = Memory::new();
         let (a, b) = (Address::new("t", "a"), Address::new("t", "b"));
         assert_eq!(put(&memory, "a", "hello", false), StatusCode::CREATED);
         assert_eq!(put(&memory, "a", "hello", false), StatusCode::OK);
-        assert_eq!(held(&memory), 5, "an idempotent PUT adds nothing");
+        assert_eq!(held(&memory), 5 + H, "an idempotent PUT adds nothing");
         assert_eq!(put(&memory, "b", "expired", true), StatusCode::CREATED);
-        assert_eq!(held(&memory), 12);
+        assert_eq!(held(&memory), 12 + 2 * H);
         // Replaced: the expired stream's bytes go, the new one's come.
         assert_eq!(put(&memory, "b", "new", false), StatusCode::CREATED);
-        assert_eq!(held(&memory), 8);
+        assert_eq!(held(&memory), 8 + 2 * H);
         assert_eq!(
             generic::delete(&memory, &b).status(),
             StatusCode::NO_CONTENT
         );
-        assert_eq!(held(&memory), 5, "deleted");
+        assert_eq!(held(&memory), 5 + H, "deleted");
         assert_eq!(put(&memory, "b", "expired", true), StatusCode::CREATED);
         assert!(memory.get(&b).is_none());
-        assert_eq!(held(&memory), 5, "dropped once found expired");
+        assert_eq!(held(&memory), 5 + H, "dropped once found expired");
         assert!(memory.remove(&a));
         assert_eq!(held(&memory), 0);
     }
 
     #[test]
     fn when_full_expired_streams_are_dropped_first() {
-        let memory = Memory::new().max_bytes(10);
+        let memory = Memory::new().max_bytes(10 + 2 * H);
         assert_eq!(put(&memory, "old", "xxxxxxxx", true), StatusCode::CREATED);
         assert_eq!(put(&memory, "live", "yy", false), StatusCode::CREATED);
-        assert_eq!(held(&memory), 10);
+        assert_eq!(held(&memory), 10 + 2 * H);
         assert_eq!(put(&memory, "new", "zzzzzzzz", false), StatusCode::CREATED);
-        assert_eq!(held(&memory), 10, "the expired stream went");
+        assert_eq!(held(&memory), 10 + 2 * H, "the expired stream went");
         assert_eq!(
             put(&memory, "more", "w", false),
             StatusCode::INSUFFICIENT_STORAGE
         );
-        assert_eq!(held(&memory), 10, "a refused create reserves nothing");
+        assert_eq!(held(&memory), 10 + 2 * H, "a refused create reserves nothing");
         assert_eq!(put(&memory, "empty", "", false), StatusCode::CREATED);
     }
 
