@@ -725,7 +725,7 @@ mod protocol {
                         .get("authorization")
                         .is_some_and(|v| v == "Bearer ok")
                 })
-                .backend(Memory::new().max_stream_bytes(64))
+                .backend(Memory::new().max_stream_bytes(STREAM_BOUND))
                 .router()
         }
     }
@@ -733,6 +733,12 @@ mod protocol {
     const AUTH: (&str, &str) = ("authorization", "Bearer ok");
     const TEXT: (&str, &str) = ("content-type", "text/plain");
     const JSON: (&str, &str) = ("content-type", "application/json");
+
+    /// What a message costs a stream beside its bytes: its handle.
+    const H: usize = std::mem::size_of::<axum::body::Bytes>();
+
+    /// The fixture's bound on one stream: 64 bytes, in up to 16 messages.
+    const STREAM_BOUND: usize = 64 + 16 * H;
 
     #[tokio::test]
     async fn bytes_streams_are_created_appended_and_read_from_any_offset() {
@@ -752,7 +758,8 @@ mod protocol {
         assert_eq!(r.status, StatusCode::CONFLICT, "content type mismatch");
         let r = call(&app, Method::POST, "/streams/t/a", &[AUTH, TEXT], "").await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "empty append");
-        let big = "x".repeat(65);
+        // With the two messages there, one more byte than the bound leaves.
+        let big = "x".repeat(STREAM_BOUND - 11 - 3 * H + 1);
         let r = call(&app, Method::POST, "/streams/t/a", &[AUTH, TEXT], &big).await;
         assert_eq!(
             r.status,
@@ -1000,12 +1007,14 @@ mod protocol {
     #[tokio::test]
     async fn the_bytes_of_all_streams_are_bounded_and_a_delete_makes_room() {
         const FULL: &str = "the server holds as many bytes as it may\n";
-        // What a message costs beside its bytes: its handle in the stream.
-        const H: usize = std::mem::size_of::<axum::body::Bytes>();
         let f = Fixture::new();
         let app = Streams::new(&f.log)
             .writes(|_| true)
-            .backend(Memory::new().max_stream_bytes(64 + 2 * H).max_bytes(100 + 4 * H))
+            .backend(
+                Memory::new()
+                    .max_stream_bytes(64 + 2 * H)
+                    .max_bytes(100 + 4 * H),
+            )
             .router();
         let a40 = "a".repeat(40);
         let r = call(&app, Method::PUT, "/streams/m/a", &[TEXT], &a40).await;
@@ -1015,7 +1024,11 @@ mod protocol {
         let r = call(&app, Method::POST, "/streams/m/b", &[TEXT], &"b".repeat(20)).await;
         assert_eq!(r.status, StatusCode::NO_CONTENT);
         let r = call(&app, Method::PUT, "/streams/m/c", &[TEXT], &"c".repeat(10)).await;
-        assert_eq!(r.status, StatusCode::CREATED, "exactly the bound: 100 + 4 messages");
+        assert_eq!(
+            r.status,
+            StatusCode::CREATED,
+            "exactly the bound: 100 + 4 messages"
+        );
         let tail = call(&app, Method::HEAD, "/streams/m/a", &[], "").await;
         let tail = tail.header("stream-next-offset").unwrap().to_owned();
 
@@ -1071,7 +1084,10 @@ mod protocol {
         assert_eq!(r.text(), a40);
         // 9 bytes left: less than a message's handle, so even one byte is refused.
         let r = call(&app, Method::POST, "/streams/m/c", &[TEXT], "c").await;
-        assert_eq!((r.status, r.text()), (StatusCode::INSUFFICIENT_STORAGE, FULL));
+        assert_eq!(
+            (r.status, r.text()),
+            (StatusCode::INSUFFICIENT_STORAGE, FULL)
+        );
         // Deleting the fork gives its message back: 49 bytes in one message fit, no more.
         let r = call(&app, Method::DELETE, "/streams/m/e", &[], "").await;
         assert_eq!(r.status, StatusCode::NO_CONTENT);

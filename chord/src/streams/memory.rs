@@ -483,7 +483,11 @@ mod tests {
             put(&memory, "more", "w", false),
             StatusCode::INSUFFICIENT_STORAGE
         );
-        assert_eq!(held(&memory), 10 + 2 * H, "a refused create reserves nothing");
+        assert_eq!(
+            held(&memory),
+            10 + 2 * H,
+            "a refused create reserves nothing"
+        );
         assert_eq!(put(&memory, "empty", "", false), StatusCode::CREATED);
     }
 
