@@ -1,5 +1,5 @@
 //! The routes of [`Streams`]: one handler per verb on one [`MethodRouter`], every answer through
-//! the [`common`](super::headers::common) headers.
+//! the [`common`](crate::streams::headers::common) headers.
 //!
 //! Which hook guards which request, and why a fork is a read of its source, is told once, in
 //! the module docs' "Authorization" section; the handlers below call the hooks in that order,
@@ -18,18 +18,18 @@ use axum::routing::{get, MethodRouter};
 use axum::Router;
 use tracing::Instrument;
 
-use super::auth::{self, Access, ReadKind, ReadRequest};
-use super::generic;
-use super::headers::{self, plain};
-use super::log::Want;
-use super::memory::MemoryStream;
 use super::names::{check_name, fork_source};
-use super::offset::Start;
 use super::read::{self, load, Reader};
-use super::router::Streams;
-use super::server::Draining;
-use super::write::{self, WriteKind, WriteRequest};
+use super::Streams;
 use crate::store::Address;
+use crate::streams::auth::{self, Access, ReadKind, ReadRequest};
+use crate::streams::generic;
+use crate::streams::headers::{self, plain};
+use crate::streams::log::Want;
+use crate::streams::memory::MemoryStream;
+use crate::streams::offset::Start;
+use crate::streams::server::Draining;
+use crate::streams::write::{self, WriteKind, WriteRequest};
 
 /// What every route's handlers share: the configuration, and the namespace of a
 /// [`namespace_router`](Streams::namespace_router).
@@ -67,7 +67,7 @@ struct Target {
     uri: Uri,
     headers: HeaderMap,
     query: HashMap<String, String>,
-    /// The server's drain signal, when a [`Server`](super::Server) serves the request.
+    /// The server's drain signal, when a [`Server`](crate::streams::Server) serves the request.
     draining: Option<Draining>,
     /// The span of the request's handling (its response's body, an SSE stream, is polled
     /// outside it).
@@ -388,7 +388,7 @@ mod tests {
             crate::store::JsonlStore::open(dir.path().join("log.jsonl"), Default::default())
                 .unwrap();
         let streams = Streams::new(&Log::new(store))
-            .backend(super::super::Memory::new())
+            .backend(crate::streams::Memory::new())
             .writes(|_| true);
         (dir, streams)
     }

@@ -3,7 +3,7 @@
 
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use super::router::MAX_NAME;
+use super::MAX_NAME;
 use crate::store::Address;
 
 /// What a name keeps unescaped in a path segment: RFC 3986's unreserved characters.

@@ -10,17 +10,17 @@ use axum::response::Response;
 use bytes::Bytes;
 use tokio::time::{sleep_until, Instant};
 
-use super::catchup::CatchUpBody;
-use super::headers::plain;
-use super::log::Want;
-use super::metrics::{self, Reading};
-use super::offset::Start;
-use super::router::{Streams, BASE_OFFSET_HEADER};
-use super::server::Draining;
-use super::sse::{self, Changes, Feed, Next, Pending, SseBody};
-use super::tail::{Entry, Found, Tail};
-use super::{frame, Offset};
+use super::{Streams, BASE_OFFSET_HEADER};
 use crate::store::{Address, Record};
+use crate::streams::catchup::CatchUpBody;
+use crate::streams::headers::plain;
+use crate::streams::log::Want;
+use crate::streams::metrics::{self, Reading};
+use crate::streams::offset::Start;
+use crate::streams::server::Draining;
+use crate::streams::sse::{self, Changes, Feed, Next, Pending, SseBody};
+use crate::streams::tail::{Entry, Found, Tail};
+use crate::streams::{frame, Offset};
 
 /// Most bytes of batches read at once for a catch-up response (a single larger record is
 /// read whole); a response reaching past one chunk is sent a chunk at a time
@@ -85,7 +85,7 @@ pub(super) struct Reader {
     pub(super) streams: Arc<Streams>,
     pub(super) address: Address,
     pub(super) tail: Arc<Tail>,
-    /// The server's drain signal, when a [`Server`](super::Server) serves the read.
+    /// The server's drain signal, when a [`Server`](crate::streams::Server) serves the read.
     pub(super) draining: Option<Draining>,
 }
 

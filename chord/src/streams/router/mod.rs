@@ -1,4 +1,10 @@
-//! [`Streams`]: the axum router serving every address's log as a Durable Stream.
+//! [`Streams`]: the axum router serving every address's log as a Durable Stream: its
+//! configuration here, its handlers per verb in `routes`, a chord log's reads in `read`, and
+//! names in paths in `names`.
+
+mod names;
+mod read;
+mod routes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +19,7 @@ use super::memory::Backend;
 use super::server::Draining;
 use super::sse::Timing;
 use super::write::{Bodies, WriteRequest};
-use super::{names, routes, Log};
+use super::Log;
 use crate::store::{Address, Store};
 
 /// The route the router serves: a value's stream by namespace and key, each one path segment
