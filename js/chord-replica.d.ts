@@ -87,34 +87,61 @@ export function createDecoder(): Decoder;
  */
 export function apply(target: unknown, ops: ReadonlyArray<unknown>, limits?: Partial<Limits>): unknown;
 
-/** Options of a `Replica`. */
-export interface ReplicaOptions {
+/**
+ * Options of a `Replica`. `T` is the type of the value, as in `Replica<T>`; an `onChange`
+ * that declares its parameter (`(lane: Lane | undefined) => ...`) gives `new Replica(...)` its `T`.
+ */
+export interface ReplicaOptions<T = unknown> {
   /** Bounds for `apply`. */
   limits?: Partial<Limits>;
   /**
    * Called after every batch that applied, with the new value and the decoded ops (full
    * paths, an append's text). A throw leaves the batch applied (`failed` stays `null`) and
-   * is rethrown by `applyWire`; `follow` reports it and keeps following.
+   * is rethrown by `applyWire`; `follow` reports it and keeps following. The value is
+   * `undefined` only after a batch that set none (an empty batch before the first base).
    */
-  onChange?: (value: unknown, ops: Op[]) => void;
+  onChange?: (value: T | undefined, ops: Op[]) => void;
 }
 
 /** Stops a subscription. */
 export type Unsubscribe = () => void;
 
 /**
- * Subscribes to a slice of a replica's value: `listener(selected, previous)` runs after a
- * batch only when `selector(value)` changed by `Object.is`.
+ * What a selector of a `Replica<T>` is given: `T | undefined` (`undefined` when a batch left
+ * no value, e.g. an empty batch before the first base), or `any` for an untyped replica
+ * (`T` is `unknown`), so that untyped code may declare the shape it expects.
  */
-export type Subscribe = <T>(selector: (value: any) => T, listener: (selected: T, previous: T | undefined) => void) => Unsubscribe;
+export type SelectorInput<T> = unknown extends T ? any : T | undefined;
 
-/** A value kept current by wire batches, with its own decoder. */
-export class Replica {
-  constructor(options?: ReplicaOptions);
+/**
+ * Subscribes to a slice of a `Replica<T>`'s value: `listener(selected, previous)` runs after
+ * a batch only when `selector(value)` changed by `Object.is`. `S`, the slice's type, is what
+ * the selector returns.
+ */
+export type Subscribe<T = unknown> = <S>(
+  selector: (value: SelectorInput<T>) => S,
+  listener: (selected: S, previous: S | undefined) => void,
+) => Unsubscribe;
+
+/**
+ * The type of `Replica#onChange`: a method's type, whose parameters TypeScript compares both
+ * ways, so that a `Replica<Lane>` is still a `Replica` (`Replica<unknown>`), as a `Lane` is an
+ * `unknown`. A function type would make this settable callback of `Lane` refuse `unknown`,
+ * and with it every typed replica, follower and store the untyped ones.
+ */
+export type ChangeListener<T = unknown> = { onChange(value: T | undefined, ops: Op[]): void }['onChange'];
+
+/**
+ * A value kept current by wire batches, with its own decoder. `T` is the value's type, e.g.
+ * the one `chord::typescript` generates from the Rust state (`new Replica<Lane>()`); it is
+ * what the stream is trusted to carry, not checked. Without it the value is `unknown`.
+ */
+export class Replica<T = unknown> {
+  constructor(options?: ReplicaOptions<T>);
   limits: Partial<Limits> | undefined;
-  onChange: ((value: unknown, ops: Op[]) => void) | null;
+  onChange: ChangeListener<T> | null;
   /** The current value (`undefined` before the first base batch). */
-  readonly value: unknown;
+  readonly value: T | undefined;
   /** The error that stopped the replica, or `null`. */
   readonly failed: ChordError | null;
   /** Forgets the value, the ids and any failure (subscriptions stay, and are not called). */
@@ -124,15 +151,15 @@ export class Replica {
    * (by `Object.is`; values are copy on write, so an unchanged slice is the same object).
    * The selector runs now (if there is a value) and after each batch that applied.
    */
-  subscribe: Subscribe;
+  subscribe: Subscribe<T>;
   /**
    * Decodes and applies one wire batch given as JSON text, op by op (never the whole batch
    * as one parsed tree); returns the new value. Throws the batch's `ChordError` (the value
    * left the very object it was), or what `onChange` or a subscription threw (the batch applied).
    */
-  applyWireText(textBatch: string): unknown;
+  applyWireText(textBatch: string): T | undefined;
   /** Decodes and applies one parsed wire batch; returns the new value. Throws as `applyWireText`. */
-  applyWire(wireBatch: unknown): unknown;
+  applyWire(wireBatch: unknown): T | undefined;
 }
 
 /** The response header naming the offset just before a stream's latest base batch. */
@@ -252,11 +279,11 @@ export class EventParser {
  */
 export function durableStreamsTransport(client: { stream: (options: any) => Promise<any> }): Transport;
 
-/** What `follow` reports through `onEvent`. */
-export type FollowEvent =
+/** What `follow` reports through `onEvent`; `T` is the value's type, as in `Replica<T>`. */
+export type FollowEvent<T = unknown> =
   | { type: 'open'; fresh: boolean; offset: string }
   /** A batch applied: its decoded ops (full paths, an append's text), whether it was a base batch, the new value. */
-  | { type: 'batch'; batch: Op[]; base: boolean; value: unknown }
+  | { type: 'batch'; batch: Op[]; base: boolean; value: T | undefined }
   | { type: 'start' | 'resume'; offset: string }
   | { type: 'live'; live: boolean }
   | { type: 'break'; error: unknown; restart: boolean };
@@ -284,11 +311,12 @@ export interface FollowErrorInfo {
  * Options of `follow`. `headers` and `credentials` (see `CredentialOptions`) go to every
  * request: the `HEAD` naming the base offset and each connection of the transport. A refusal
  * (`401`, `403`) stops the follower, unless `headers` is a function: then it is retried with
- * the backoff, calling it again, so a refreshed token gets in.
+ * the backoff, calling it again, so a refreshed token gets in. `T` is the value's type, as in
+ * `Replica<T>`.
  */
-export interface FollowOptions extends CredentialOptions {
-  /** The replica to keep current (a new one by default). */
-  replica?: Replica;
+export interface FollowOptions<T = unknown> extends CredentialOptions {
+  /** The replica to keep current (a new one by default); a `Replica<T>` gives `follow` its `T`. */
+  replica?: Replica<T>;
   /** The `fetch` to use (the global one by default). */
   fetch?: typeof fetch;
   /** Stops following when aborted. */
@@ -304,7 +332,7 @@ export interface FollowOptions extends CredentialOptions {
    */
   maxEvent?: number;
   /** Called on every connection, batch, start, resume and break. */
-  onEvent?: (event: FollowEvent) => void;
+  onEvent?: (event: FollowEvent<T>) => void;
   /**
    * Called with every error: retried ones, the one that stops the follower, and what
    * `onChange` or `onEvent` threw. Without it, each distinct message is printed once:
@@ -332,9 +360,9 @@ export interface FollowStats {
   lastError: string | null;
 }
 
-/** A running `follow`. */
-export interface Follower {
-  readonly replica: Replica;
+/** A running `follow`; `T` is the value's type, as in `Replica<T>`. */
+export interface Follower<T = unknown> {
+  readonly replica: Replica<T>;
   /** The stream's absolute URL. */
   readonly url: string;
   readonly stats: FollowStats;
@@ -343,7 +371,7 @@ export interface Follower {
   /** Stops following. */
   stop(): void;
   /** `replica.subscribe`: the listener runs when its slice of the followed value changed. */
-  subscribe: Subscribe;
+  subscribe: Subscribe<T>;
   /** Resolves once stopped; rejects with the error when an answer no retry changes stopped it. */
   readonly done: Promise<void>;
 }
@@ -352,5 +380,9 @@ export interface Follower {
  * Follows a chord stream served as a Durable Stream, resuming from its offsets. `url` is
  * absolute, or relative to the page's `location` in a browser; a URL that cannot be fetched
  * or an option of the wrong type throws a `TypeError` at once.
+ *
+ * `T` is the value's type, e.g. the one `chord::typescript` generates from the Rust state:
+ * `follow<Lane>(url)`, or taken from `options.replica` (a `Replica<Lane>`). It is what the
+ * stream is trusted to carry, not checked; without it the value is `unknown`.
  */
-export function follow(url: string | URL, options?: FollowOptions): Follower;
+export function follow<T = unknown>(url: string | URL, options?: FollowOptions<T>): Follower<T>;

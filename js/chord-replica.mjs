@@ -1147,6 +1147,10 @@ const NONE = 6;
  * and `applyWire` rethrows the first error to its caller; `follow` reports such an error
  * (`onError`, else `console.error`) and keeps following.
  *
+ * In TypeScript the value's type is a parameter, `Replica<T>` (`unknown` by default): with
+ * the declarations `chord::typescript` generates from the Rust state, `new Replica<Lane>()`
+ * types `value`, `onChange` and `subscribe`'s selector (see chord-replica.d.ts).
+ *
  * @example
  * // Kept current by `follow`, which resumes from the stream's offsets:
  * const replica = new Replica({ onChange: (value) => console.log(value) });
@@ -1202,9 +1206,9 @@ export class Replica {
    * on the new value; before the first base batch the selected slice is `undefined`.
    * Values are copy on write, so a selector that returns a part of the value
    * (`(lane) => lane.transcript[3]`) fires exactly when a batch changed something in it.
-   * @template T
-   * @param {(value: any) => T} selector
-   * @param {(selected: T, previous: T | undefined) => void} listener
+   * @template S the slice's type
+   * @param {(value: any) => S} selector
+   * @param {(selected: S, previous: S | undefined) => void} listener
    * @returns {() => void} unsubscribes
    */
   subscribe(selector, listener) {
@@ -1985,6 +1989,9 @@ export function durableStreamsTransport(client) {
  * The handle's `subscribe(selector, listener)` is the replica's (see `Replica#subscribe`).
  * `onEvent`'s `batch` events carry the batch's decoded ops (kept only when there is an
  * `onEvent`), whether it was a base batch, and the new value.
+ *
+ * In TypeScript, `follow<Lane>(url)` (or a `Replica<Lane>` in `options.replica`) types the
+ * follower's value, its `subscribe` and `onEvent`'s value (see chord-replica.d.ts).
  *
  * @param {string | URL} url the stream's URL, e.g. `http://127.0.0.1:8080/streams/lanes/main`
  *   (in a browser, `/streams/lanes/main` resolves against the page's location)

@@ -4,7 +4,7 @@ import type { ReactNode } from 'react';
 import type { FollowOptions, FollowStats, Follower } from './chord-replica.js';
 
 /** What a store is given: `follow`'s options (not `replica`), plus its own. */
-export interface ChordStoreOptions<T = unknown> extends Omit<FollowOptions, 'replica'> {
+export interface ChordStoreOptions<T = unknown> extends Omit<FollowOptions<T>, 'replica'> {
   /** The value before the first base batch, and the one a server render selects from. */
   initialValue?: T;
   /**
@@ -44,7 +44,7 @@ export interface ChordStore<T = unknown> {
   /** Holds the follower without listening; returns the release. */
   retain(): () => void;
   /** The running follower, or `null`. */
-  readonly follower: Follower | null;
+  readonly follower: Follower<T> | null;
   /** How many users hold the follower. */
   readonly users: number;
 }
@@ -80,10 +80,16 @@ export type ChordSource<T = unknown> = ChordStore<T> | string | URL;
  * base batch, unless the store has an `initialValue`), re-rendering only when it changed.
  */
 export function useChord<T = unknown, S = unknown>(selector: (value: T | undefined) => S, options?: UseChordOptions<S>): S;
-/** The selected slice of `source`'s value (the whole value without a selector). */
-export function useChord<T = unknown, S = T | undefined>(
+/** The whole of `source`'s value. */
+export function useChord<T = unknown>(
   source: ChordSource<T>,
-  selector?: (value: T | undefined) => S,
+  selector?: undefined,
+  options?: UseChordOptions<T | undefined>,
+): T | undefined;
+/** The selected slice of `source`'s value. */
+export function useChord<T = unknown, S = unknown>(
+  source: ChordSource<T>,
+  selector: (value: T | undefined) => S,
   options?: UseChordOptions<S>,
 ): S;
 

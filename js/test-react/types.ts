@@ -2,7 +2,8 @@
 // (types.test.mjs runs it). The @ts-expect-error lines must be errors.
 
 import { createElement } from 'react';
-import type { LaneView } from '../../chord/examples/agent_lane/lane.js';
+import type { Follower } from 'chord-replica';
+import type { LaneView, Status } from '../../chord/examples/agent_lane/lane.js';
 import {
   ChordProvider,
   createChordStore,
@@ -57,6 +58,53 @@ export const app = createElement(
 );
 export const byUrl = createElement(ChordProvider, { url: '/streams/lanes/main', options: { linger: 5 } });
 
+// A typed store: its follower, replica and `follow` options carry the value's type, and it is
+// still an untyped store (a LaneView is an unknown).
+const typed = createChordStore<LaneView>('/streams/lanes/main', {
+  onEvent: (e) => void (e.type === 'batch' && e.value?.usage.outputTokens),
+});
+const follower: Follower<LaneView> | null = typed.follower;
+const followed: Status | undefined = typed.follower?.replica.value?.status;
+typed.follower?.subscribe((l) => l?.transcript.length ?? 0, (n: number) => void n);
+const untyped: ChordStore = typed;
+const initial = createChordStore('/streams/lanes/main', { initialValue: { status: 'idle' as Status, count: 0 } });
+const fromInitial: number | undefined = initial.getValue()?.count;
+void [follower, followed, untyped, fromInitial];
+
+export function TypedHooks() {
+  // Each hook infers the value's type from the store, with no cast.
+  const tokens = useChord(typed, (l) => l?.usage.outputTokens ?? 0);
+  const count: number = tokens;
+  const whole = useChord(typed);
+  const status: Status | undefined = whole?.status;
+  const sameStatus: LaneView | undefined = useChord(typed, undefined, { equals: (a, b) => a?.status === b?.status });
+  const held = useChordFollow(typed);
+  const heldStatus: Status | undefined = held.getValue()?.status;
+  const connected: boolean = useChordStatus(typed, (s) => s.connected);
+  // A URL has no type: the selector's parameter gives the hook its value's type.
+  const byUrl: Status | undefined = useChord('/streams/lanes/main', (l: LaneView | undefined) => l?.status);
+  // The provider's store: the selector's parameter says what the provider holds.
+  const fromProvider: number = useChord((l: LaneView | undefined) => l?.transcript.length ?? 0);
+  // @ts-expect-error: the selected slice is a number, not a string
+  const wrongSlice: string = useChord(typed, (l) => l?.usage.outputTokens ?? 0);
+  // @ts-expect-error: the JSON's names are serde's (`outputTokens`), not Rust's
+  useChord(typed, (l) => l?.usage.output_tokens);
+  // @ts-expect-error: the whole value is a LaneView, not a number
+  const wrongWhole: number | undefined = useChord(typed);
+  // @ts-expect-error: the followed value is a LaneView, whose status is not a number
+  const wrongFollowed: number | undefined = useChordFollow(typed).follower?.replica.value?.status;
+  // @ts-expect-error: equals compares slices, numbers here
+  useChord(typed, (l) => l?.usage.outputTokens ?? 0, { equals: (a: string, b: string) => a === b });
+  void [count, status, sameStatus, heldStatus, connected, byUrl, fromProvider, wrongSlice, wrongWhole, wrongFollowed];
+  return createElement('p', null, String(tokens));
+}
+
+export const typedApp = createElement(ChordProvider, { store: typed }, createElement(TypedHooks));
+
+// @ts-expect-error: initialValue is a LaneView
+createChordStore<LaneView>('/s', { initialValue: { status: 'idle' } });
+// @ts-expect-error: a batch event's value is a LaneView, which has no `answer`
+createChordStore<LaneView>('/s', { onEvent: (e) => void (e.type === 'batch' && e.value?.answer) });
 // @ts-expect-error: a store's URL is a string or a URL
 createChordStore(42);
 // @ts-expect-error: the store makes its own replica
