@@ -11,7 +11,8 @@ use self::cache::{catch_up, Index};
 use super::tail::{Bounds, Tail, Usage};
 use super::{Compaction, Retention};
 use crate::store::{
-    Address, CheckedBatch, Compacted, LiveSource, Page, ReadOptions, Record, Result, Store, BASE,
+    is_base_tag, Address, CheckedBatch, Compacted, LiveSource, Page, ReadOptions, Record, Result,
+    Store, BASE,
 };
 
 /// The default [`LogBuilder::tail_records`].
@@ -348,9 +349,9 @@ impl<S: Store> Shared<S> {
             }
             index.own.insert(address.clone());
         }
-        let base = batch.tag() == Some(BASE);
+        let base = is_base_tag(batch.tag());
         if let Some(tail) = index.tails.to_back(address) {
-            tail.push(seq, base, batch.text());
+            tail.push(seq, batch.tag(), batch.text());
             self.trim(&mut index, Some(address));
         }
         let due = base && self.compaction_due(&mut index, address);
