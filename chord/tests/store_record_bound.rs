@@ -3,8 +3,8 @@
 //! once it is back under the bound the checkpoint is written again.
 
 use chord::store::{
-    recover, recover_as, Address, Checkpoint, Durability, Durable, Error, JsonlStore, LogWriter,
-    ReadOptions, Store, BASE, MAX_RECORD_BYTES,
+    is_base_tag, recover, recover_as, Address, Checkpoint, Durability, Durable, Error,
+    JsonlStore, LogWriter, ReadOptions, Store, CHECKPOINT, MAX_RECORD_BYTES,
 };
 use chord::Tracked;
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ fn bases(store: &impl Store, at: &Address) -> Vec<u64> {
     assert_eq!(page.next_cursor, None);
     page.records
         .iter()
-        .filter(|r| r.tag.as_deref() == Some(BASE))
+        .filter(|r| is_base_tag(r.tag.as_deref()))
         .map(|r| r.seq)
         .collect()
 }
@@ -56,9 +56,9 @@ fn a_checkpoint_over_a_small_bound_is_an_error_and_the_lane_goes_on() {
                 assert_eq!(address, at);
                 assert_eq!(bound, BOUND);
                 assert!(base, "the checkpoint base is what did not fit");
-                // `{"text":"…","n":0}` inside `[["r",…]]`, and the tag.
+                // `{"text":"…","n":0}` inside `[["r",…]]`, and the checkpoint's tag.
                 let whole = serde_json::to_string(&json!([["r", lane.get()]])).unwrap();
-                assert_eq!(size, whole.len() + BASE.len());
+                assert_eq!(size, whole.len() + CHECKPOINT.len());
                 assert!(size > BOUND);
                 crossed = Some(i);
                 break;

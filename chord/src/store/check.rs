@@ -42,7 +42,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{Address, Error, Result, BASE, MAX_RECORD_BYTES};
+use super::{is_base_tag, Address, Error, Result, BASE, MAX_RECORD_BYTES};
 use crate::error::ErrorKind;
 use crate::{Limits, Op, PathRef, WireOp};
 
@@ -129,7 +129,7 @@ fn size(address: &Address, batch: &str, tag: Option<&str>, bound: usize) -> Resu
             address: address.clone(),
             size,
             bound: bound.min(MAX_RECORD_BYTES),
-            base: tag == Some(BASE),
+            base: is_base_tag(tag),
         });
     }
     Ok(())
@@ -174,11 +174,13 @@ fn batch(address: &Address, batch: &str, tag: Option<&str>) -> Result<bool> {
         };
     }
     let base = first_is_replace == Some(true);
-    if tag == Some(BASE) && !base {
-        return invalid(format!(
-            "a record tagged {BASE:?} must start with an `r` op: recovery starts there with no \
-             value"
-        ));
+    if let Some(tag) = tag.filter(|t| is_base_tag(Some(t))) {
+        if !base {
+            return invalid(format!(
+                "a record tagged {tag:?} must start with an `r` op: recovery starts there with \
+                 no value"
+            ));
+        }
     }
     match failed {
         Some(e) => Err(unrecoverable(e)),

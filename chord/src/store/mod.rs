@@ -145,8 +145,29 @@ pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
 pub use self::sqlite::SqliteStore;
 pub use self::writer::{Checkpoint, LogWriter};
 
-/// The tag of a record whose batch starts with `r`: recovery starts from the last one.
+/// The tag of a record whose batch starts with `r` as a change: a producer's first value, or
+/// a value it replaced whole. Recovery starts from the last base or [`CHECKPOINT`].
 pub const BASE: &str = "base";
+
+/// The tag of a checkpoint: a record that restates, as `["r", value]`, the value after the
+/// address's record before it ([`LogWriter`]'s checkpoint policy writes one after a batch).
+/// A base for everything that starts from one (recovery, retention, compaction, a reader
+/// with no value), and nothing new for a reader that has the record before it: the stream
+/// server never sends it to a reader resuming from an offset (see
+/// [`streams`](crate::streams#checkpoints) with the `streams` feature).
+pub const CHECKPOINT: &str = "checkpoint";
+
+/// Whether a record tagged `tag` starts from a whole value ([`BASE`] or [`CHECKPOINT`]):
+/// where recovery, retention and compaction may start.
+///
+/// ```
+/// use chord::store::{is_base_tag, BASE, CHECKPOINT};
+/// assert!(is_base_tag(Some(BASE)) && is_base_tag(Some(CHECKPOINT)));
+/// assert!(!is_base_tag(None) && !is_base_tag(Some("other")));
+/// ```
+pub fn is_base_tag(tag: Option<&str>) -> bool {
+    matches!(tag, Some(BASE | CHECKPOINT))
+}
 
 /// Where a tracked value lives: a namespace and a key.
 ///
@@ -219,8 +240,9 @@ pub struct ReadOptions {
     pub order: Order,
     /// At most this many records in the page; at least 1.
     pub limit: usize,
-    /// Stop the page at, and include, the first record carrying this tag. The search never
-    /// goes past `limit`: when the page holds no such record, page on with the cursor.
+    /// Stop the page at, and include, the first record carrying this tag ([`BASE`] stops at a
+    /// [`CHECKPOINT`] too: both are bases, see [`is_base_tag`]). The search never goes past
+    /// `limit`: when the page holds no such record, page on with the cursor.
     pub stop_at_tag: Option<String>,
 }
 
@@ -266,6 +288,15 @@ impl ReadOptions {
     pub fn stop_at_tag(mut self, tag: impl Into<String>) -> ReadOptions {
         self.stop_at_tag = Some(tag.into());
         self
+    }
+
+    /// Whether a record tagged `tag` ends the page ([`stop_at_tag`](ReadOptions::stop_at_tag)).
+    pub(crate) fn stops_at(&self, tag: Option<&str>) -> bool {
+        match (self.stop_at_tag.as_deref(), tag) {
+            (Some(BASE), tag) => is_base_tag(tag),
+            (Some(stop), Some(tag)) => stop == tag,
+            _ => false,
+        }
     }
 
     /// Whether `seq` lies past the cursor in this order.

@@ -259,7 +259,7 @@ impl Fetched {
                 tag: r.tag,
                 batch: r.batch,
             };
-            let stop = record.tag.is_some() && record.tag == options.stop_at_tag;
+            let stop = options.stops_at(record.tag.as_deref());
             records.push(record);
             if stop {
                 break;

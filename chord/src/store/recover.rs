@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Address, Error, ReadOptions, Record, Result, Store, BASE};
+use super::{is_base_tag, Address, Error, ReadOptions, Record, Result, Store, BASE};
 use crate::{Decoder, Limits};
 
 /// Records read per page while looking for the last base record.
@@ -156,7 +156,7 @@ pub fn replay<S: Store + ?Sized>(store: &S, address: &Address, at: Option<u64>) 
     loop {
         let page = store.read_list(address, &options)?;
         if let Some(last) = page.records.last() {
-            if last.tag.as_deref() == Some(BASE) {
+            if is_base_tag(last.tag.as_deref()) {
                 base_seq = Some(last.seq);
             }
         }

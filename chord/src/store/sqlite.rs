@@ -42,7 +42,7 @@ const MAX_SEQ: u64 = i64::MAX as u64;
 ///     address INTEGER NOT NULL,   -- chord_addresses.id
 ///     seq     INTEGER NOT NULL,   -- global to the database, never reused
 ///     prev    INTEGER NOT NULL,   -- the seq of the address's previous record; 0 for its first
-///     tag     TEXT,               -- 'base' for a base batch
+///     tag     TEXT,               -- 'base' or 'checkpoint' for a base
 ///     batch   TEXT NOT NULL,      -- the encoded wire batch, as appended
 ///     crc     INTEGER NOT NULL,   -- CRC-32C of seq, address, prev, tag and batch
 ///     PRIMARY KEY (address, seq)
@@ -554,7 +554,8 @@ impl SqliteStore {
         let oldest: Option<i64> = c
             .conn
             .query_row(
-                "SELECT seq FROM chord_records WHERE address = ?1 AND tag = 'base'
+                "SELECT seq FROM chord_records
+                 WHERE address = ?1 AND tag IN ('base', 'checkpoint')
                  ORDER BY seq DESC LIMIT 1 OFFSET ?2",
                 params![id, offset],
                 |r| r.get(0),

@@ -3,7 +3,9 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::MAX_RECORD_BYTES;
-use super::{check, Address, CheckedBatch, Error, ReadOptions, Result, Store, BASE};
+use super::{
+    check, is_base_tag, Address, CheckedBatch, Error, ReadOptions, Result, Store, BASE, CHECKPOINT,
+};
 use crate::error::ErrorKind;
 use crate::wire::Numbers;
 use crate::{is_base, Encoder, Op};
@@ -100,7 +102,8 @@ struct Stream {
 #[derive(Debug)]
 struct Held {
     text: String,
-    base: bool,
+    /// [`BASE`], [`CHECKPOINT`] or none.
+    tag: Option<&'static str>,
 }
 
 impl Stream {
@@ -115,7 +118,7 @@ impl Stream {
 
     /// Whether the stream has a base, stored or held.
     fn has_base(&self) -> bool {
-        self.since.has_base || self.held.iter().any(|h| h.base)
+        self.since.has_base || self.held.iter().any(|h| is_base_tag(h.tag))
     }
 }
 
@@ -294,15 +297,16 @@ impl<S: Store> LogWriter<S> {
                 return Err(e);
             }
         };
+        let tag = base.then_some(BASE);
         if let Err(e) = earlier {
-            return self.hold(address, wire, base, e);
+            return self.hold(address, wire, tag, e);
         }
         match self.store.append_checked(address, checked) {
             Ok(seq) => {
                 stream.since.record(base, wire.len());
                 Ok(Some(seq))
             }
-            Err(e) => self.hold(address, wire, base, e),
+            Err(e) => self.hold(address, wire, tag, e),
         }
     }
 
@@ -313,14 +317,14 @@ impl<S: Store> LogWriter<S> {
         &mut self,
         address: &Address,
         text: String,
-        base: bool,
+        tag: Option<&'static str>,
         error: Error,
     ) -> Result<Option<u64>> {
         let bound = self.bound;
         match self.streams.get_mut(address) {
             Some(stream) if error.resendable() && stream.held_bytes + text.len() <= bound => {
                 stream.held_bytes += text.len();
-                stream.held.push_back(Held { text, base });
+                stream.held.push_back(Held { text, tag });
             }
             _ => {
                 self.streams.remove(address);
@@ -341,12 +345,11 @@ impl<S: Store> LogWriter<S> {
             let Some(held) = stream.held.front() else {
                 return Ok(last);
             };
-            let tag = held.base.then_some(BASE);
-            let stored = CheckedBatch::encoded(address, &held.text, tag, self.bound)
+            let stored = CheckedBatch::encoded(address, &held.text, held.tag, self.bound)
                 .and_then(|checked| self.store.append_checked(address, checked));
             match stored {
                 Ok(seq) => {
-                    let (base, len) = (held.base, held.text.len());
+                    let (base, len) = (is_base_tag(held.tag), held.text.len());
                     stream.held.pop_front();
                     stream.held_bytes -= len;
                     stream.since.record(base, len);
@@ -369,12 +372,14 @@ impl<S: Store> LogWriter<S> {
         self.streams.get(address).map_or(0, |s| s.held.len())
     }
 
-    /// Appends a producer's batch, or a base batch in its place when the checkpoint policy
-    /// asks for one: `current` then gives the value *after* `batch`, stored as `["r", value]`.
-    /// Either way the stored history ends at the same value, and the producer's live replicas
-    /// keep receiving `batch` itself: checkpoints are a concern of the log only.
+    /// Appends a producer's batch, followed by a checkpoint when the checkpoint policy asks
+    /// for one: `current` then gives the value *after* `batch`, stored as `["r", value]` in a
+    /// record tagged [`CHECKPOINT`] right after the batch's. Readers that have the value
+    /// before `batch` read the batch and never the checkpoint (the stream server leaves it
+    /// out for them: a checkpoint costs a live reader nothing); recovery, retention,
+    /// compaction and readers with no value start from the checkpoint.
     ///
-    /// A base that does not fit the record bound is not written: this call returns
+    /// A checkpoint that does not fit the record bound is not written: this call returns
     /// [`Error::RecordTooLarge`] (with `base: true`) and stores nothing, `batch` included, so
     /// the caller still holds the changes and appends them with its next batch (a
     /// [`Durable`](super::Durable) does); the policy asks for a base again one interval later
@@ -427,19 +432,65 @@ impl<S: Store> LogWriter<S> {
             Some(stream) => stream.since.has_base,
             None => since_base(&self.store, address, self.policy)?.has_base,
         };
-        let stored = self.append(address, &[Op::Replace(value)]);
-        if let (Err(Error::RecordTooLarge { .. }), true) = (&stored, has_base) {
-            // The log keeps its last base; count the interval again from here, with a fresh
-            // encoder (the failed base took the old one's ids).
+        if !has_base {
+            // Nothing before to change: the stream starts with the value as its base.
+            return self.append(address, &[Op::Replace(value)]);
+        }
+        // The checkpoint's text is checked before the batch is stored, so that one over the
+        // bound stores nothing. An `r` uses no path id, so a fresh encoder writes it as the
+        // address's own would.
+        let checkpoint = [Op::Replace(value)];
+        let text = Encoder::new()
+            .numbers(self.numbers)
+            .encode(&checkpoint)
+            .to_json();
+        if let Err(e) = CheckedBatch::encoded(address, &text, Some(CHECKPOINT), self.bound) {
+            // The log keeps its last base; the policy counts the interval again from here
+            // (the address's encoder is untouched: nothing was encoded with it).
             let since = Since {
                 has_base: true,
                 batches: 0,
                 bytes: 0,
             };
-            self.streams
-                .insert(address.clone(), Stream::new(self.numbers, since));
+            match self.streams.get_mut(address) {
+                Some(stream) => stream.since = since,
+                None => {
+                    self.streams
+                        .insert(address.clone(), Stream::new(self.numbers, since));
+                }
+            }
+            return Err(e);
         }
-        stored
+        let changes = self.append(address, batch)?;
+        let Some(stream) = self.streams.get_mut(address) else {
+            return Ok(changes);
+        };
+        // From here the address's encoder starts over, as every decoder reading from the
+        // checkpoint does; a decoder that skips the checkpoint keeps ids the encoder no longer
+        // uses, which is harmless: every id is defined again before it is used.
+        stream.encoder.reset();
+        match self.store.append_checked(
+            address,
+            CheckedBatch::encoded(address, &text, Some(CHECKPOINT), self.bound)?,
+        ) {
+            Ok(seq) => {
+                stream.since.record(true, text.len());
+                Ok(Some(seq))
+            }
+            // The batch is stored: the flush succeeded. A checkpoint the store can take again
+            // is held and sent before the next batch; another is dropped (recovery then starts
+            // from the base before), and the address starts over with a fresh encoder.
+            Err(e) => {
+                tracing::warn!(
+                    target: "chord::checkpoint",
+                    stream = %address,
+                    error = %e,
+                    "the checkpoint after a stored batch was not stored"
+                );
+                let _ = self.hold(address, text, Some(CHECKPOINT), e);
+                Ok(changes)
+            }
+        }
     }
 
     /// Whether the checkpoint policy asks for a base batch as `address`'s next batch. Always
@@ -501,7 +552,7 @@ fn since_base<S: Store + ?Sized>(
         let page = store.read_list(address, &options)?;
         for record in &page.records {
             since.batches += 1;
-            if record.tag.as_deref() == Some(BASE) {
+            if is_base_tag(record.tag.as_deref()) {
                 since.has_base = true;
                 return Ok(since);
             }

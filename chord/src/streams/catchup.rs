@@ -22,10 +22,10 @@ use http_body::Frame;
 use super::log::Source;
 use super::sse::Pending;
 use super::tail::{Found, Tail};
-use crate::store::Address;
+use crate::store::{Address, CHECKPOINT};
 
-/// Records read from the store: seq and batch.
-type Records = Vec<(u64, String)>;
+/// Records read from the store: seq, whether a checkpoint, and batch.
+type Records = Vec<(u64, bool, String)>;
 
 /// The records after `after` up to `until` as the rest of a JSON array whose `[` and first
 /// messages were sent already.
@@ -68,21 +68,27 @@ impl CatchUpBody {
         }
     }
 
-    /// The frame for `records` (those past `until` left out), or the array's end.
+    /// The frame for `records` (those past `until` left out, and checkpoints: the reader has
+    /// what they restate), or the array's end; `None` when every record read was a checkpoint
+    /// and more follow.
     fn frame<'a>(
         &mut self,
-        records: impl IntoIterator<Item = (u64, &'a str)>,
-    ) -> io::Result<Frame<Bytes>> {
+        records: impl IntoIterator<Item = (u64, bool, &'a str)>,
+    ) -> io::Result<Option<Frame<Bytes>>> {
         let mut out = Vec::with_capacity(self.max_bytes + 64);
-        for (seq, batch) in records {
+        let before = self.after;
+        for (seq, checkpoint, batch) in records {
             if seq > self.until {
                 break;
             }
+            self.after = seq;
+            if checkpoint {
+                continue;
+            }
             out.push(b',');
             out.extend_from_slice(batch.as_bytes());
-            self.after = seq;
         }
-        if out.is_empty() {
+        if self.after == before {
             // Nothing past `after` although the tail was at `until`: the records went
             // (compacted meanwhile). The response cannot say so any more, so it breaks off,
             // and the client's next read gets its 410.
@@ -92,7 +98,7 @@ impl CatchUpBody {
             out.push(b']');
             self.done = true;
         }
-        Ok(Frame::data(Bytes::from(out)))
+        Ok((!out.is_empty()).then(|| Frame::data(Bytes::from(out))))
     }
 }
 
@@ -124,20 +130,29 @@ impl http_body::Body for CatchUpBody {
                 };
                 this.read = None;
                 let frame = records.and_then(|records| {
-                    this.frame(records.iter().map(|(seq, batch)| (*seq, batch.as_str())))
+                    this.frame(records.iter().map(|(seq, c, batch)| (*seq, *c, batch.as_str())))
                 });
-                if frame.is_err() {
-                    this.done = true;
+                match frame {
+                    Ok(None) => continue,
+                    Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                    Err(e) => {
+                        this.done = true;
+                        return Poll::Ready(Some(Err(e)));
+                    }
                 }
-                return Poll::Ready(Some(frame));
             }
             match this.tail.read(this.after, this.max_bytes) {
                 Found::Entries(entries) => {
-                    let frame = this.frame(entries.iter().map(|e| (e.seq, &*e.batch)));
-                    if frame.is_err() {
-                        this.done = true;
+                    let frame =
+                        this.frame(entries.iter().map(|e| (e.seq, e.checkpoint, &*e.batch)));
+                    match frame {
+                        Ok(None) => continue,
+                        Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                        Err(e) => {
+                            this.done = true;
+                            return Poll::Ready(Some(Err(e)));
+                        }
                     }
-                    return Poll::Ready(Some(frame));
                 }
                 Found::Gone => {
                     this.done = true;
@@ -155,7 +170,7 @@ impl http_body::Body for CatchUpBody {
                         match source.read(&address, after, max) {
                             Ok(Some(records)) => Ok(records
                                 .into_iter()
-                                .map(|r| (r.seq, r.batch))
+                                .map(|r| (r.seq, r.tag.as_deref() == Some(CHECKPOINT), r.batch))
                                 .collect::<Vec<_>>()),
                             Ok(None) => Err(gone(&address, after)),
                             Err(e) => {

@@ -792,8 +792,11 @@ fn resolve(state: &State, start: Start) -> Result<u64, Refusal> {
     match start {
         Start::Beginning => Ok(0),
         Start::Now => Ok(tail),
-        Start::At(o) if o.seq() <= tail => Ok(o.seq()),
-        Start::At(_) => Err(Refusal::new(StatusCode::GONE, "offset beyond the tail\n")),
+        // A base's token is an offset like any other here: these streams have no checkpoints.
+        Start::At(o) | Start::Base(o) if o.seq() <= tail => Ok(o.seq()),
+        Start::At(_) | Start::Base(_) => {
+            Err(Refusal::new(StatusCode::GONE, "offset beyond the tail\n"))
+        }
     }
 }
 

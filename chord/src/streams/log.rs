@@ -11,7 +11,8 @@ use self::cache::{catch_up, Index};
 use super::tail::{Bounds, Tail, Usage};
 use super::{Compaction, Retention};
 use crate::store::{
-    Address, CheckedBatch, Compacted, LiveSource, Page, ReadOptions, Record, Result, Store, BASE,
+    is_base_tag, Address, CheckedBatch, Compacted, LiveSource, Page, ReadOptions, Record, Result,
+    Store,
 };
 
 /// The default [`LogBuilder::tail_records`].
@@ -348,9 +349,9 @@ impl<S: Store> Shared<S> {
             }
             index.own.insert(address.clone());
         }
-        let base = batch.tag() == Some(BASE);
+        let base = is_base_tag(batch.tag());
         if let Some(tail) = index.tails.to_back(address) {
-            tail.push(seq, base, batch.text());
+            tail.push(seq, batch.tag(), batch.text());
             self.trim(&mut index, Some(address));
         }
         let due = base && self.compaction_due(&mut index, address);
@@ -466,6 +467,7 @@ mod tests {
     use std::sync::Condvar;
 
     use super::*;
+    use crate::store::BASE;
     use crate::store::{Durability, Error, JsonlStore, LiveTail};
 
     // What the tests of `cache` and `follower` share with these.

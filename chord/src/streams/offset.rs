@@ -46,7 +46,10 @@ impl fmt::Display for Offset {
 
 /// Why a string is not an [`Offset`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("malformed offset {text:?}: expected {WIDTH} lowercase hexadecimal digits, `-1` or `now`")]
+#[error(
+    "malformed offset {text:?}: expected {WIDTH} lowercase hexadecimal digits (with `.base` \
+     after them for a base), `-1` or `now`"
+)]
 pub struct BadOffset {
     /// The text refused (shortened to 64 bytes).
     pub text: String,
@@ -81,6 +84,34 @@ pub(crate) enum Start {
     Now,
     /// An offset the server handed out.
     At(Offset),
+    /// An offset followed by [`BASE_SUFFIX`]: the records after it, for a reader with no
+    /// value, so a checkpoint right after it is read too (see [`BaseOffset`]).
+    Base(Offset),
+}
+
+/// What follows an offset in the token of a base batch: [`BaseOffset`].
+pub(crate) const BASE_SUFFIX: &str = ".base";
+
+/// Where a reader with no value starts: the offset before a base batch, and, when that base
+/// is a checkpoint (which readers resuming from an offset never receive), a suffix asking for
+/// it: `0000000000000009.base`. It sorts after the offset before the base and before the
+/// base's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BaseOffset {
+    /// The offset before the base.
+    pub(crate) before: u64,
+    /// Whether the base is a checkpoint.
+    pub(crate) checkpoint: bool,
+}
+
+impl fmt::Display for BaseOffset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", Offset::from_seq(self.before))?;
+        if self.checkpoint {
+            f.write_str(BASE_SUFFIX)?;
+        }
+        Ok(())
+    }
 }
 
 impl Start {
@@ -88,7 +119,13 @@ impl Start {
         match param {
             None | Some("-1") => Ok(Start::Beginning),
             Some("now") => Ok(Start::Now),
-            Some(s) => s.parse().map(Start::At),
+            Some(s) => match s.strip_suffix(BASE_SUFFIX) {
+                Some(offset) => offset
+                    .parse()
+                    .map(Start::Base)
+                    .map_err(|_| BadOffset { text: s.chars().take(64).collect() }),
+                None => s.parse().map(Start::At),
+            },
         }
     }
 }
@@ -105,6 +142,14 @@ mod tests {
             prop_assert_eq!(ta.cmp(&tb), a.cmp(&b));
             prop_assert_eq!(ta.parse::<Offset>(), Ok(Offset::from_seq(a)));
             prop_assert!(!ta.contains([',', '&', '=', '?', '/']));
+            // A base's token sorts after the offset before it and before the next one.
+            let base = BaseOffset { before: a, checkpoint: true }.to_string();
+            prop_assert!(ta < base);
+            if let Some(next) = a.checked_add(1) {
+                prop_assert!(base < Offset::from_seq(next).to_string());
+            }
+            prop_assert_eq!(Start::parse(Some(&base)), Ok(Start::Base(Offset::from_seq(a))));
+            prop_assert!(!base.contains([',', '&', '=', '?', '/']));
         }
     }
 
@@ -113,8 +158,16 @@ mod tests {
         assert_eq!(Start::parse(None), Ok(Start::Beginning));
         assert_eq!(Start::parse(Some("-1")), Ok(Start::Beginning));
         assert_eq!(Start::parse(Some("now")), Ok(Start::Now));
+        assert_eq!(
+            Start::parse(Some("000000000000002a.base")),
+            Ok(Start::Base(Offset::from_seq(42)))
+        );
         for bad in [
             "",
+            ".base",
+            "2a.base",
+            "000000000000002a.bas",
+            "000000000000002a.base.base",
             "-2",
             "000000000000002A",
             "0000000000000002a",

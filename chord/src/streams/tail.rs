@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::offset::BaseOffset;
 use super::{frame, Offset};
-use crate::store::{Record, BASE};
+use crate::store::{is_base_tag, Record, CHECKPOINT};
 
 /// One record as readers receive it: its batch and its live SSE events, built once.
 #[derive(Debug)]
@@ -23,6 +24,9 @@ pub(crate) struct Entry {
     pub(crate) prev: u64,
     /// The wire batch, exactly as stored.
     pub(crate) batch: Box<str>,
+    /// Whether the record is a checkpoint ([`CHECKPOINT`]): read only by a reader that starts
+    /// at it.
+    pub(crate) checkpoint: bool,
     /// A `data` event with this batch and the `control` event saying the reader is up to
     /// date at it: what every live reader at the tail is sent, the same bytes for all.
     pub(crate) live: Bytes,
@@ -31,7 +35,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn new(seq: u64, prev: u64, batch: &str) -> Entry {
+    pub(crate) fn new(seq: u64, prev: u64, tag: Option<&str>, batch: &str) -> Entry {
         let mut live = Vec::with_capacity(batch.len() + 128);
         frame::data_event(&mut live, [batch]);
         frame::control_event(&mut live, Offset::from_seq(seq), frame::cursor(None), true);
@@ -39,13 +43,14 @@ impl Entry {
             seq,
             prev,
             batch: batch.into(),
+            checkpoint: tag == Some(CHECKPOINT),
             live_capacity: live.capacity(),
             live: Bytes::from(live),
         }
     }
 
     pub(crate) fn from_record(record: &Record, prev: u64) -> Entry {
-        Entry::new(record.seq, prev, &record.batch)
+        Entry::new(record.seq, prev, record.tag.as_deref(), &record.batch)
     }
 
     /// The heap this entry holds while cached: its batch, its events (the buffer's capacity,
@@ -124,12 +129,21 @@ struct State {
     /// What `entries` cost ([`Entry::cost`]), also counted in `usage`.
     bytes: usize,
     usage: Arc<Usage>,
-    /// The kept base records: (seq, seq of the record before it), oldest first.
-    bases: VecDeque<(u64, u64)>,
+    /// The kept base records, oldest first.
+    bases: VecDeque<Kept>,
     /// The newest record retention dropped (0: none); readers start after it.
     floor: u64,
     /// The address's last record (0: none).
     last: u64,
+}
+
+/// A kept base record.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    /// The seq of the address's record before it.
+    prev: u64,
+    /// Whether it is a checkpoint.
+    checkpoint: bool,
 }
 
 /// Where a tail stands: what HEAD and every response report.
@@ -137,8 +151,8 @@ struct State {
 pub(crate) struct Position {
     /// The newest record retention dropped: reading from `-1` starts after it.
     pub(crate) floor: u64,
-    /// The offset just before the latest base batch.
-    pub(crate) base: u64,
+    /// Where a reader with no value starts: before the latest base batch.
+    pub(crate) base: BaseOffset,
     /// The last record.
     pub(crate) last: u64,
 }
@@ -183,7 +197,7 @@ impl Tail {
         newest_first: Vec<(Record, u64)>,
     ) -> Tail {
         let last = newest_first.first().map_or(0, |(r, _)| r.seq);
-        let fixed = fixed + bounds.bases * std::mem::size_of::<(u64, u64)>();
+        let fixed = fixed + bounds.bases * std::mem::size_of::<Kept>();
         usage.add(fixed);
         let mut state = State {
             bounds,
@@ -198,9 +212,12 @@ impl Tail {
         // goes in (their batch text may not even have been kept).
         let mut full = false;
         for (record, prev) in &newest_first {
-            let base = record.tag.as_deref() == Some(BASE);
-            if base && state.bases.len() < bounds.bases {
-                state.bases.push_front((record.seq, *prev));
+            let tag = record.tag.as_deref();
+            if is_base_tag(tag) && state.bases.len() < bounds.bases {
+                state.bases.push_front(Kept {
+                    prev: *prev,
+                    checkpoint: tag == Some(CHECKPOINT),
+                });
             }
             full = full
                 || state.entries.len() >= bounds.records
@@ -210,7 +227,7 @@ impl Tail {
             }
         }
         if state.bases.len() == bounds.bases {
-            state.floor = state.bases[0].1;
+            state.floor = state.bases[0].prev;
         }
         // Nothing before the floor is served: drop what the cache holds of it.
         while state.entries.front().is_some_and(|e| e.seq <= state.floor) {
@@ -226,19 +243,22 @@ impl Tail {
     /// Adds the address's next record; one at or before the last is already here, and is
     /// ignored (the log's own appends and a follower of the store may both bring a record).
     /// Returns whether it was added.
-    pub(crate) fn push(&self, seq: u64, base: bool, batch: &str) -> bool {
+    pub(crate) fn push(&self, seq: u64, tag: Option<&str>, batch: &str) -> bool {
         {
             let mut state = lock(&self.state);
             if seq <= state.last {
                 return false;
             }
-            let entry = Arc::new(Entry::new(seq, state.last, batch));
-            if base {
+            let entry = Arc::new(Entry::new(seq, state.last, tag, batch));
+            if is_base_tag(tag) {
                 let prev = state.last;
-                state.bases.push_back((seq, prev));
+                state.bases.push_back(Kept {
+                    prev,
+                    checkpoint: entry.checkpoint,
+                });
                 if state.bases.len() > state.bounds.bases {
                     state.bases.pop_front();
-                    state.floor = state.bases[0].1;
+                    state.floor = state.bases[0].prev;
                 }
             }
             state.last = seq;
@@ -260,7 +280,7 @@ impl Tail {
     /// first follows a record at or before the last here): those already here are ignored.
     pub(crate) fn extend(&self, records: &[Record]) {
         for r in records {
-            self.push(r.seq, r.tag.as_deref() == Some(BASE), &r.batch);
+            self.push(r.seq, r.tag.as_deref(), &r.batch);
         }
     }
 
@@ -289,9 +309,19 @@ impl Tail {
     /// Where the tail stands.
     pub(crate) fn position(&self) -> Position {
         let state = lock(&self.state);
+        let base = match state.bases.back() {
+            Some(kept) => BaseOffset {
+                before: kept.prev,
+                checkpoint: kept.checkpoint,
+            },
+            None => BaseOffset {
+                before: state.floor,
+                checkpoint: false,
+            },
+        };
         Position {
             floor: state.floor,
-            base: state.bases.back().map_or(state.floor, |&(_, prev)| prev),
+            base,
             last: state.last,
         }
     }
@@ -338,6 +368,7 @@ impl Drop for Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::BASE;
 
     fn record(seq: u64, base: bool) -> Record {
         Record {
@@ -372,17 +403,17 @@ mod tests {
             vec![(record(2, false), 1), (record(1, true), 0)],
         );
         assert_eq!(seqs(tail.read(0, 1 << 20)), [1, 2]);
-        tail.push(5, true, r#"[["r",5]]"#);
-        tail.push(7, false, r#"[["s",["n"],7]]"#);
+        tail.push(5, Some(BASE), r#"[["r",5]]"#);
+        tail.push(7, None, r#"[["s",["n"],7]]"#);
         // The cache holds 3 records: 2, 5, 7. Reading from 0 needs the store.
         assert!(matches!(tail.read(0, 1 << 20), Found::Miss));
         assert_eq!(seqs(tail.read(2, 1 << 20)), [5, 7]);
         assert_eq!(seqs(tail.read(7, 1 << 20)), Vec::<u64>::new());
         assert!(matches!(tail.read(8, 1 << 20), Found::Gone));
         // A third base: the first is no longer kept.
-        tail.push(9, true, r#"[["r",9]]"#);
+        tail.push(9, Some(BASE), r#"[["r",9]]"#);
         let p = tail.position();
-        assert_eq!((p.floor, p.base, p.last), (2, 7, 9));
+        assert_eq!((p.floor, p.base.before, p.last), (2, 7, 9));
         assert!(matches!(tail.read(1, 1 << 20), Found::Gone));
         assert_eq!(seqs(tail.read(2, 1 << 20)), [5, 7, 9]);
         assert_eq!(
@@ -405,14 +436,14 @@ mod tests {
             0,
             vec![(record(2, false), 1), (record(1, true), 0)],
         );
-        assert!(tail.push(4, false, r#"[["s",["n"],4]]"#));
-        assert!(!tail.push(4, false, r#"[["s",["n"],4]]"#), "a duplicate");
-        assert!(!tail.push(3, false, r#"[["s",["n"],3]]"#), "an older one");
+        assert!(tail.push(4, None, r#"[["s",["n"],4]]"#));
+        assert!(!tail.push(4, None, r#"[["s",["n"],4]]"#), "a duplicate");
+        assert!(!tail.push(3, None, r#"[["s",["n"],3]]"#), "an older one");
         // The store's records from before the last: only the newer ones go in.
         tail.extend(&[record(4, false), record(6, true), record(8, false)]);
         assert_eq!(seqs(tail.read(0, 1 << 20)), [1, 2, 4, 6, 8]);
         let p = tail.position();
-        assert_eq!((p.base, p.last), (4, 8));
+        assert_eq!((p.base.before, p.last), (4, 8));
         assert_eq!(tail.readers(), 0);
         let rx = tail.subscribe();
         assert_eq!(tail.readers(), 1);
@@ -456,8 +487,8 @@ mod tests {
         // The fixed part, the kept bases' slots, and one entry of at least its batch and events.
         assert!(one > 100 + 2 * 16 + 2 * r#"[["r",1]]"#.len(), "{one}");
         assert_eq!(tail.cost(), one);
-        tail.push(2, false, r#"[["s",["n"],2]]"#);
-        tail.push(3, false, r#"[["s",["n"],3]]"#);
+        tail.push(2, None, r#"[["s",["n"],2]]"#);
+        tail.push(3, None, r#"[["s",["n"],3]]"#);
         let three = usage.bytes();
         assert!(three > one);
         // Freeing keeps the newest when asked to, and says what it freed.

@@ -15,7 +15,7 @@ use super::group::Flush;
 use super::group::Syncer;
 use super::mark::{self, Mark};
 use super::{regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page};
-use super::{ReadOptions, Record, Result, Store, BASE, LEASE, MAX_RECORD_BYTES};
+use super::{is_base_tag, ReadOptions, Record, Result, Store, LEASE, MAX_RECORD_BYTES};
 
 /// A log in one JSONL file: no server, no dependency beyond `serde_json` and a CRC.
 ///
@@ -160,7 +160,7 @@ impl std::fmt::Debug for Writer {
 #[derive(Debug, Default)]
 struct List {
     entries: Vec<Entry>,
-    /// Positions in `entries` of the records tagged [`BASE`].
+    /// Positions in `entries` of the base records ([`is_base_tag`]).
     bases: Vec<usize>,
 }
 
@@ -706,7 +706,7 @@ impl JsonlStore {
     fn push(&mut self, id: u32, mut entry: Entry, tag: Option<&str>) {
         entry.tag = self.tag_id(tag);
         let list = &mut self.lists[id as usize];
-        if entry.tag != 0 && self.tags[entry.tag as usize - 1] == BASE {
+        if entry.tag != 0 && is_base_tag(Some(&self.tags[entry.tag as usize - 1])) {
             list.bases.push(list.entries.len());
         }
         list.entries.push(entry);
@@ -969,14 +969,10 @@ impl Store for JsonlStore {
         let Some(list) = self.list(address) else {
             return Ok(Page::default());
         };
-        let stop = match &options.stop_at_tag {
-            Some(tag) => match self.tags.iter().position(|t| t == tag) {
-                Some(i) => i as u32 + 1,
-                // No record carries a tag the log has never seen.
-                None => u32::MAX,
-            },
-            None => u32::MAX,
-        };
+        // The tag ids that end the page (none: no record carries a tag the log never saw).
+        let stops: Vec<u32> = (1..=self.tags.len() as u32)
+            .filter(|&i| options.stops_at(Some(&self.tags[i as usize - 1])))
+            .collect();
         let entries = &list.entries;
         let mut records = Vec::new();
         let (range, more): (Box<dyn Iterator<Item = &Entry>>, _) = match options.order {
@@ -998,7 +994,7 @@ impl Store for JsonlStore {
         for entry in range.take(options.limit) {
             debug_assert!(options.after_cursor(entry.seq));
             records.push(self.read_record(entry)?);
-            if entry.tag == stop {
+            if stops.contains(&entry.tag) {
                 break;
             }
         }

@@ -70,7 +70,7 @@ const POOL_SIZE: usize = 4;
 ///     address bigint NOT NULL REFERENCES chord_addresses (id),
 ///     seq     bigint NOT NULL,             -- global to the schema, never reused
 ///     prev    bigint NOT NULL,             -- the address's previous record; 0 for its first
-///     tag     text,                        -- 'base' for a base batch
+///     tag     text,                        -- 'base' or 'checkpoint' for a base
 ///     batch   text NOT NULL,               -- the encoded wire batch, as appended
 ///     crc     bigint NOT NULL,             -- CRC-32C of seq, address, prev, tag and batch
 ///     PRIMARY KEY (address, seq)
@@ -592,7 +592,8 @@ impl Sql {
             ),
             channel,
             nth_base: format!(
-                "SELECT seq FROM {s}.chord_records WHERE address = $1 AND tag = 'base'
+                "SELECT seq FROM {s}.chord_records
+                 WHERE address = $1 AND tag IN ('base', 'checkpoint')
                  ORDER BY seq DESC LIMIT 1 OFFSET $2"
             ),
             before: format!(

@@ -11,7 +11,7 @@ use hashlink::LinkedHashMap;
 
 use super::follower::Following;
 use super::{lock, Shared, Want};
-use crate::store::{Address, ReadOptions, Record, Result, Store, BASE};
+use crate::store::{is_base_tag, Address, ReadOptions, Record, Result, Store};
 use crate::streams::tail::{Tail, TAIL_OVERHEAD};
 
 /// The tail caches and who feeds them. Locked after the store, never before.
@@ -183,7 +183,7 @@ impl<S: Store + Send + 'static> Shared<S> {
                 if let Some(newer) = out.last_mut() {
                     newer.1 = record.seq;
                 }
-                let base = record.tag.as_deref() == Some(BASE);
+                let base = is_base_tag(record.tag.as_deref());
                 // Beyond what the cache can hold, only the seqs and tags are needed: memory
                 // stays bounded however far back the kept bases are.
                 kept += record.batch.len();
@@ -284,6 +284,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::super::tests::{seqs, set, Db, LIVE};
+    use crate::store::BASE;
     use super::*;
     use crate::store::{Durability, JsonlStore};
     use crate::streams::tail::Found;

@@ -11,12 +11,12 @@ use bytes::Bytes;
 use tokio::time::{sleep_until, Instant};
 
 use super::{Streams, BASE_OFFSET_HEADER};
-use crate::store::{Address, Record};
+use crate::store::{Address, Record, CHECKPOINT};
 use crate::streams::catchup::CatchUpBody;
 use crate::streams::headers::plain;
 use crate::streams::log::Want;
 use crate::streams::metrics::{self, Reading};
-use crate::streams::offset::Start;
+use crate::streams::offset::{BaseOffset, Start};
 use crate::streams::server::Draining;
 use crate::streams::sse::{self, Changes, Feed, Next, Pending, SseBody};
 use crate::streams::tail::{Entry, Found, Tail};
@@ -68,7 +68,10 @@ fn stream_headers(headers: &mut HeaderMap, tail: &Tail) {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    headers.insert(BASE_OFFSET_HEADER, offset_value(position.base));
+    headers.insert(
+        BASE_OFFSET_HEADER,
+        HeaderValue::from_str(&position.base.to_string()).expect("hex digits and a suffix"),
+    );
 }
 
 pub(super) fn head(tail: &Tail) -> Response {
@@ -89,50 +92,112 @@ pub(super) struct Reader {
     pub(super) draining: Option<Draining>,
 }
 
-/// A chunk of records read from the cache or the store.
-enum Chunk {
+/// A chunk of records read from the cache or the store, as a read delivers them: without
+/// checkpoints (a reader that has the record before one has its value), but for one the read
+/// starts at (a reader with no value starts there).
+struct Chunk {
+    items: Items,
+    /// The seq of the last record read, delivered or left out: where the reader is after it.
+    last: Option<u64>,
+}
+
+enum Items {
     Entries(Vec<Arc<Entry>>),
     Records(Vec<Record>),
 }
 
 impl Chunk {
+    /// `items`, read in order after an offset; `keep_first`: a checkpoint first among them is
+    /// delivered.
+    fn new(items: Items, keep_first: bool) -> Chunk {
+        let keep = |i: usize, checkpoint: bool| !checkpoint || (i == 0 && keep_first);
+        match items {
+            Items::Entries(mut e) => {
+                let last = e.last().map(|e| e.seq);
+                let mut i = 0;
+                e.retain(|e| {
+                    i += 1;
+                    keep(i - 1, e.checkpoint)
+                });
+                Chunk {
+                    items: Items::Entries(e),
+                    last,
+                }
+            }
+            Items::Records(mut r) => {
+                let last = r.last().map(|r| r.seq);
+                let mut i = 0;
+                r.retain(|r| {
+                    i += 1;
+                    keep(i - 1, r.tag.as_deref() == Some(CHECKPOINT))
+                });
+                Chunk {
+                    items: Items::Records(r),
+                    last,
+                }
+            }
+        }
+    }
+
+    /// Whether it delivers nothing.
     fn is_empty(&self) -> bool {
-        match self {
-            Chunk::Entries(e) => e.is_empty(),
-            Chunk::Records(r) => r.is_empty(),
+        match &self.items {
+            Items::Entries(e) => e.is_empty(),
+            Items::Records(r) => r.is_empty(),
         }
     }
 
     fn last_seq(&self) -> Option<u64> {
-        match self {
-            Chunk::Entries(e) => e.last().map(|e| e.seq),
-            Chunk::Records(r) => r.last().map(|r| r.seq),
-        }
+        self.last
     }
 
     fn batches(&self) -> Vec<&str> {
-        match self {
-            Chunk::Entries(e) => e.iter().map(|e| &*e.batch).collect(),
-            Chunk::Records(r) => r.iter().map(|r| r.batch.as_str()).collect(),
+        match &self.items {
+            Items::Entries(e) => e.iter().map(|e| &*e.batch).collect(),
+            Items::Records(r) => r.iter().map(|r| r.batch.as_str()).collect(),
         }
     }
 }
 
+/// Where a read starts: after `after`; `base`: for a reader with no value, so a checkpoint
+/// right after it is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct From {
+    after: u64,
+    base: bool,
+}
+
+impl From {
+    /// The `ETag` of an answer from here to `next`: a read for a reader with no value holds
+    /// what one resuming from the same offset does not.
+    fn etag(self, next: u64) -> String {
+        let start = BaseOffset {
+            before: self.after,
+            checkpoint: self.base,
+        };
+        format!("\"{start}:{}\"", Offset::from_seq(next))
+    }
+}
+
 impl Reader {
-    /// Where `start` is, as a seq: `None` for `now`.
-    fn resolve(&self, start: Start) -> u64 {
+    /// Where `start` is.
+    fn resolve(&self, start: Start) -> From {
         let position = self.tail.position();
-        match start {
-            Start::Beginning => position.floor,
-            Start::Now => position.last,
-            Start::At(offset) => offset.seq(),
-        }
+        let (after, base) = match start {
+            // From the oldest base kept, checkpoint or not.
+            Start::Beginning => (position.floor, true),
+            Start::Now => (position.last, false),
+            Start::At(offset) => (offset.seq(), false),
+            Start::Base(offset) => (offset.seq(), true),
+        };
+        From { after, base }
     }
 
-    /// The records after `after`, from the cache or else the store. `None`: gone.
-    async fn chunk(&self, after: u64) -> Result<Option<Chunk>, Response> {
+    /// The records after `from`, from the cache or else the store. `None`: gone.
+    async fn chunk(&self, from: From) -> Result<Option<Chunk>, Response> {
+        let after = from.after;
         match self.tail.read(after, CHUNK) {
-            Found::Entries(entries) => Ok(Some(Chunk::Entries(entries))),
+            Found::Entries(entries) => Ok(Some(Chunk::new(Items::Entries(entries), from.base))),
             Found::Gone => Ok(None),
             Found::Miss => {
                 metrics::cache_miss();
@@ -141,7 +206,7 @@ impl Reader {
                 let span = tracing::debug_span!("chord.store.read", stream = %address, after);
                 let read = move || span.in_scope(|| source.read(&address, after, CHUNK));
                 match tokio::task::spawn_blocking(read).await {
-                    Ok(Ok(Some(records))) => Ok(Some(Chunk::Records(records))),
+                    Ok(Ok(Some(records))) => Ok(Some(Chunk::new(Items::Records(records), from.base))),
                     // Compacted away meanwhile: gone, as the cache would say now.
                     Ok(Ok(None)) => Ok(None),
                     Ok(Err(e)) => Err({
@@ -176,14 +241,14 @@ impl Reader {
     /// A 200 with the chunk's records as one JSON array.
     fn data(
         &self,
-        after: u64,
+        from: From,
         chunk: &Chunk,
         cursor: Option<u64>,
         headers: &HeaderMap,
     ) -> Response {
-        let next = chunk.last_seq().unwrap_or(after);
+        let next = chunk.last_seq().unwrap_or(from.after);
         let up_to_date = next >= self.tail.position().last;
-        let etag = format!("\"{}:{}\"", Offset::from_seq(after), Offset::from_seq(next));
+        let etag = from.etag(next);
         let matches = headers
             .get(header::IF_NONE_MATCH)
             .and_then(|v| v.to_str().ok())
@@ -213,22 +278,22 @@ impl Reader {
     }
 
     pub(super) async fn catch_up(self, start: Start, headers: &HeaderMap) -> Response {
-        let after = self.resolve(start);
+        let from = self.resolve(start);
         if start == Start::Now {
             let mut r = Response::new(Body::from("[]"));
             let h = r.headers_mut();
             stream_headers(h, &self.tail);
-            h.insert("stream-next-offset", offset_value(after));
+            h.insert("stream-next-offset", offset_value(from.after));
             h.insert("stream-up-to-date", HeaderValue::from_static("true"));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             return r;
         }
-        match self.chunk(after).await {
+        match self.chunk(from).await {
             Ok(Some(chunk)) => {
                 let until = self.tail.position().last;
                 match chunk.last_seq() {
-                    Some(next) if next < until => self.whole(after, &chunk, until, headers),
-                    _ => self.data(after, &chunk, None, headers),
+                    Some(next) if next < until => self.whole(from, &chunk, until, headers),
+                    _ => self.data(from, &chunk, None, headers),
                 }
             }
             Ok(None) => self.gone(),
@@ -239,12 +304,8 @@ impl Reader {
     /// A 200 with every record after `after` up to `until` as one JSON array, up to date:
     /// `chunk` (the first records) at once, the rest as the connection sends it (see
     /// [`CatchUpBody`] for why one response).
-    fn whole(&self, after: u64, chunk: &Chunk, until: u64, headers: &HeaderMap) -> Response {
-        let etag = format!(
-            "\"{}:{}\"",
-            Offset::from_seq(after),
-            Offset::from_seq(until)
-        );
+    fn whole(&self, from: From, chunk: &Chunk, until: u64, headers: &HeaderMap) -> Response {
+        let etag = from.etag(until);
         let matches = headers
             .get(header::IF_NONE_MATCH)
             .and_then(|v| v.to_str().ok())
@@ -256,7 +317,7 @@ impl Reader {
         } else {
             let mut first = frame::json_array(chunk.batches());
             first.pop(); // the `]`: the body goes on
-            let next = chunk.last_seq().unwrap_or(after);
+            let next = chunk.last_seq().unwrap_or(from.after);
             Response::new(Body::new(CatchUpBody::new(
                 first,
                 Arc::clone(&self.streams.source),
@@ -279,7 +340,7 @@ impl Reader {
     }
 
     pub(super) async fn long_poll(self, start: Start, echoed: Option<u64>) -> Response {
-        let after = self.resolve(start);
+        let mut from = self.resolve(start);
         // Subscribed before the first read, so no record slips between it and the wait.
         let mut changes = self.tail.subscribe();
         let _reading = Reading::new(&self.address);
@@ -291,18 +352,26 @@ impl Reader {
         };
         loop {
             changes.borrow_and_update();
-            let chunk = match self.chunk(after).await {
+            let chunk = match self.chunk(from).await {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => return self.gone(),
                 Err(r) => return r,
             };
             if !chunk.is_empty() {
                 return self.data(
-                    after,
+                    from,
                     &chunk,
                     Some(frame::cursor(echoed)),
                     &HeaderMap::new(),
                 );
+            }
+            if let Some(last) = chunk.last_seq() {
+                // Only checkpoints: nothing for this reader, which waits on past them.
+                from = From {
+                    after: last,
+                    base: false,
+                };
+                continue;
             }
             let changed = tokio::select! {
                 changed = changes.changed() => changed.is_ok(),
@@ -314,7 +383,7 @@ impl Reader {
                 *r.status_mut() = StatusCode::NO_CONTENT;
                 let h = r.headers_mut();
                 stream_headers(h, &self.tail);
-                h.insert("stream-next-offset", offset_value(after));
+                h.insert("stream-next-offset", offset_value(from.after));
                 h.insert("stream-up-to-date", HeaderValue::from_static("true"));
                 h.insert("stream-cursor", HeaderValue::from(frame::cursor(echoed)));
                 h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -324,7 +393,7 @@ impl Reader {
     }
 
     pub(super) fn sse(self, start: Start, echoed: Option<u64>) -> Response {
-        let after = self.resolve(start);
+        let From { after, base } = self.resolve(start);
         if let Found::Gone = self.tail.read(after, 1) {
             return self.gone();
         }
@@ -335,6 +404,7 @@ impl Reader {
             changes: Changes::new(self.tail.subscribe()),
             read: None,
             after,
+            base,
             echoed,
             first: true,
             reader: self,
@@ -354,6 +424,8 @@ struct LogFeed {
     _reading: Reading,
     reader: Reader,
     after: u64,
+    /// The reader has no value: a checkpoint first in the first read is delivered.
+    base: bool,
     echoed: Option<u64>,
     changes: Changes,
     /// A store read in flight.
@@ -374,15 +446,26 @@ impl LogFeed {
         out
     }
 
-    /// The events for `chunk`, read after `self.after`.
-    fn events(&mut self, chunk: &Chunk) -> Bytes {
-        self.first = false;
-        let last = self.reader.tail.position().last;
+    /// What `items`, read after `self.after`, deliver, and where the reader is after them.
+    fn chunk(&mut self, items: Items) -> Chunk {
+        let chunk = Chunk::new(items, self.base);
+        self.base = false;
+        chunk
+    }
+
+    /// The events for `chunk`, read after `self.after`; `None` when it delivers nothing (only
+    /// checkpoints), the reader then being past them.
+    fn events(&mut self, chunk: &Chunk) -> Option<Bytes> {
         let next = chunk.last_seq().unwrap_or(self.after);
         self.after = next;
-        if let Chunk::Entries(e) = chunk {
+        if chunk.is_empty() {
+            return None;
+        }
+        self.first = false;
+        let last = self.reader.tail.position().last;
+        if let Items::Entries(e) = &chunk.items {
             if e.len() == 1 && e[0].seq == last && self.echoed.is_none() {
-                return e[0].live.clone(); // the same bytes for every reader at the tail
+                return Some(e[0].live.clone()); // the same bytes for every reader at the tail
             }
         }
         let batches = chunk.batches();
@@ -391,7 +474,7 @@ impl LogFeed {
         let mut out = Vec::with_capacity(size + 160);
         frame::data_event(&mut out, batches);
         out.extend_from_slice(&self.control(next, next >= last));
-        Bytes::from(out)
+        Some(Bytes::from(out))
     }
 }
 
@@ -408,7 +491,11 @@ impl Feed for LogFeed {
                 let Some(records) = records else {
                     return Poll::Ready(Next::End);
                 };
-                return Poll::Ready(Next::Data(self.events(&Chunk::Records(records))));
+                let chunk = self.chunk(Items::Records(records));
+                match self.events(&chunk) {
+                    Some(data) => return Poll::Ready(Next::Data(data)),
+                    None => continue,
+                }
             }
             if self.changes.waiting() {
                 match self.changes.poll_changed(cx) {
@@ -438,7 +525,10 @@ impl Feed for LogFeed {
                     }));
                 }
                 Found::Entries(entries) if !entries.is_empty() => {
-                    return Poll::Ready(Next::Data(self.events(&Chunk::Entries(entries))));
+                    let chunk = self.chunk(Items::Entries(entries));
+                    if let Some(data) = self.events(&chunk) {
+                        return Poll::Ready(Next::Data(data));
+                    }
                 }
                 Found::Entries(_) => match self.changes.poll_changed(cx) {
                     Poll::Ready(true) => {}

@@ -171,7 +171,7 @@ async fn serve_read(streams: Arc<Streams>, head: bool, target: Target) -> Respon
     let want = Want {
         live: !head && query.contains_key("live"),
         after: match Start::parse(query.get("offset").map(String::as_str)) {
-            Ok(Start::At(offset)) => Some(offset.seq()),
+            Ok(Start::At(offset) | Start::Base(offset)) => Some(offset.seq()),
             _ => None,
         },
     };
