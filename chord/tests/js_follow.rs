@@ -2,7 +2,10 @@
 //! transports: its own (`fetch` + SSE parsing) and the official `@durable-streams/client`
 //! (installed by `scripts/test` from `js/package.json`). The server ends every SSE response
 //! after 100 ms, so the followers reconnect many times; each starts once from a base batch and
-//! ends equal to the producer.
+//! ends equal to the producer. The producer writes a checkpoint every 7 batches: no follower
+//! receives one (a follower that has the value reads the batches, never a base again), and a
+//! subscription to a part no batch changes is called once, for the first base, and never
+//! again.
 
 #[path = "support/local.rs"]
 mod local;
@@ -10,7 +13,9 @@ mod local;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter};
+use chord::store::{
+    Address, Checkpoint, Durability, JsonlStore, LogWriter, ReadOptions, Store, CHECKPOINT,
+};
 use chord::streams::{self, Log, Streams};
 use chord::{path, NonEmptyPath, Op};
 use serde_json::{json, Value};
@@ -22,10 +27,11 @@ fn javascript_followers_resume_over_both_transports() {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
     let log = Log::new(store);
-    let mut writer = LogWriter::new(log.clone(), Checkpoint::Never);
+    let mut writer = LogWriter::new(log.clone(), Checkpoint::EveryBatches(7));
     let lane = Address::new("lanes", "main");
+    let mut value = Some(json!({"text": "", "n": 0, "fixed": {"k": 1}}));
     writer
-        .append(&lane, &[Op::Replace(json!({"text": "", "n": 0}))])
+        .append(&lane, &[Op::Replace(value.clone().unwrap())])
         .unwrap();
     let addr = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -59,10 +65,23 @@ fn javascript_followers_resume_over_both_transports() {
             Op::Append(path!["text"], chunk),
             Op::Set(NonEmptyPath::new("n"), json!(n)),
         ];
-        writer.append(&lane, &ops).unwrap();
+        chord::apply(&mut value, ops.to_vec()).unwrap();
+        writer
+            .append_checkpointed(&lane, &ops, || Ok(value.clone().unwrap()))
+            .unwrap();
         std::thread::sleep(Duration::from_millis(10));
     }
-    let expected = json!({"text": text, "n": last});
+    let expected = json!({"text": text, "n": last, "fixed": {"k": 1}});
+    let records = log
+        .read_list(&lane, &ReadOptions::asc().limit(1000))
+        .unwrap()
+        .records;
+    let checkpoints = records
+        .iter()
+        .filter(|r| r.tag.as_deref() == Some(CHECKPOINT))
+        .count();
+    // Eight were written; compaction keeps the retention's newest bases.
+    assert!(checkpoints >= 3, "{checkpoints} checkpoints in the log");
     for (kind, child) in followers {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -77,7 +96,11 @@ fn javascript_followers_resume_over_both_transports() {
         );
         assert_eq!(
             got["stats"]["bases"], 1,
-            "{kind}: no base batch after the first"
+            "{kind}: no base batch after the first, checkpoints included"
+        );
+        assert_eq!(
+            got["fixedCalls"], 1,
+            "{kind}: a subscription to a part no batch changes is called for the first base only"
         );
     }
 }

@@ -4,8 +4,9 @@
 //! 1,000-entry transcript, an answer streaming token by token and a 50 KB rolling tool
 //! window (cut at the front, appended at the end).
 //!
-//! Asserted: render counts per part per batch (the transcript renders 0 times while only
-//! the answer changes, the answer once per batch), never times. The page's text nodes take
+//! The producer writes a checkpoint every 5 batches, which a page that has the value never
+//! receives. Asserted: render counts per part per batch (the transcript renders 0 times while
+//! only the answer changes, the answer once per batch, checkpoints or not), never times. The page's text nodes take
 //! the batch's appends and cuts (`Text.appendData` / `deleteData`, counted in the page)
 //! instead of the whole string.
 //!
@@ -105,7 +106,10 @@ struct Producer {
 impl Producer {
     fn write(&mut self, ops: Vec<Op>) {
         chord::apply(&mut self.value, ops.clone()).unwrap();
-        self.writer.append(&lane(), &ops).unwrap();
+        let value = self.value.clone().unwrap();
+        self.writer
+            .append_checkpointed(&lane(), &ops, || Ok(value))
+            .unwrap();
         self.batches += 1;
     }
 
@@ -182,8 +186,9 @@ impl Served {
         let store =
             JsonlStore::open(dir.path().join("lane.jsonl"), Durability::EveryAppend).unwrap();
         let log = Log::new(store);
-        // No base batch but the first: a base batch renews every object, and every part.
-        let writer = LogWriter::new(log.clone(), Checkpoint::Never);
+        // A checkpoint every 5 batches: a page that has the value never receives one, so no
+        // part renders for it (a base batch would renew every object, and every part).
+        let writer = LogWriter::new(log.clone(), Checkpoint::EveryBatches(5));
         let mut producer = Producer {
             writer,
             value: None,

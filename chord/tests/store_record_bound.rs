@@ -3,8 +3,8 @@
 //! once it is back under the bound the checkpoint is written again.
 
 use chord::store::{
-    is_base_tag, recover, recover_as, Address, Checkpoint, Durability, Durable, Error,
-    JsonlStore, LogWriter, ReadOptions, Store, CHECKPOINT, MAX_RECORD_BYTES,
+    is_base_tag, recover, recover_as, Address, Checkpoint, Durability, Durable, Error, JsonlStore,
+    LogWriter, ReadOptions, Store, CHECKPOINT, MAX_RECORD_BYTES,
 };
 use chord::Tracked;
 use serde::{Deserialize, Serialize};

@@ -130,7 +130,11 @@ impl http_body::Body for CatchUpBody {
                 };
                 this.read = None;
                 let frame = records.and_then(|records| {
-                    this.frame(records.iter().map(|(seq, c, batch)| (*seq, *c, batch.as_str())))
+                    this.frame(
+                        records
+                            .iter()
+                            .map(|(seq, c, batch)| (*seq, *c, batch.as_str())),
+                    )
                 });
                 match frame {
                     Ok(None) => continue,

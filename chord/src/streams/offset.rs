@@ -120,10 +120,9 @@ impl Start {
             None | Some("-1") => Ok(Start::Beginning),
             Some("now") => Ok(Start::Now),
             Some(s) => match s.strip_suffix(BASE_SUFFIX) {
-                Some(offset) => offset
-                    .parse()
-                    .map(Start::Base)
-                    .map_err(|_| BadOffset { text: s.chars().take(64).collect() }),
+                Some(offset) => offset.parse().map(Start::Base).map_err(|_| BadOffset {
+                    text: s.chars().take(64).collect(),
+                }),
                 None => s.parse().map(Start::At),
             },
         }

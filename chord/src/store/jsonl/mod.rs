@@ -14,8 +14,8 @@ use super::file::sync_parent;
 use super::group::Flush;
 use super::group::Syncer;
 use super::mark::{self, Mark};
-use super::{regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page};
 use super::{is_base_tag, ReadOptions, Record, Result, Store, LEASE, MAX_RECORD_BYTES};
+use super::{regular_file, Address, CheckedBatch, Compacted, Durability, Error, Order, Page};
 
 /// A log in one JSONL file: no server, no dependency beyond `serde_json` and a CRC.
 ///

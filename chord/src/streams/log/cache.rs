@@ -284,8 +284,8 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::super::tests::{seqs, set, Db, LIVE};
-    use crate::store::BASE;
     use super::*;
+    use crate::store::BASE;
     use crate::store::{Durability, JsonlStore};
     use crate::streams::tail::Found;
     use crate::streams::LogBuilder;

@@ -206,7 +206,9 @@ impl Reader {
                 let span = tracing::debug_span!("chord.store.read", stream = %address, after);
                 let read = move || span.in_scope(|| source.read(&address, after, CHUNK));
                 match tokio::task::spawn_blocking(read).await {
-                    Ok(Ok(Some(records))) => Ok(Some(Chunk::new(Items::Records(records), from.base))),
+                    Ok(Ok(Some(records))) => {
+                        Ok(Some(Chunk::new(Items::Records(records), from.base)))
+                    }
                     // Compacted away meanwhile: gone, as the cache would say now.
                     Ok(Ok(None)) => Ok(None),
                     Ok(Err(e)) => Err({
@@ -358,12 +360,7 @@ impl Reader {
                 Err(r) => return r,
             };
             if !chunk.is_empty() {
-                return self.data(
-                    from,
-                    &chunk,
-                    Some(frame::cursor(echoed)),
-                    &HeaderMap::new(),
-                );
+                return self.data(from, &chunk, Some(frame::cursor(echoed)), &HeaderMap::new());
             }
             if let Some(last) = chunk.last_seq() {
                 // Only checkpoints: nothing for this reader, which waits on past them.
