@@ -107,17 +107,22 @@ enum Items {
 }
 
 impl Chunk {
-    /// `items`, read in order after an offset; `keep_first`: a checkpoint first among them is
-    /// delivered.
-    fn new(items: Items, keep_first: bool) -> Chunk {
-        let keep = |i: usize, checkpoint: bool| !checkpoint || (i == 0 && keep_first);
+    /// `items`, read in order after `from`. A checkpoint first among them is delivered to a
+    /// reader with no value (`from.base`), and to one whose offset is not the record right
+    /// before it: the records between went (compacted), so the reader cannot have the value
+    /// the checkpoint restates, and a base is what it needs (the store's own reads answer
+    /// `410` for such an offset, but the cache knows only the records it holds).
+    fn new(items: Items, from: From) -> Chunk {
+        let keep = |i: usize, checkpoint: bool, prev: Option<u64>| {
+            !checkpoint || (i == 0 && (from.base || from.after == 0 || prev != Some(from.after)))
+        };
         match items {
             Items::Entries(mut e) => {
                 let last = e.last().map(|e| e.seq);
                 let mut i = 0;
                 e.retain(|e| {
                     i += 1;
-                    keep(i - 1, e.checkpoint)
+                    keep(i - 1, e.checkpoint, Some(e.prev))
                 });
                 Chunk {
                     items: Items::Entries(e),
@@ -127,9 +132,15 @@ impl Chunk {
             Items::Records(mut r) => {
                 let last = r.last().map(|r| r.seq);
                 let mut i = 0;
+                // A store read of a reader's own offset: the record before the first is the
+                // one at the offset (or the read answered gone).
                 r.retain(|r| {
                     i += 1;
-                    keep(i - 1, r.tag.as_deref() == Some(CHECKPOINT))
+                    keep(
+                        i - 1,
+                        r.tag.as_deref() == Some(CHECKPOINT),
+                        Some(from.after),
+                    )
                 });
                 Chunk {
                     items: Items::Records(r),
@@ -197,7 +208,7 @@ impl Reader {
     async fn chunk(&self, from: From) -> Result<Option<Chunk>, Response> {
         let after = from.after;
         match self.tail.read(after, CHUNK) {
-            Found::Entries(entries) => Ok(Some(Chunk::new(Items::Entries(entries), from.base))),
+            Found::Entries(entries) => Ok(Some(Chunk::new(Items::Entries(entries), from))),
             Found::Gone => Ok(None),
             Found::Miss => {
                 metrics::cache_miss();
@@ -206,9 +217,7 @@ impl Reader {
                 let span = tracing::debug_span!("chord.store.read", stream = %address, after);
                 let read = move || span.in_scope(|| source.read(&address, after, CHUNK));
                 match tokio::task::spawn_blocking(read).await {
-                    Ok(Ok(Some(records))) => {
-                        Ok(Some(Chunk::new(Items::Records(records), from.base)))
-                    }
+                    Ok(Ok(Some(records))) => Ok(Some(Chunk::new(Items::Records(records), from))),
                     // Compacted away meanwhile: gone, as the cache would say now.
                     Ok(Ok(None)) => Ok(None),
                     Ok(Err(e)) => Err({
@@ -445,9 +454,12 @@ impl LogFeed {
 
     /// What `items`, read after `self.after`, deliver, and where the reader is after them.
     fn chunk(&mut self, items: Items) -> Chunk {
-        let chunk = Chunk::new(items, self.base);
+        let from = From {
+            after: self.after,
+            base: self.base,
+        };
         self.base = false;
-        chunk
+        Chunk::new(items, from)
     }
 
     /// The events for `chunk`, read after `self.after`; `None` when it delivers nothing (only
