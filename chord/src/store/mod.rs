@@ -3,7 +3,10 @@
 //! A tracked value lives at an [`Address`] (a namespace and a key). Its history is a list of
 //! [`Record`]s: a sequence number global to the store, the *statefully encoded* wire batch
 //! (the text [`WireBatch::to_json`](crate::WireBatch::to_json) produced), and an optional tag.
-//! A batch that starts with `r` is stored with the tag [`BASE`]: the tag is decided by whoever
+//! A batch that starts with `r` is stored with the tag [`BASE`], and a checkpoint (a record
+//! that restates the value after the record before it, written beside a batch by
+//! [`LogWriter`]'s checkpoint policy) with the tag [`CHECKPOINT`]; both are bases, where
+//! recovery, retention and compaction start ([`is_base_tag`]). The tag is decided by whoever
 //! encodes, which is what [`LogWriter`] does for you.
 //!
 //! **Acknowledged means recoverable.** An append that returns `Ok` stored a batch recovery can
@@ -208,7 +211,7 @@ pub struct Record {
     pub seq: u64,
     /// The encoded wire batch, as JSON text, exactly as appended.
     pub batch: String,
-    /// The record's tag: [`BASE`] for a base batch, or none.
+    /// The record's tag: [`BASE`] for a base batch, [`CHECKPOINT`] for a checkpoint, or none.
     pub tag: Option<String>,
 }
 

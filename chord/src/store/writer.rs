@@ -14,7 +14,10 @@ use crate::{is_base, Encoder, Op};
 /// policy rather than by luck.
 ///
 /// The writer never rewrites a batch itself: [`LogWriter::wants_base`] says when the policy
-/// asks for a base, and the producer answers with one (a tracker's `rebase()` then `flush()`).
+/// asks for a base, and the producer answers with one (a tracker's `rebase()` then `flush()`),
+/// or [`LogWriter::append_checkpointed`] (what [`Durable`](super::Durable) calls) answers for
+/// it: it stores the batch, then the value after it as a [`CHECKPOINT`], which readers that
+/// have the value never receive.
 ///
 /// A checkpoint is a record like any other, so it must fit the record bound
 /// ([`LogWriter::max_record_bytes`]). When the value has outgrown it, the base is not written

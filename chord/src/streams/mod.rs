@@ -62,6 +62,39 @@
 //! [`Backend`] stream's catch-up is whole too, sent a chunk at a time from its messages
 //! (shared with the stream, not copied whole).
 //!
+//! # Checkpoints
+//!
+//! A [`LogWriter`](crate::store::LogWriter) (or [`Durable`](crate::store::Durable)) with a
+//! [`Checkpoint`](crate::store::Checkpoint) policy stores, at each checkpoint, the flush's
+//! changes as any other batch, then the value after them, `["r", value]`, in a record tagged
+//! [`CHECKPOINT`](crate::store::CHECKPOINT). Each reader reads what it needs:
+//!
+//! - **A reader that has the value**, resuming from an offset it was handed (every read from
+//!   a `Stream-Next-Offset` or a `control` event's `streamNextOffset`: catch-up, long-poll and
+//!   SSE alike), reads the changes and never a checkpoint. Nothing of the checkpoint crosses
+//!   its wire, its replica applies no base (every part it did not change keeps its identity,
+//!   so nothing re-renders), and its decoder goes on: the producer's encoder starts its path
+//!   ids afresh at the checkpoint, as a decoder reading from it does, and every id is defined
+//!   again before it is used, so a decoder that skipped the checkpoint decodes the same.
+//! - **A reader with no value** starts at the latest base: [`BASE_OFFSET_HEADER`] names the
+//!   offset before it, followed by `.base` when it is a checkpoint (`0000000000000041.base`),
+//!   which reads that checkpoint, then the changes after it. `offset=-1` starts at the oldest
+//!   base kept, checkpoint or not, and so does a read from an offset whose records were
+//!   compacted away (it is given the checkpoint first, never a gap).
+//! - **Recovery, retention and compaction** count a checkpoint as a base.
+//!
+//! The cost, against the log format before it (where a checkpoint was the flush itself,
+//! written as a base, which every live reader then received whole and applied as a new
+//! value): the log holds one batch of changes more per checkpoint interval; the server tells
+//! a checkpoint by its record's tag and skips it, nothing per reader; a live reader's cost at
+//! a checkpoint is zero, where it was parsing the whole value and re-rendering everything
+//! that showed it. Comparing each base with the replica's value to keep its equal parts was
+//! the other way considered: it keeps identities, but every live reader still receives and
+//! parses the whole value at every checkpoint. Logs written before keep their checkpoints as
+//! bases, and are read as before. `chord/tests/checkpoints.rs` holds the readers to this,
+//! and `chord/tests/js_follow.rs` and `chord/tests/page_renders.rs` the JavaScript replica, a
+//! subscription to a part no batch changes, and the React and framework-free pages.
+//!
 //! # Operations
 //!
 //! **Health and readiness.** [`Health`] (or [`Streams::health`]) serves [`HEALTH_ROUTE`]
