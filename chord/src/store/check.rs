@@ -42,7 +42,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{is_base_tag, Address, Error, Result, BASE, MAX_RECORD_BYTES};
+#[cfg(any(feature = "streams", test))]
+use super::BASE;
+use super::{is_base_tag, Address, Error, Result, MAX_RECORD_BYTES};
 use crate::error::ErrorKind;
 use crate::{Limits, Op, PathRef, WireOp};
 
