@@ -39,7 +39,7 @@ use axum::http::header;
 use axum::routing::get;
 use browser::{Browser, PATIENCE};
 use chord::store::{Checkpoint, Durability, JsonlStore, LogWriter};
-use chord::streams::{Log, Streams};
+use chord::streams::{Log, LogBuilder, Retention, Streams};
 use chord::{path, Op, Path};
 use serde_json::{json, Value};
 
@@ -185,7 +185,11 @@ impl Served {
         let dir = tempfile::tempdir().unwrap();
         let store =
             JsonlStore::open(dir.path().join("lane.jsonl"), Durability::EveryAppend).unwrap();
-        let log = Log::new(store);
+        // Every base kept while the test runs: a page that reconnects is never behind the
+        // oldest kept one (which would make it start over from a base, and render anew).
+        let log = LogBuilder::new()
+            .retention(Retention::Bases(1000))
+            .build(store);
         // A checkpoint every 5 batches: a page that has the value never receives one, so no
         // part renders for it (a base batch would renew every object, and every part).
         let writer = LogWriter::new(log.clone(), Checkpoint::EveryBatches(5));
