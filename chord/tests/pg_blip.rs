@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use chord::store::{
     recover, Address, Checkpoint, Durability, Durable, Error, LogWriter, PostgresCut,
-    PostgresStore, ReadOptions, Record, Store, BASE,
+    PostgresStore, ReadOptions, Record, Store, BASE, CHECKPOINT,
 };
 use chord::{Decoder, Tracked};
 use proptest::prelude::*;
@@ -349,8 +349,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Any schedule of cuts, the first flush (the base) included, under the checkpoint policy
-    /// `every` (0: never): one record per step, each bringing a fresh reader to the producer's
-    /// state after that step; bases only at the first record and where the policy asked.
+    /// `every` (0: never): one change per step, each bringing a reader to the producer's
+    /// state after that step; a base only at the first; a checkpoint only after a change and
+    /// where the policy asked, restating the state after that change.
     #[test]
     fn any_schedule_of_cuts_leaves_one_unbroken_stream(
         schedule in proptest::collection::vec(blip(), 1..24),
@@ -397,24 +398,45 @@ proptest! {
             advance(&mut lane, n);
         }
         let records = stored(&schema, &at());
-        prop_assert_eq!(records.len() as u64, steps + 1);
+        // The changes, as a reader that has the value reads them (checkpoints left out).
+        let changes: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.tag.as_deref() != Some(CHECKPOINT))
+            .collect();
+        prop_assert_eq!(changes.len() as u64, steps + 1);
         let mut decoder = Decoder::new();
         let mut doc = None;
-        let mut since_base = 0;
-        for (k, record) in records.iter().enumerate() {
+        for (k, record) in changes.iter().enumerate() {
             let is_base = record.tag.as_deref() == Some(BASE);
-            since_base += 1;
-            if k == 0 || every == 0 {
-                prop_assert_eq!(is_base, k == 0, "record {}: {}", k, record.batch);
-            } else if is_base {
-                prop_assert!(since_base > every, "record {}: a base before the policy asked", k);
-            }
-            if is_base {
-                since_base = 1;
-            }
+            prop_assert_eq!(is_base, k == 0, "record {}: {}", k, record.batch);
             let ops = decoder.decode_str(&record.batch).unwrap();
             chord::apply(&mut doc, &ops).unwrap();
             prop_assert_eq!(doc.as_ref(), Some(&expected(k as u64)), "after record {}", k);
+        }
+        // Each checkpoint follows a change and restates the value after it, only where the
+        // policy asked, and a reader starting from it reaches the producer's state.
+        let mut change = 0u64;
+        let mut since_base = 0u64;
+        for (i, record) in records.iter().enumerate() {
+            if record.tag.as_deref() != Some(CHECKPOINT) {
+                if i > 0 {
+                    change += 1;
+                }
+                since_base += 1;
+                continue;
+            }
+            prop_assert!(every > 0, "a checkpoint without a policy");
+            prop_assert!(i > 0 && records[i - 1].tag.is_none(), "record {}: follows a change", i);
+            prop_assert!(since_base + 1 >= every, "record {}: before the policy asked", i);
+            since_base = 1;
+            let mut fresh = Decoder::new();
+            let mut value = None;
+            chord::apply(&mut value, &fresh.decode_str(&record.batch).unwrap()).unwrap();
+            prop_assert_eq!(value.as_ref(), Some(&expected(change)), "checkpoint {}", i);
+            for later in records[i + 1..].iter().filter(|r| r.tag.is_none()) {
+                chord::apply(&mut value, &fresh.decode_str(&later.batch).unwrap()).unwrap();
+            }
+            prop_assert_eq!(value.as_ref(), Some(&expected(steps)), "from checkpoint {}", i);
         }
         prop_assert_eq!(recover(&open_reader(&schema), &at()).unwrap(), Some(expected(steps)));
     }
