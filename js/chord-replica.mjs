@@ -389,6 +389,9 @@ const IN_PLACE = Symbol('decode in place');
 /** A decoder's op-by-op interface, for a batch streamed from its text. */
 const STREAM = Symbol('decode op by op');
 
+/** A decoder's id table as it is now, which the decoder will not change (see `decoderWith`). */
+const IDS = Symbol('the id table');
+
 /**
  * @typedef {object} Decoder
  * @property {(wireBatch: unknown) => Array} decode decodes one parsed wire batch into ops
@@ -414,7 +417,25 @@ const STREAM = Symbol('decode op by op');
  * @returns {Decoder}
  */
 export function createDecoder() {
-  const ids = new Map();
+  return decoderWith(new Map(), false);
+}
+
+/**
+ * A decoder starting from the id table `initial`; `held` when someone else holds that
+ * table, which is then copied before its first change.
+ */
+function decoderWith(initial, held) {
+  let ids = initial;
+  // Whether `ids` is held elsewhere (a snapshot taken by `[IDS]`): it is then never changed,
+  // but replaced by a changed copy, so that a snapshot costs nothing until a definition.
+  let idsShared = held;
+  const writableIds = () => {
+    if (idsShared) {
+      ids = new Map(ids);
+      idsShared = false;
+    }
+    return ids;
+  };
   let poisoned = false;
 
   /**
@@ -453,11 +474,16 @@ export function createDecoder() {
         if (units > MAX_ID_PATH_UNITS) {
           throw fail('LimitExceeded', { limit: 'UTF-16 units of key text in a path with an id', max: MAX_ID_PATH_UNITS });
         }
-        ids.set(w[1], own(w[2]));
+        writableIds().set(w[1], own(w[2]));
         return null;
       }
       if (verb === 'r') {
-        ids.clear();
+        if (idsShared) {
+          ids = new Map();
+          idsShared = false;
+        } else {
+          ids.clear();
+        }
         previous = null;
         return inPlace ? w : ['r', w[1]];
       }
@@ -528,10 +554,31 @@ export function createDecoder() {
         },
       };
     },
+    /** @internal The id table as it is now; the decoder copies it before changing it. */
+    [IDS]: () => {
+      idsShared = true;
+      return ids;
+    },
     get poisoned() {
       return poisoned;
     },
   };
+}
+
+/**
+ * The decoded ops of a batch text that has applied, decoded again from the text with the
+ * id table `ids` the decoder had before it (a snapshot from `[IDS]`): for a reader that
+ * asks for the ops after the batch applied without them (`follow`'s `onEvent`), so that
+ * they cost nothing unless asked for.
+ */
+function decodeAgain(text, ids) {
+  const decode = decoderWith(ids, true)[STREAM]().decode;
+  const ops = [];
+  eachElement(text, (w) => {
+    const op = decode(w);
+    if (op !== null) ops.push(op);
+  });
+  return ops;
 }
 
 // ---- a batch's text, op by op ----
@@ -1230,8 +1277,7 @@ export class Replica {
    * and applying it: a syntax error anywhere wins over every other error, then what
    * chord's decoder refuses in JSON (lone surrogates, numbers out of range, nesting), then
    * the first op breaking the wire grammar, then the first decode error, then the first op
-   * that cannot apply. With no `onChange` (nor `follow`'s `onEvent`) the decoded ops are
-   * not kept.
+   * that cannot apply. With no `onChange` the decoded ops are not kept.
    * @param {string} textBatch
    * @returns {unknown} the new value
    * @throws {ChordError} the batch's error; the value is left as it was
@@ -1239,7 +1285,7 @@ export class Replica {
    *   (`failed` stays `null`)
    */
   applyWireText(textBatch) {
-    return this.#applyText(textBatch, this.onChange !== null, undefined);
+    return this.#applyText(textBatch, this.onChange !== null, undefined, false);
   }
 
   /**
@@ -1258,11 +1304,14 @@ export class Replica {
    * @internal As `applyWire` (or `applyWireText` for a string, `text`), handing the decoded
    * ops (when `wantOps`, else `null`) and whether the batch was a base batch to `decoded`
    * before `onChange` runs; `inPlace` when only the caller holds the batch, which is then
-   * decoded in place.
+   * decoded in place. `wantOps: 'lazy'` for a text: the ops are not kept while the batch
+   * streams (unless `onChange` wants them), and `decoded` gets, third, a function that
+   * decodes them again from the text when called.
    */
   [IN_PLACE](wireBatch, { inPlace = false, text = false, wantOps = false, decoded } = {}) {
-    const want = wantOps || this.onChange !== null;
-    return text ? this.#applyText(wireBatch, want, decoded) : this.#apply(wireBatch, inPlace, want, decoded);
+    const want = wantOps === true || this.onChange !== null;
+    if (!text) return this.#apply(wireBatch, inPlace, want || wantOps === 'lazy', decoded);
+    return this.#applyText(wireBatch, want, decoded, !want && wantOps === 'lazy');
   }
 
   #apply(wireBatch, inPlace, wantOps, decoded) {
@@ -1281,9 +1330,11 @@ export class Replica {
     return this.#applied(value, wantOps ? ops : null, ops.length > 0 && ops[0][0] === 'r', decoded);
   }
 
-  #applyText(text, wantOps, decoded) {
+  #applyText(text, wantOps, decoded, lazy) {
     const failed = this.#failed !== null;
     const decoder = failed ? createDecoder() : this.#decoder;
+    // For ops decoded later, from the text: the ids as they were before this batch.
+    const ids = lazy ? decoder[IDS]() : null;
     const stream = decoder[STREAM]();
     // Without anyone to give the ops to, their values (parsed here, one op at a time) become
     // part of the value as they are.
@@ -1349,7 +1400,7 @@ export class Replica {
       } catch (e) {
         throw this.#fail(fail('Json', { reason: e.message }));
       }
-      return this.#apply(parsed, true, wantOps, decoded);
+      return this.#apply(parsed, true, wantOps || lazy, decoded);
     }
     // An empty batch is not a base batch either (any other reached `ReplicaFailed` or an `r`).
     if (error === null && failed && applied === 0) raise(fail('ReplicaFailed'), NOT_BASE);
@@ -1363,13 +1414,13 @@ export class Replica {
       this.reset();
       this.#decoder = decoder;
     }
-    return this.#applied(batch.root, ops, base, decoded);
+    return this.#applied(batch.root, ops, base, decoded, lazy ? () => decodeAgain(text, ids) : null);
   }
 
   /** Takes the value a batch made, then tells `decoded`, `onChange` and the subscriptions. */
-  #applied(value, ops, base, decoded) {
+  #applied(value, ops, base, decoded, later = null) {
     this.#value = value;
-    decoded?.(ops, base);
+    decoded?.(ops, base, later);
     let thrown = null;
     try {
       this.onChange?.(value, ops);
@@ -1624,11 +1675,13 @@ export function validOffset(offset) {
  * lines join with `\n`; a blank line ends an event, named by its `event:` field (`message`
  * without one); a byte-order mark at the start, comments, `id:` and `retry:` are read past.
  * Unlike a browser it refuses what chord never sends: a line or an event's data over
- * `maxEvent` bytes (`TooLarge`), a line that is not UTF-8 (`NotUtf8`).
+ * `maxEvent` bytes (`TooLarge`), a line that is not UTF-8 (`NotUtf8`: a `data` line's when
+ * its event ends, any other line's when it is read).
  *
  * Cost: each byte is examined once or twice (`examined` counts them), whatever the chunking;
  * memory is the unfinished line (at most `maxEvent` bytes, kept as views of its chunks) plus
- * the event's data so far (at most `maxEvent` bytes).
+ * the event's data so far (UTF-8 in one buffer of at most `maxEvent` bytes, each line
+ * costing what it is counted), and when the event ends, its text.
  */
 export class EventParser {
   #max;
@@ -1638,8 +1691,13 @@ export class EventParser {
   #atStart = true;
   #utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   #name = '';
-  #data = [];
+  // The event's data so far as UTF-8, its lines joined by LF, in a buffer that grows by
+  // doubling up to the bound: a line costs what it is counted, so a flood of empty `data:`
+  // lines (one byte each, the LF) holds at most the bound. (A string a line would cost an
+  // array slot each, at least: ten times the byte counted.) Decoded once, when the event ends.
+  #data = null;
   #dataBytes = 0;
+  #hasData = false;
   /** Bytes the line search has looked at so far. */
   examined = 0;
 
@@ -1691,7 +1749,9 @@ export class EventParser {
       const length = this.#pieceBytes + end - i;
       if (length > this.#max) throw this.#tooLarge();
       let line = bytes.subarray(i, end);
-      if (this.#pieces.length > 0) {
+      // A line joined from its pieces is the parser's own, not a view of the caller's bytes.
+      const owned = this.#pieces.length > 0;
+      if (owned) {
         const whole = new Uint8Array(length);
         let at = 0;
         for (const piece of this.#pieces) {
@@ -1703,7 +1763,7 @@ export class EventParser {
         this.#pieces = [];
         this.#pieceBytes = 0;
       }
-      const event = this.#line(line);
+      const event = this.#line(line, owned);
       if (event !== null) events.push(event);
       i = end + 1;
       if (bytes[end] === 13) {
@@ -1714,19 +1774,42 @@ export class EventParser {
     return events;
   }
 
-  /** Takes one line (without its end); returns the event a blank line completes, if any. */
-  #line(bytes) {
+  /**
+   * Takes one line (without its end); returns the event a blank line completes, if any.
+   * `owned` when the bytes are the parser's own array, which it may keep as it is.
+   */
+  #line(bytes, owned) {
     if (this.#atStart) {
       this.#atStart = false;
       if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
     }
     if (bytes.length === 0) {
-      const dispatch = this.#data.length > 0;
-      const event = dispatch ? { name: this.#name || 'message', data: this.#data.join('\n') } : null;
+      let event = null;
+      if (this.#hasData) {
+        let data = '';
+        if (this.#dataBytes > 0) {
+          try {
+            data = this.#utf8.decode(this.#data.subarray(0, this.#dataBytes));
+          } catch {
+            throw new StreamEventError('NotUtf8', 'an event line is not UTF-8');
+          }
+        }
+        event = { name: this.#name || 'message', data };
+      }
       this.#name = '';
-      this.#data = [];
       this.#dataBytes = 0;
+      this.#hasData = false;
+      // A small buffer serves the next event; a large one is not held between events.
+      if (this.#data !== null && this.#data.length > KEPT_DATA_BUFFER) this.#data = null;
       return event;
+    }
+    if (isDataLine(bytes)) {
+      // The value (after `data:` and one space, if any) joins the event's bytes, checked to
+      // be UTF-8 when the event ends.
+      let from = 5;
+      if (bytes[from] === 0x20) from += 1;
+      this.#appendData(bytes.subarray(Math.min(from, bytes.length)), owned);
+      return null;
     }
     let line;
     try {
@@ -1737,20 +1820,52 @@ export class EventParser {
     if (line.startsWith(':')) return null;
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);
-    if (field === 'data') {
-      // `data` and `:` are one byte each, and so is the space a value may start with.
-      const space = line.charCodeAt(colon + 1) === 32 ? 1 : 0;
-      const value = colon < 0 ? '' : line.slice(colon + 1 + space);
-      const valueBytes = colon < 0 ? 0 : bytes.length - colon - 1 - space;
-      this.#dataBytes += valueBytes + (this.#data.length > 0 ? 1 : 0);
-      if (this.#dataBytes > this.#max) throw this.#tooLarge();
-      this.#data.push(value);
-    } else if (field === 'event') {
+    if (field === 'event') {
       const value = colon < 0 ? '' : line.slice(colon + 1);
       this.#name = value.startsWith(' ') ? value.slice(1) : value;
     }
     return null;
   }
+
+  /**
+   * Adds one `data` line's value (bytes) to the event: after an LF unless it is the first.
+   * An `owned` first value (a long line, joined from the chunks it came in) becomes the
+   * buffer as it is, rather than being copied.
+   */
+  #appendData(value, owned) {
+    const separator = this.#hasData ? 1 : 0;
+    const length = this.#dataBytes + separator + value.length;
+    if (length > this.#max) throw this.#tooLarge();
+    if (owned && !this.#hasData) {
+      this.#data = value;
+      this.#dataBytes = length;
+      this.#hasData = true;
+      return;
+    }
+    const held = this.#data === null ? 0 : this.#data.length;
+    if (this.#data === null || length > held) {
+      // Doubling, never past the bound: at most the bound is held, and each byte is copied
+      // about twice however the event's lines come.
+      const grown = new Uint8Array(Math.min(this.#max, Math.max(length, 2 * held, 256)));
+      if (this.#dataBytes > 0) grown.set(this.#data.subarray(0, this.#dataBytes));
+      this.#data = grown;
+    }
+    if (separator) this.#data[this.#dataBytes] = 10;
+    this.#data.set(value, this.#dataBytes + separator);
+    this.#dataBytes = length;
+    this.#hasData = true;
+  }
+}
+
+/** The largest event data buffer an `EventParser` keeps for the next event (64 KiB). */
+const KEPT_DATA_BUFFER = 64 * 1024;
+
+/**
+ * Whether a line (bytes, without its end) is a `data` field: `data`, then `:` or the line's
+ * end. The field's name is ASCII, so the bytes say it without decoding the line.
+ */
+function isDataLine(b) {
+  return b.length >= 4 && b[0] === 0x64 && b[1] === 0x61 && b[2] === 0x74 && b[3] === 0x61 && (b.length === 4 || b[4] === 0x3a);
 }
 
 /** The texts of a chunk's batches, when its transport kept them as text. */
@@ -1987,8 +2102,10 @@ export function durableStreamsTransport(client) {
  * (`...?token=...`) stays on every request, as the offsets are added after it.
  *
  * The handle's `subscribe(selector, listener)` is the replica's (see `Replica#subscribe`).
- * `onEvent`'s `batch` events carry the batch's decoded ops (kept only when there is an
- * `onEvent`), whether it was a base batch, and the new value.
+ * `onEvent`'s `batch` events carry the batch's decoded ops, whether it was a base batch, and
+ * the new value. A batch the default transport kept as text keeps no ops: the event's `batch`
+ * is decoded again from that text when first read (then kept by the event), so an `onEvent`
+ * that never reads it costs what following without one costs.
  *
  * In TypeScript, `follow<Lane>(url)` (or a `Replica<Lane>` in `options.replica`) types the
  * follower's value, its `subscribe` and `onEvent`'s value (see chord-replica.d.ts).
@@ -2073,13 +2190,39 @@ export function follow(url, options = {}) {
       console.error(`chord-replica: ${what}; stopped (no retry can succeed)`);
     }
   };
-  const emit = (type, detail) => {
+  const deliver = (event) => {
     if (!options.onEvent) return;
     try {
-      options.onEvent({ type, ...detail });
+      options.onEvent(event);
     } catch (e) {
       report(e, { source: 'onChange', stopped: false, restart: false });
     }
+  };
+  const emit = (type, detail) => deliver({ type, ...detail });
+  /**
+   * A batch's event. Its `batch` (the decoded ops) is a getter when the ops were not kept:
+   * decoded from the batch's text at the first read (and then kept by the event), so an
+   * `onEvent` that never reads it holds no decoded ops.
+   */
+  const emitBatch = (ops, later, base) => {
+    const value = replica.value;
+    if (later === null) {
+      deliver({ type: 'batch', batch: ops, base, value });
+      return;
+    }
+    let decoded = null;
+    deliver({
+      type: 'batch',
+      get batch() {
+        if (decoded === null) {
+          decoded = later();
+          later = null;
+        }
+        return decoded;
+      },
+      base,
+      value,
+    });
   };
   const follower = {
     replica,
@@ -2099,19 +2242,25 @@ export function follow(url, options = {}) {
     });
 
   /**
-   * Applies one batch, returning its decoded ops (kept only for an `onEvent`) and whether it
-   * was a base batch; an error of `onChange` or a subscription is reported, not thrown.
+   * Applies one batch, returning its decoded ops (`ops`, kept only for an `onEvent`, or
+   * `later`, a function that decodes them from the batch's text) and whether it was a base
+   * batch; an error of `onChange` or a subscription is reported, not thrown.
    */
   function applyOne(batch, inPlace, text) {
     let ops = null;
+    let later = null;
     let base = false;
     try {
       replica[IN_PLACE](batch, {
         inPlace,
         text,
-        wantOps: options.onEvent !== undefined,
-        decoded: (decoded, isBaseBatch) => {
+        // A batch streamed from its text keeps no ops for `onEvent`: an event's `batch` is
+        // decoded again from the text if the callback reads it, so that a callback that
+        // does not (the React store's) costs what following without one costs.
+        wantOps: options.onEvent === undefined ? false : text ? 'lazy' : true,
+        decoded: (decoded, isBaseBatch, decodeLater) => {
           ops = decoded;
+          later = decodeLater;
           base = isBaseBatch;
         },
       });
@@ -2120,7 +2269,7 @@ export function follow(url, options = {}) {
       if (replica.failed !== null) throw error;
       report(error, { source: 'onChange', stopped: false, restart: false });
     }
-    return { ops, base };
+    return { ops, later, base };
   }
 
   async function connection() {
@@ -2149,10 +2298,10 @@ export function follow(url, options = {}) {
           replica.reset();
         }
         first = false;
-        const { ops, base } = applyOne(batch, inPlace === true, texts !== undefined);
+        const { ops, later, base } = applyOne(batch, inPlace === true, texts !== undefined);
         stats.batches += 1;
         if (base) stats.bases += 1;
-        emit('batch', { batch: ops, base, value: replica.value });
+        if (options.onEvent) emitBatch(ops, later, base);
       }
       if (fresh && first) {
         // A fresh start's first event carries its base batch.

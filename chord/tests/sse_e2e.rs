@@ -7,9 +7,10 @@
 //! messages ending in NUL on file descriptors 3 and 4), which needs no WebSocket client and
 //! no port. Set `CHORD_E2E_SCREENSHOT=/path/shot.png` to keep a screenshot of the page.
 //!
-//! Another test pastes the browser quickstart of `js/README.md` into a page served beside the
-//! lane's stream and checks that it shows the producer's state; two more check the demo's
-//! flags and that its temporary log is removed.
+//! Another test pastes the browser quickstart of `js/README.md` into a page served from a
+//! second origin (another port), as a reader pastes it into their own app's page, and checks
+//! that it shows the producer's state; two more check the demo's flags and that its temporary
+//! log is removed.
 
 #[allow(dead_code)]
 #[path = "../examples/agent_lane.rs"]
@@ -264,29 +265,48 @@ fn the_demo_removes_its_temporary_log() {
     );
 }
 
-/// The browser quickstart of `js/README.md`, as a reader pastes it into a page served beside
-/// the demo's stream and module: the page shows the lane and ends equal to the producer.
+/// The address the README's browser quickstart uses (the demo's), which the test replaces with
+/// its server's.
+const README_ADDRESS: &str = "http://127.0.0.1:8080";
+
+/// The browser quickstart of `js/README.md`, as a reader pastes it into a page of their own
+/// app: the page is served from a second origin (another port), so its module and stream are
+/// cross-origin, and it shows the lane and ends equal to the producer.
 #[test]
 fn the_readme_browser_block_follows_the_lane_in_a_page() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let readme = std::fs::read_to_string(root.join("js/README.md")).unwrap();
     let blocks = markdown::blocks(&readme, "html");
     assert_eq!(blocks.len(), 1, "js/README.md has one browser quickstart");
-    let page = format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"></head><body>\n{}</body></html>\n",
+    assert!(
+        blocks[0].contains(README_ADDRESS),
+        "the browser quickstart does not use {README_ADDRESS}, so this test cannot point it at \
+         its server:\n{}",
         blocks[0]
     );
 
     let runtime = local::runtime();
     let mut s = Stream::new(Output::Quiet, LogFile::new(None).unwrap()).unwrap();
     s.serve(Duration::from_millis(2)).unwrap();
-    let app = agent_lane::server::router(Streams::new(&s.log())).route(
+    let server = runtime
+        .block_on(LaneServer::start(0, Streams::new(&s.log())))
+        .unwrap();
+    // The block as it is, but for the address: the demo's server is the test's.
+    let page = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"></head><body>\n{}</body></html>\n",
+        blocks[0].replace(README_ADDRESS, &format!("http://{}", server.addr))
+    );
+    let site = axum::Router::new().route(
         "/quickstart.html",
         axum::routing::get(move || async move { axum::response::Html(page) }),
     );
-    let server = runtime.block_on(LaneServer::start_app(0, app)).unwrap();
+    let origin = runtime.block_on(LaneServer::start_app(0, site)).unwrap();
+    assert_ne!(
+        origin.addr, server.addr,
+        "the page has an origin of its own"
+    );
     let mut browser = Browser::launch();
-    let tab = browser.open(&format!("http://{}/quickstart.html", server.addr));
+    let tab = browser.open(&format!("http://{}/quickstart.html", origin.addr));
     let shown = |browser: &mut Browser| -> Value {
         let text = browser.evaluate(&tab, "document.getElementById('lane')?.textContent ?? ''");
         serde_json::from_str(text.as_str().unwrap_or("")).unwrap_or(Value::Null)
@@ -309,6 +329,7 @@ fn the_readme_browser_block_follows_the_lane_in_a_page() {
         std::thread::sleep(Duration::from_millis(50));
     }
     browser.close();
+    runtime.block_on(origin.stop()).unwrap();
     runtime.block_on(server.stop()).unwrap();
 }
 

@@ -75,6 +75,36 @@ test('endless data lines of one event end in TooLarge, holding a small multiple 
   assert.ok(peak < 3 * max, `peak ${peak} bytes for a bound of ${max}`);
 });
 
+test('endless empty data lines of one event end in TooLarge, holding a small multiple of the bound', () => {
+  // Each empty `data` line adds one byte to the event (the LF joining it to the one before),
+  // and must cost about that, not an array slot and a string: a string per line held about
+  // ten times the bound when the bound was reached.
+  const max = MiB;
+  const lines = encode('data:\ndata\r\ndata: \r'.repeat(1 << 14)); // 3 lines in 19 bytes
+  const { error, peak, fed } = flood(max, () => lines, 64 * max);
+  assert.ok(error instanceof StreamEventError, String(error));
+  assert.equal(error.kind, 'TooLarge');
+  assert.equal(error.max, max);
+  // The bound is reached after `max` lines: about 6.3 bytes of stream a line.
+  assert.ok(fed <= 7 * max, `refused after ${fed} bytes`);
+  assert.ok(peak < 3 * max, `peak ${peak} bytes for a bound of ${max}`);
+});
+
+test('an event of many short data lines decodes as one text, and a line that is not UTF-8 is refused when its event ends', () => {
+  const parser = new EventParser({ maxEvent: 1 << 20 });
+  const values = Array.from({ length: 1000 }, (_, i) => ['', 'é', '😀x', String(i)][i % 4]);
+  const text = `event: many\n${values.map((v) => `data: ${v}\r\n`).join('')}\n`;
+  const bytes = encode(text);
+  const events = [];
+  for (let at = 0; at < bytes.length; at += 7) events.push(...parser.push(bytes.subarray(at, at + 7)));
+  assert.deepEqual(events, [{ name: 'many', data: values.join('\n') }]);
+  // The parser goes on with the next event, its buffer reused.
+  assert.deepEqual(parser.push(encode('data:x\n\n')), [{ name: 'message', data: 'x' }]);
+  const bad = new EventParser();
+  assert.deepEqual(bad.push(new Uint8Array([...encode('data: ok\ndata: '), 0xc3, 10])), []);
+  assert.throws(() => bad.push(encode('\n')), (e) => e instanceof StreamEventError && e.kind === 'NotUtf8');
+});
+
 test('an event of exactly the bound is accepted, one byte more is refused', () => {
   for (const [size, ok] of [[100, true], [101, false]]) {
     const parser = new EventParser({ maxEvent: 100 });

@@ -258,6 +258,44 @@ test('follow streams the default transport\'s batches op by op, never parsing an
   assert.ok(!parsed.includes(event));
 });
 
+test('follow: an event\'s batch, read after later batches changed the ids, holds the ops its batch decoded to', async () => {
+  // The default transport keeps no ops for `onEvent`: `batch` is decoded from the batch's text
+  // when read, with the ids as they were before that batch, whatever came after.
+  const batches = [
+    '[["r",{"a":"","b":"","c":[]}],["#",0,["a"]],["#",1,["c"]]]',
+    '[["a",0,"x"],["#",0,["b"]],["a",0,"y"],["a","z"],["p",1,0,0,[1]]]',
+    '[["a",0,"w"],["#",1,["a"]],["a",1,"v"],["d",["c",0]]]',
+    '[["r",{"a":"new"}],["#",0,["a"]],["a",0,"!"]]',
+    '[["t",0,1],["a","?"]]',
+  ];
+  const reference = new Replica({ onChange: (value, ops) => expected.push(JSON.parse(JSON.stringify(ops))) });
+  const expected = [];
+  for (const text of batches) reference.applyWireText(text);
+  const body =
+    sse('data', `[${batches.slice(0, 3).join(',')}]`) +
+    sse('control', '{"streamNextOffset":"0000000000000003"}') +
+    sse('data', `[${batches.slice(3).join(',')}]`) +
+    sse('control', '{"streamNextOffset":"0000000000000005"}');
+  const events = [];
+  const follower = follow('http://x/streams/s', {
+    fetch: serving([body, '']),
+    onEvent: (e) => e.type === 'batch' && events.push(e),
+    backoffMin: 1,
+    backoffMax: 2,
+  });
+  while (follower.offset !== '0000000000000005') await new Promise((r) => setTimeout(r, 1));
+  follower.stop();
+  await follower.done;
+  assert.deepEqual(follower.replica.value, reference.value);
+  assert.deepEqual(events.map((e) => e.base), [true, false, false, true, false]);
+  // Read last to first, long after each batch applied; each read is kept by its event.
+  for (let i = events.length - 1; i >= 0; i--) assert.deepEqual(events[i].batch, expected[i], `batch ${i}`);
+  assert.equal(events[1].batch, events[1].batch);
+  // Spread or serialized, an event has its batch too.
+  assert.deepEqual({ ...events[4] }.batch, expected[4]);
+  assert.deepEqual(JSON.parse(JSON.stringify(events[2])).batch, expected[2]);
+});
+
 test('a syntax error anywhere in an event: none of its batches applies, and follow starts over', async () => {
   const good = sse('data', '[[["r",{"n":0}]]]') + sse('control', '{"streamNextOffset":"0000000000000001"}');
   const broken = sse('data', '[[["s",["n"],1]],[["s",["n"],2],]]') + sse('control', '{"streamNextOffset":"0000000000000003"}');

@@ -3,7 +3,8 @@
 //! following it over HTTP.
 //!
 //! - `GET /`: the page (streaming text, tool output window, transcript, status).
-//! - `GET /chord-replica.mjs`: the JavaScript replica the page imports.
+//! - `GET /chord-replica.mjs`: the JavaScript replica the page imports, which a page on any
+//!   origin may import too (`Access-Control-Allow-Origin: *`).
 //! - `GET /streams/lanes/main?offset=..&live=sse` (and `HEAD`, catch-up, `live=long-poll`):
 //!   the lane's stream.
 
@@ -94,6 +95,10 @@ async fn module() -> impl IntoResponse {
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
             (header::CACHE_CONTROL, "no-cache"),
+            // A module script from another origin loads only with CORS: js/README.md's
+            // browser quickstart, pasted into a page of the reader's own origin, imports it
+            // from here (the streams allow any origin already, `Streams::cors`).
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
         ],
         MODULE,
     )
