@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use chord::store::{Address, ReadOptions, BASE};
+use chord::store::{is_base_tag, Address, ReadOptions};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -38,7 +38,7 @@ pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
             for record in &page.records {
                 progress.inc();
                 records += 1;
-                if record.tag.as_deref() == Some(BASE) {
+                if is_base_tag(record.tag.as_deref()) {
                     bases += 1;
                 }
                 measure(&record.batch, &mut verbs).map_err(|e| {
