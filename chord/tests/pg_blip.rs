@@ -431,10 +431,10 @@ proptest! {
             since_base = 1;
             let mut fresh = Decoder::new();
             let mut value = None;
-            chord::apply(&mut value, &fresh.decode_str(&record.batch).unwrap()).unwrap();
+            chord::apply(&mut value, fresh.decode_str(&record.batch).unwrap()).unwrap();
             prop_assert_eq!(value.as_ref(), Some(&expected(change)), "checkpoint {}", i);
             for later in records[i + 1..].iter().filter(|r| r.tag.is_none()) {
-                chord::apply(&mut value, &fresh.decode_str(&later.batch).unwrap()).unwrap();
+                chord::apply(&mut value, fresh.decode_str(&later.batch).unwrap()).unwrap();
             }
             prop_assert_eq!(value.as_ref(), Some(&expected(steps)), "from checkpoint {}", i);
         }
