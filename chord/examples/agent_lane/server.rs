@@ -4,7 +4,8 @@
 //!
 //! - `GET /`: the page (streaming text, tool output window, transcript, status).
 //! - `GET /chord-replica.mjs`: the JavaScript replica the page imports, which a page on any
-//!   origin may import too (`Access-Control-Allow-Origin: *`).
+//!   origin may import too (`Access-Control-Allow-Origin: *`), and `GET /src/*.mjs`: the
+//!   modules it imports, served beside it where a browser resolves its relative imports.
 //! - `GET /streams/lanes/main?offset=..&live=sse` (and `HEAD`, catch-up, `live=long-poll`):
 //!   the lane's stream.
 
@@ -64,20 +65,39 @@ impl Stream {
 /// The page, which imports the module below and follows [`lane`]'s stream.
 const PAGE: &str = include_str!("page.html");
 
-/// The dependency-free JavaScript replica.
+/// The dependency-free JavaScript replica: its entry, which the page imports.
 const MODULE: &str = include_str!("chord-replica.mjs");
+
+/// The modules the entry imports (`./src/*.mjs`, each importing others beside it), served at
+/// the paths a browser resolves those relative imports to. `js/test/served.test.mjs` fails if
+/// a module the entry reaches is missing here.
+const MODULES: &[(&str, &str)] = &[
+    ("/src/apply.mjs", include_str!("src/apply.mjs")),
+    ("/src/batch-text.mjs", include_str!("src/batch-text.mjs")),
+    ("/src/errors.mjs", include_str!("src/errors.mjs")),
+    ("/src/follow.mjs", include_str!("src/follow.mjs")),
+    ("/src/grammar.mjs", include_str!("src/grammar.mjs")),
+    ("/src/http.mjs", include_str!("src/http.mjs")),
+    ("/src/replica.mjs", include_str!("src/replica.mjs")),
+    ("/src/sse.mjs", include_str!("src/sse.mjs")),
+    ("/src/transports.mjs", include_str!("src/transports.mjs")),
+    ("/src/wire.mjs", include_str!("src/wire.mjs")),
+];
 
 /// Where the lane lives in the durable log.
 pub(crate) fn lane() -> Address {
     Address::new("lanes", "main")
 }
 
-/// The page, the module and the streams.
+/// The page, the module (its entry and the modules beside it) and the streams.
 pub(crate) fn router(streams: Streams) -> Router {
-    streams
+    let router = streams
         .router()
         .route("/", get(page))
-        .route("/chord-replica.mjs", get(module))
+        .route("/chord-replica.mjs", get(|| module(MODULE)));
+    MODULES.iter().fold(router, |router, &(path, text)| {
+        router.route(path, get(move || module(text)))
+    })
 }
 
 async fn page() -> impl IntoResponse {
@@ -90,7 +110,8 @@ async fn page() -> impl IntoResponse {
     )
 }
 
-async fn module() -> impl IntoResponse {
+/// One JavaScript module file, entry or not: each must load where the entry loads.
+async fn module(text: &'static str) -> impl IntoResponse {
     (
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
@@ -98,9 +119,10 @@ async fn module() -> impl IntoResponse {
             // A module script from another origin loads only with CORS: js/README.md's
             // browser quickstart, pasted into a page of the reader's own origin, imports it
             // from here (the streams allow any origin already, `Streams::cors`).
+            // The modules the entry imports are fetched the same way, so they need it too.
             (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
         ],
-        MODULE,
+        text,
     )
 }
 

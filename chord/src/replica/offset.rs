@@ -5,7 +5,7 @@
 //! client can rely on: a non-empty string of visible ASCII (`!` to `~`) without `,`, `&`,
 //! `=`, `?` or `/`. chord's server hands out 16 lowercase hexadecimal digits
 //! (`streams::Offset`), and the JavaScript replica checks the same grammar (`validOffset` in
-//! `js/chord-replica.mjs`).
+//! `js/src/sse.mjs`).
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 

@@ -1,0 +1,196 @@
+// The two op grammars (chord/src/validate.rs): decoded ops and wire ops, checked before
+// anything decodes or applies.
+
+import { ChordError, at, fail, isCount, jsonType, show } from './errors.mjs';
+
+/** Path segments refused everywhere a path is walked (never as keys inside values). */
+export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype']);
+
+/**
+ * The most segments a path may have, on both grammars (decoded ops and wire ops, `#`
+ * definitions included), as in chord. No location within the depth limit is deeper, and a
+ * bounded path keeps the cost of every op bounded.
+ */
+export const MAX_PATH_SEGMENTS = 128;
+
+/** Splits an op into its verb and the number of elements after it. */
+function tuple(op) {
+  if (!Array.isArray(op)) throw fail('NotATuple');
+  if (op.length === 0 || typeof op[0] !== 'string') throw fail('MissingVerb');
+  return [op[0], op.length - 1];
+}
+
+/**
+ * An inline path: an array of at most {@link MAX_PATH_SEGMENTS} strings and non-negative
+ * integers, no reserved segment. The length is checked before any segment is looked at.
+ */
+function checkPath(path) {
+  if (!Array.isArray(path)) {
+    throw fail('InvalidPath', { reason: `expected an array of segments, found ${jsonType(path)}` });
+  }
+  if (path.length > MAX_PATH_SEGMENTS) {
+    throw fail('InvalidPath', { reason: `${path.length} segments; a path has at most ${MAX_PATH_SEGMENTS}` });
+  }
+  path.forEach((seg, i) => {
+    if (typeof seg === 'number') {
+      if (!isCount(seg)) throw fail('InvalidPath', { reason: `segment ${i} is ${show(seg)}; indices are non-negative integers` });
+    } else if (typeof seg !== 'string') {
+      throw fail('InvalidPath', { reason: `segment ${i} is ${jsonType(seg)}; segments are strings or non-negative integers` });
+    } else if (RESERVED.includes(seg)) {
+      throw fail('ReservedSegment', { segment: seg, position: i });
+    }
+  });
+  return path;
+}
+
+function count(v, field) {
+  if (!isCount(v)) throw fail('InvalidCount', { field, found: show(v) });
+}
+
+function text(v) {
+  if (typeof v !== 'string') throw fail('TextNotString');
+}
+
+function items(v) {
+  if (!Array.isArray(v)) throw fail('ItemsNotArray');
+}
+
+export function nonEmpty(path, verb) {
+  if (path.length === 0) throw fail('EmptyPath', { verb });
+  return path;
+}
+
+function decodedPath(v) {
+  if (typeof v === 'number') throw fail('WireForm', { what: 'an interned path id' });
+  return checkPath(v);
+}
+
+const arity = (verb, n, expected) => fail('Arity', { verb, found: n + 1, expected });
+// Maps, not object literals: a verb such as "constructor" must not find an inherited entry.
+const FULL = new Map([['r', 1], ['s', 2], ['d', 1], ['a', 2], ['t', 2], ['p', 4]]);
+const SHORT = new Map([['s', 1], ['a', 1], ['t', 1], ['d', 0], ['p', 3]]);
+
+/**
+ * Checks one decoded op (what `apply` takes): a known verb with exactly its arity, inline
+ * paths only (no ids, no `#`, no short forms), non-empty except for `p`, at most
+ * {@link MAX_PATH_SEGMENTS} segments and no reserved one, counts that are non-negative safe
+ * integers, append text a string, splice items an array. Values are not inspected.
+ * @param {unknown} op
+ * @returns {Array} the op itself
+ * @throws {ChordError} the first violation
+ */
+export function checkOp(op) {
+  const [verb, n] = tuple(op);
+  const full = FULL.get(verb);
+  if (verb === '#') throw fail('WireForm', { what: 'a `#` path definition' });
+  if (full === undefined) throw fail('UnknownVerb', { verb });
+  if (n !== full) {
+    if (n === SHORT.get(verb)) throw fail('WireForm', { what: 'a short form without a path' });
+    throw arity(verb, n, String(full + 1));
+  }
+  if (verb === 'r') return op;
+  const path = decodedPath(op[1]);
+  if (verb !== 'p') nonEmpty(path, verb);
+  if (verb === 'a') text(op[2]);
+  if (verb === 't') count(op[2], 'count');
+  if (verb === 'p') {
+    count(op[2], 'index');
+    count(op[3], 'remove');
+    items(op[4]);
+  }
+  return op;
+}
+
+function pathRef(v) {
+  if (typeof v === 'number') count(v, 'id');
+  else checkPath(v);
+}
+
+/**
+ * Checks one wire op (what a decoder takes): the decoded grammar plus interned ids
+ * (`["a", 0, "x"]`), definitions (`["#", 0, ["out"]]`) and short forms that reuse the
+ * previous op's path (`["a", "x"]`). Arity tells a short form from a full one.
+ * @param {unknown} op
+ * @returns {Array} the op itself
+ * @throws {ChordError} the first violation
+ */
+export function checkWireOp(op) {
+  const [verb, n] = tuple(op);
+  switch (verb) {
+    case 'r':
+      if (n !== 1) throw arity(verb, n, '2');
+      return op;
+    case '#':
+      if (n !== 2) throw arity(verb, n, '3');
+      count(op[1], 'id');
+      checkPath(op[2]);
+      return op;
+    case 's':
+      if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
+      if (n === 2) pathRef(op[1]);
+      return op;
+    case 'd':
+      if (n > 1) throw arity(verb, n, '1 or 2');
+      if (n === 1) pathRef(op[1]);
+      return op;
+    case 'a':
+    case 't':
+      if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
+      if (n === 2) pathRef(op[1]);
+      if (verb === 'a') text(op[n]);
+      else count(op[n], 'count');
+      return op;
+    case 'p':
+      if (n !== 3 && n !== 4) throw arity(verb, n, '4 or 5');
+      if (n === 4) pathRef(op[1]);
+      count(op[n - 2], 'index');
+      count(op[n - 1], 'remove');
+      items(op[n]);
+      return op;
+    default:
+      throw fail('UnknownVerb', { verb });
+  }
+}
+
+const valid = (check) => (op) => {
+  try {
+    check(op);
+    return true;
+  } catch (e) {
+    if (e instanceof ChordError) return false;
+    throw e;
+  }
+};
+
+/**
+ * Whether `op` is a valid decoded op (see {@link checkOp}).
+ * @type {(op: unknown) => boolean}
+ */
+export const validOp = valid(checkOp);
+
+/**
+ * Whether `op` is a valid wire op (see {@link checkWireOp}).
+ * @type {(op: unknown) => boolean}
+ */
+export const validWireOp = valid(checkWireOp);
+
+/**
+ * Whether a batch (decoded or wire) is a base batch: its first op is `r`. A token
+ * comparison, as the design requires; nothing else is inspected.
+ * @param {unknown} batch
+ * @returns {boolean}
+ */
+export function isBase(batch) {
+  return Array.isArray(batch) && Array.isArray(batch[0]) && batch[0][0] === 'r';
+}
+
+export function eachOp(batch, check) {
+  if (!Array.isArray(batch)) throw fail('NotABatch');
+  batch.forEach((op, i) => {
+    try {
+      check(op);
+    } catch (e) {
+      throw at(e, i);
+    }
+  });
+}

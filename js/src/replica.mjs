@@ -1,0 +1,291 @@
+// A replica of one stream: a decoder, the current value and its subscribers.
+
+import { at, fail } from './errors.mjs';
+import { checkOp, checkWireOp, isBase, validOp } from './grammar.mjs';
+import { eachElement } from './batch-text.mjs';
+import { IDS, IN_PLACE, STREAM, checkWireJson, createDecoder, decodeAgain } from './wire.mjs';
+import { Batch, DEFAULT_LIMITS, apply, step } from './apply.mjs';
+
+// How far a streamed batch has failed, most serious first: the first error at one level wins
+// over every error at a later one, wherever in the batch each is, as when the batch is parsed
+// whole, checked whole, decoded whole and then applied (see `Replica#applyWireText`).
+const NOT_BASE = 1; // a failed replica's batch is not a base batch: only syntax can beat it
+const WIRE_JSON = 2; // what JSON.parse accepts and chord's decoder refuses
+const GRAMMAR = 3; // the wire grammar
+const DECODE = 4; // ids, short forms
+const APPLY = 5; // an op that cannot apply
+const NONE = 6;
+
+/**
+ * One replica of one stream: a decoder and the current value. Feed it every wire batch of a
+ * subscription in order; the first must be a base batch.
+ *
+ * After a failure (a decode error, an op that cannot apply) it refuses further batches with
+ * `ReplicaFailed` until the next base batch, which rebuilds it from scratch: that is what a
+ * resubscription's first batch is, so reconnecting is all recovery takes. `reset()` forgets
+ * everything at once, for an explicit resubscription.
+ *
+ * Values are copy on write (see {@link apply}): after a batch, every subtree it did not
+ * change is the same object as before (`===`), and every container on a changed path, the
+ * root included, is new. `subscribe(selector, listener)` builds on that: the listener runs
+ * only when its slice changed. A failed batch leaves `value` the very object it was.
+ *
+ * `onChange` runs after a batch has applied, then each subscription. If one throws, the
+ * batch stays applied (`value` is the new one, `failed` stays `null`), the others still run,
+ * and `applyWire` rethrows the first error to its caller; `follow` reports such an error
+ * (`onError`, else `console.error`) and keeps following.
+ *
+ * In TypeScript the value's type is a parameter, `Replica<T>` (`unknown` by default): with
+ * the declarations `chord::typescript` generates from the Rust state, `new Replica<Lane>()`
+ * types `value`, `onChange` and `subscribe`'s selector (see chord-replica.d.ts).
+ *
+ * @example
+ * // Kept current by `follow`, which resumes from the stream's offsets:
+ * const replica = new Replica({ onChange: (value) => console.log(value) });
+ * const stop = replica.subscribe((lane) => lane.status, (status) => console.log(status));
+ * follow('http://127.0.0.1:8080/streams/lanes/main', { replica });
+ */
+export class Replica {
+  #decoder;
+  #value;
+  #failed = null;
+  /** @type {Set<{ selector: Function, listener: Function, selected: unknown }>} */
+  #subscriptions = new Set();
+
+  /**
+   * @param {object} [options]
+   * @param {Partial<typeof DEFAULT_LIMITS>} [options.limits] bounds for `apply`
+   * @param {(value: unknown, ops: Array) => void} [options.onChange] called after every
+   *   batch that applied, with the new value and the decoded ops (full paths, an append's
+   *   text); a throw leaves the batch applied and is rethrown by `applyWire`
+   */
+  constructor({ limits, onChange } = {}) {
+    this.limits = limits;
+    /** @type {((value: unknown, ops: Array) => void) | null} */
+    this.onChange = onChange ?? null;
+    this.reset();
+  }
+
+  /** The current value (`undefined` before the first base batch). Treat it as read-only. */
+  get value() {
+    return this.#value;
+  }
+
+  /** The error that stopped the replica, or `null`. */
+  get failed() {
+    return this.#failed;
+  }
+
+  /**
+   * Forgets the value, the ids and any failure: the state of a fresh subscription.
+   * Subscriptions stay, and are not called: the next batch that applies calls those whose
+   * slice differs from the one they were last given.
+   */
+  reset() {
+    this.#decoder = createDecoder();
+    this.#value = undefined;
+    this.#failed = null;
+  }
+
+  /**
+   * Calls `listener(selected, previous)` after every batch that changes
+   * `selector(value)` (by `Object.is`), where `previous` is what it selected before. The
+   * selector runs once now (if there is a value) and once after each batch that applied,
+   * on the new value; before the first base batch the selected slice is `undefined`.
+   * Values are copy on write, so a selector that returns a part of the value
+   * (`(lane) => lane.transcript[3]`) fires exactly when a batch changed something in it.
+   * @template S the slice's type
+   * @param {(value: any) => S} selector
+   * @param {(selected: S, previous: S | undefined) => void} listener
+   * @returns {() => void} unsubscribes
+   */
+  subscribe(selector, listener) {
+    if (typeof selector !== 'function' || typeof listener !== 'function') {
+      throw new TypeError('subscribe: the selector and the listener must be functions');
+    }
+    const subscription = { selector, listener, selected: this.#value === undefined ? undefined : selector(this.#value) };
+    this.#subscriptions.add(subscription);
+    return () => {
+      this.#subscriptions.delete(subscription);
+    };
+  }
+
+  /**
+   * Decodes and applies one wire batch given as JSON text (an SSE event's `data`), op by
+   * op: the text is read once, each op parsed, checked, decoded and applied before the
+   * next is read, so the batch is never held as one parsed tree (see js/README.md for the
+   * heap this takes). The outcome is the same as parsing it whole, then checking, decoding
+   * and applying it: a syntax error anywhere wins over every other error, then what
+   * chord's decoder refuses in JSON (lone surrogates, numbers out of range, nesting), then
+   * the first op breaking the wire grammar, then the first decode error, then the first op
+   * that cannot apply. With no `onChange` the decoded ops are not kept.
+   * @param {string} textBatch
+   * @returns {unknown} the new value
+   * @throws {ChordError} the batch's error; the value is left as it was
+   * @throws {unknown} what `onChange` or a subscription threw, after the batch applied
+   *   (`failed` stays `null`)
+   */
+  applyWireText(textBatch) {
+    return this.#applyText(textBatch, this.onChange !== null, undefined, false);
+  }
+
+  /**
+   * Decodes and applies one already parsed wire batch.
+   * @param {unknown} wireBatch
+   * @returns {unknown} the new value
+   * @throws {ChordError} the batch's error; the value is left as it was
+   * @throws {unknown} what `onChange` or a subscription threw, after the batch applied
+   *   (`failed` stays `null`)
+   */
+  applyWire(wireBatch) {
+    return this.#apply(wireBatch, false, this.onChange !== null, undefined);
+  }
+
+  /**
+   * @internal As `applyWire` (or `applyWireText` for a string, `text`), handing the decoded
+   * ops (when `wantOps`, else `null`) and whether the batch was a base batch to `decoded`
+   * before `onChange` runs; `inPlace` when only the caller holds the batch, which is then
+   * decoded in place. `wantOps: 'lazy'` for a text: the ops are not kept while the batch
+   * streams (unless `onChange` wants them), and `decoded` gets, third, a function that
+   * decodes them again from the text when called.
+   */
+  [IN_PLACE](wireBatch, { inPlace = false, text = false, wantOps = false, decoded } = {}) {
+    const want = wantOps === true || this.onChange !== null;
+    if (!text) return this.#apply(wireBatch, inPlace, want || wantOps === 'lazy', decoded);
+    return this.#applyText(wireBatch, want, decoded, !want && wantOps === 'lazy');
+  }
+
+  #apply(wireBatch, inPlace, wantOps, decoded) {
+    if (this.#failed) {
+      if (!isBase(wireBatch)) throw fail('ReplicaFailed');
+      this.reset();
+    }
+    let ops;
+    let value;
+    try {
+      ops = inPlace ? this.#decoder[IN_PLACE](wireBatch) : this.#decoder.decode(wireBatch);
+      value = apply(this.#value, ops, this.limits);
+    } catch (e) {
+      throw this.#fail(e);
+    }
+    return this.#applied(value, wantOps ? ops : null, ops.length > 0 && ops[0][0] === 'r', decoded);
+  }
+
+  #applyText(text, wantOps, decoded, lazy) {
+    const failed = this.#failed !== null;
+    const decoder = failed ? createDecoder() : this.#decoder;
+    // For ops decoded later, from the text: the ids as they were before this batch.
+    const ids = lazy ? decoder[IDS]() : null;
+    const stream = decoder[STREAM]();
+    // Without anyone to give the ops to, their values (parsed here, one op at a time) become
+    // part of the value as they are.
+    let batch = new Batch({ ...DEFAULT_LIMITS, ...this.limits }, failed ? undefined : this.#value, !wantOps);
+    let ops = wantOps ? [] : null;
+    let level = NONE;
+    let error = null;
+    let applied = 0; // decoded ops so far: an apply error's index is among them
+    let base = false;
+    const raise = (e, at) => {
+      error = e;
+      level = at;
+      // What follows is read only for an error that would win over this one.
+      batch = ops = null;
+      if (at <= DECODE) stream.poison();
+    };
+    let isArray = false;
+    try {
+      isArray = typeof text === 'string' && eachElement(text, (w, i) => {
+        // Each stage runs while no error of it or of a more serious stage has been seen.
+        if (level <= NOT_BASE) return;
+        if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(fail('ReplicaFailed'), NOT_BASE);
+        if (level <= WIRE_JSON) return;
+        try {
+          checkWireJson(w, 1);
+        } catch (e) {
+          return raise(e, WIRE_JSON);
+        }
+        if (level <= GRAMMAR) return;
+        try {
+          checkWireOp(w);
+        } catch (e) {
+          return raise(at(e, i), GRAMMAR);
+        }
+        if (level <= DECODE) return;
+        let op;
+        try {
+          op = stream.decode(w);
+        } catch (e) {
+          return raise(at(e, i), DECODE);
+        }
+        if (op === null) return;
+        const j = applied++;
+        if (j === 0) base = op[0] === 'r';
+        if (level <= APPLY) return;
+        try {
+          step(batch, checkOp(op));
+        } catch (e) {
+          return raise(at(e, j, validOp(op) && op[0] !== 'r' ? op[1] : undefined), APPLY);
+        }
+        ops?.push(op);
+      });
+    } catch (e) {
+      // A syntax error: the text is not JSON, whatever else it holds.
+      batch = ops = null;
+      throw this.#fail(e);
+    }
+    if (!isArray) {
+      // Not an array: parsed whole, as nothing in it can be a batch's op.
+      let parsed;
+      try {
+        parsed = JSON.parse(text);
+      } catch (e) {
+        throw this.#fail(fail('Json', { reason: e.message }));
+      }
+      return this.#apply(parsed, true, wantOps || lazy, decoded);
+    }
+    // An empty batch is not a base batch either (any other reached `ReplicaFailed` or an `r`).
+    if (error === null && failed && applied === 0) raise(fail('ReplicaFailed'), NOT_BASE);
+    if (error !== null) {
+      if (level === NOT_BASE) throw error;
+      // A failed replica's base batch starts it over, whether or not it then applies.
+      if (failed) this.reset();
+      throw this.#fail(error);
+    }
+    if (failed) {
+      this.reset();
+      this.#decoder = decoder;
+    }
+    return this.#applied(batch.root, ops, base, decoded, lazy ? () => decodeAgain(text, ids) : null);
+  }
+
+  /** Takes the value a batch made, then tells `decoded`, `onChange` and the subscriptions. */
+  #applied(value, ops, base, decoded, later = null) {
+    this.#value = value;
+    decoded?.(ops, base, later);
+    let thrown = null;
+    try {
+      this.onChange?.(value, ops);
+    } catch (e) {
+      thrown = { e };
+    }
+    for (const subscription of [...this.#subscriptions]) {
+      if (!this.#subscriptions.has(subscription)) continue;
+      try {
+        const next = subscription.selector(value);
+        const previous = subscription.selected;
+        if (Object.is(next, previous)) continue;
+        subscription.selected = next;
+        subscription.listener(next, previous);
+      } catch (e) {
+        thrown ??= { e };
+      }
+    }
+    if (thrown !== null) throw thrown.e;
+    return value;
+  }
+
+  #fail(e) {
+    this.#failed = e;
+    return e;
+  }
+}
