@@ -324,7 +324,9 @@
 //! the tag `base`; recovery reads back to the last base and applies forward with a fresh
 //! decoder, so its cost is bounded by the distance to the last base, not by the length of the
 //! history. [`Durable`](store::Durable) ties a tracker, an encoder and a store together and
-//! answers a [`Checkpoint`](store::Checkpoint) policy with base batches:
+//! answers a [`Checkpoint`](store::Checkpoint) policy with checkpoints: the flush's changes,
+//! then the value after them as a base tagged `checkpoint`, which recovery and readers with
+//! no value start from and readers that have the value never receive:
 //!
 //! ```
 //! use chord::store::{Address, Checkpoint, Durability, Durable, JsonlStore, LogWriter};
@@ -429,8 +431,9 @@ serve(listener, app, std::future::pending()).await?;
 //! - **Offsets** are the log's seqs as 16 lowercase hexadecimal digits: opaque to clients,
 //!   ordered as the log is. Reading from an offset returns the records after it.
 //! - **A fresh reader** starts at the latest base batch: every response, `HEAD` included,
-//!   carries `Chord-Base-Offset`, the offset just before it. A reader that reconnects with the
-//!   `streamNextOffset` it was last given receives only what followed, and keeps its decoder.
+//!   carries `Chord-Base-Offset`, the offset just before it (followed by `.base` when that
+//!   base is a checkpoint). A reader that reconnects with the `streamNextOffset` it was last
+//!   given receives only what followed, checkpoints left out, and keeps its decoder.
 //! - **Read modes**: catch-up (`GET ?offset=`), `live=long-poll` (20 s by default), and
 //!   `live=sse`: `data` events holding a JSON array of batches, each followed by a `control`
 //!   event with `streamNextOffset`, `streamCursor` and `upToDate`. The server ends an SSE
