@@ -111,6 +111,19 @@ impl Lane {
             .unwrap();
     }
 
+    /// A change appending `bytes` bytes of text.
+    fn write_big(&mut self, n: u64, bytes: usize) {
+        let ops = vec![
+            Op::Append(path!["text"], "x".repeat(bytes)),
+            Op::Set(NonEmptyPath::new("n"), json!(n)),
+        ];
+        chord::apply(&mut self.value, ops.clone()).unwrap();
+        let value = self.value.clone().unwrap();
+        self.writer
+            .append_checkpointed(&self.at, &ops, || Ok(value))
+            .unwrap();
+    }
+
     fn records(&self) -> Vec<Record> {
         self.log
             .read_list(&self.at, &ReadOptions::asc().limit(10_000))
@@ -346,4 +359,38 @@ fn the_rust_replica_follows_across_checkpoints_with_one_base() {
             .count()
             >= 3
     );
+}
+
+#[tokio::test]
+async fn a_catch_up_longer_than_a_chunk_leaves_checkpoints_out_all_the_way() {
+    // 1.2 MB of changes and, beside every third, a checkpoint of the whole value: a catch-up
+    // from the first base is sent a chunk at a time (256 KiB), and none of its chunks holds a
+    // checkpoint.
+    let every = LogBuilder::new()
+        .retention(Retention::Bases(100))
+        .compaction(Compaction::Off)
+        .tail_records(8);
+    let mut lane = Lane::new(every, 3);
+    for n in 1..=60 {
+        lane.write_big(n, 20_000);
+    }
+    let records = lane.records();
+    let checkpoints = records
+        .iter()
+        .filter(|r| r.tag.as_deref() == Some(CHECKPOINT))
+        .count();
+    assert_eq!(checkpoints, 20);
+    let app = lane.app();
+    let all = get(&app, "/streams/lanes/main?offset=0000000000000000").await;
+    assert_eq!(all.status, StatusCode::OK);
+    assert_eq!(
+        all.batches.len(),
+        61,
+        "the base and 60 changes, no checkpoint"
+    );
+    assert!(all.batches[1..].iter().all(|b| !is_replace(b)));
+    let mut decoder = Decoder::new();
+    let mut value = None;
+    apply_all(&mut decoder, &mut value, &all.batches);
+    assert_eq!(value, lane.value);
 }

@@ -100,6 +100,21 @@ impl CatchUpBody {
         }
         Ok((!out.is_empty()).then(|| Frame::data(Bytes::from(out))))
     }
+
+    /// What a read's frame makes of the body: the frame, an error that ends it, or `None`
+    /// (only checkpoints were read) to read on.
+    fn answer(
+        &mut self,
+        frame: io::Result<Option<Frame<Bytes>>>,
+    ) -> Option<io::Result<Frame<Bytes>>> {
+        match frame {
+            Ok(frame) => frame.map(Ok),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 fn gone(address: &Address, after: u64) -> io::Error {
@@ -136,26 +151,18 @@ impl http_body::Body for CatchUpBody {
                             .map(|(seq, c, batch)| (*seq, *c, batch.as_str())),
                     )
                 });
-                match frame {
-                    Ok(None) => continue,
-                    Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
-                    Err(e) => {
-                        this.done = true;
-                        return Poll::Ready(Some(Err(e)));
-                    }
+                match this.answer(frame) {
+                    Some(answer) => return Poll::Ready(Some(answer)),
+                    None => continue,
                 }
             }
             match this.tail.read(this.after, this.max_bytes) {
                 Found::Entries(entries) => {
                     let frame =
                         this.frame(entries.iter().map(|e| (e.seq, e.checkpoint, &*e.batch)));
-                    match frame {
-                        Ok(None) => continue,
-                        Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
-                        Err(e) => {
-                            this.done = true;
-                            return Poll::Ready(Some(Err(e)));
-                        }
+                    match this.answer(frame) {
+                        Some(answer) => return Poll::Ready(Some(answer)),
+                        None => continue,
                     }
                 }
                 Found::Gone => {

@@ -32,6 +32,19 @@ const CHUNK: usize = 256 * 1024;
 /// catching up over a link that breaks often progresses in steps this small.
 const SSE_CHUNK: usize = 16 * 1024;
 
+/// A `304 Not Modified` when the request's `If-None-Match` names `etag`.
+fn not_modified(headers: &HeaderMap, etag: &str) -> Option<Response> {
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    matches.then(|| {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    })
+}
+
 pub(super) fn offset_value(seq: u64) -> HeaderValue {
     HeaderValue::from_str(&Offset::from_seq(seq).to_string()).expect("hex digits")
 }
@@ -260,17 +273,8 @@ impl Reader {
         let next = chunk.last_seq().unwrap_or(from.after);
         let up_to_date = next >= self.tail.position().last;
         let etag = from.etag(next);
-        let matches = headers
-            .get(header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
-        let mut r = if matches {
-            let mut r = Response::new(Body::empty());
-            *r.status_mut() = StatusCode::NOT_MODIFIED;
-            r
-        } else {
-            Response::new(Body::from(frame::json_array(chunk.batches())))
-        };
+        let mut r = not_modified(headers, &etag)
+            .unwrap_or_else(|| Response::new(Body::from(frame::json_array(chunk.batches()))));
         let h = r.headers_mut();
         stream_headers(h, &self.tail);
         h.insert("stream-next-offset", offset_value(next));
@@ -317,15 +321,7 @@ impl Reader {
     /// [`CatchUpBody`] for why one response).
     fn whole(&self, from: From, chunk: &Chunk, until: u64, headers: &HeaderMap) -> Response {
         let etag = from.etag(until);
-        let matches = headers
-            .get(header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
-        let mut r = if matches {
-            let mut r = Response::new(Body::empty());
-            *r.status_mut() = StatusCode::NOT_MODIFIED;
-            r
-        } else {
+        let mut r = not_modified(headers, &etag).unwrap_or_else(|| {
             let mut first = frame::json_array(chunk.batches());
             first.pop(); // the `]`: the body goes on
             let next = chunk.last_seq().unwrap_or(from.after);
@@ -337,7 +333,7 @@ impl Reader {
                 (next, until),
                 CHUNK,
             )))
-        };
+        });
         let h = r.headers_mut();
         stream_headers(h, &self.tail);
         h.insert("stream-next-offset", offset_value(until));
