@@ -72,8 +72,12 @@ async fn peak_of_post(s: &Server, uri: &str, body: Bytes) -> (StatusCode, String
     );
     let before = LIVE.load(Relaxed);
     PEAK.store(before, Relaxed);
-    let (status, text) = post(&s.app, "POST", uri, body).await;
+    // The request is given a second handle on the body, so that the client's copy stays
+    // allocated throughout: the server reading it cannot free it, which would hide as much
+    // of what the server holds.
+    let (status, text) = post(&s.app, "POST", uri, body.clone()).await;
     let peak = PEAK.load(Relaxed) - before;
+    drop(body);
     (status, text, peak)
 }
 
@@ -247,5 +251,22 @@ fn a_json_stream_of_short_messages_peaks_under_4x_its_body() {
         let (status, text, peak) = peak_of_post(&s, "/streams/t/json", body).await;
         assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
         check("a JSON body of 250,000 messages of 64 bytes", len, peak);
+    });
+}
+
+#[test]
+fn with_a_reader_at_the_tail_the_cache_keeps_the_batch_and_its_event() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    runtime().block_on(async {
+        let s = with_base().await;
+        // A read loads the address's tail cache, which keeps the newest record whatever its
+        // size, as its batch and as the SSE event every reader at the tail is sent.
+        let (status, _) = post(&s.app, "GET", "/streams/lanes/main?offset=-1", Bytes::new()).await;
+        assert_eq!(status, StatusCode::OK);
+        let body = repeated(r#"["d",["a"]]"#, r#"["d"]"#);
+        let len = body.len();
+        let (status, text, peak) = peak_of_post(&s, "/streams/lanes/main", body).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{text}");
+        check("one batch, a reader at the tail", len, peak);
     });
 }

@@ -100,8 +100,9 @@ impl<'a> CheckedBatch<'a> {
         Ok(CheckedBatch { text, tag })
     }
 
-    /// Text a [`LogWriter`](super::LogWriter)'s encoder wrote for ops that passed [`ops`]:
-    /// valid by construction, so only its size is checked, against the writer's `bound`.
+    /// Text a [`LogWriter`](super::LogWriter)'s encoder wrote for ops that passed [`ops`],
+    /// or text this crate checked already (the write side checks every batch of a body
+    /// before it appends any): only its size is checked, against `bound`.
     pub(crate) fn encoded(
         address: &Address,
         text: &'a str,

@@ -428,8 +428,8 @@ pub(crate) trait Source: Send + Sync {
     fn tail(&self, address: &Address, want: Want) -> Result<Option<Arc<Tail>>>;
     /// See [`Shared::read`].
     fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>>;
-    /// Checks and appends one batch from outside the process (the protocol's write side).
-    fn append(&self, address: &Address, batch: &str) -> Result<u64>;
+    /// Appends one batch from outside the process (the protocol's write side), checked.
+    fn append(&self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64>;
     /// See [`Shared::probe`].
     fn probe(&self) -> Result<()>;
     /// See [`Log::follower_lag`].
@@ -443,9 +443,8 @@ impl<S: Store + Send + 'static> Source for Shared<S> {
     fn read(&self, address: &Address, after: u64, max_bytes: usize) -> Result<Option<Vec<Record>>> {
         Shared::read(self, address, after, max_bytes)
     }
-    fn append(&self, address: &Address, batch: &str) -> Result<u64> {
-        let checked = CheckedBatch::tagging_bases(address, batch)?;
-        self.append_checked(address, checked)
+    fn append(&self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        self.append_checked(address, batch)
     }
     fn probe(&self) -> Result<()> {
         Shared::probe(self)

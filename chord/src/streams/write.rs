@@ -20,7 +20,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 use super::log::Source;
 use super::tail::Tail;
 use super::Offset;
-use crate::store::{Address, CheckedBatch};
+use crate::store::{Address, CheckedBatch, BASE, MAX_RECORD_BYTES};
 
 /// What the protocol's write side may be asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,13 +310,17 @@ pub(super) async fn handle(
             }
             // Checked whole before any is appended; never parsed into a tree, and each batch
             // stored as the bytes it was sent as (one line).
+            // Each batch is checked once, here, before any is appended: what the append needs
+            // of the check is whether the batch is a base (a bit a batch).
+            let mut bases = Vec::new();
             let checked = std::str::from_utf8(&body)
                 .map_err(|e| format!("invalid JSON: the body is not UTF-8 ({e})"))
                 .and_then(|text| {
                     each_batch(text, &mut |i, batch| {
-                        CheckedBatch::new(address, batch, None)
-                            .map(drop)
-                            .map_err(|e| format!("message {i}: {e}"))
+                        let checked = CheckedBatch::tagging_bases(address, batch)
+                            .map_err(|e| format!("message {i}: {e}"))?;
+                        bases.push(checked.tag().is_some());
+                        Ok(())
                     })
                 });
             match checked {
@@ -336,8 +340,12 @@ pub(super) async fn handle(
             let append = move || -> Result<u64, String> {
                 let text = std::str::from_utf8(&body).map_err(|e| e.to_string())?;
                 let mut last = 0;
-                each_batch(text, &mut |_, batch| {
-                    last = source.append(&at, batch).map_err(|e| e.to_string())?;
+                each_batch(text, &mut |i, batch| {
+                    // Checked above: only its size is looked at again.
+                    let tag = bases[i].then_some(BASE);
+                    let checked = CheckedBatch::encoded(&at, batch, tag, MAX_RECORD_BYTES)
+                        .map_err(|e| e.to_string())?;
+                    last = source.append(&at, checked).map_err(|e| e.to_string())?;
                     Ok(())
                 })?;
                 Ok(last)

@@ -125,7 +125,7 @@ impl Chunk {
     /// before it: the records between went (compacted), so the reader cannot have the value
     /// the checkpoint restates, and a base is what it needs (the store's own reads answer
     /// `410` for such an offset, but the cache knows only the records it holds).
-    fn new(items: Items, from: From) -> Chunk {
+    fn new(items: Items, from: ReadFrom) -> Chunk {
         let keep = |i: usize, checkpoint: bool, prev: Option<u64>| {
             !checkpoint || (i == 0 && (from.base || from.after == 0 || prev != Some(from.after)))
         };
@@ -186,12 +186,12 @@ impl Chunk {
 /// Where a read starts: after `after`; `base`: for a reader with no value, so a checkpoint
 /// right after it is delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct From {
+struct ReadFrom {
     after: u64,
     base: bool,
 }
 
-impl From {
+impl ReadFrom {
     /// The `ETag` of an answer from here to `next`: a read for a reader with no value holds
     /// what one resuming from the same offset does not.
     fn etag(self, next: u64) -> String {
@@ -205,7 +205,7 @@ impl From {
 
 impl Reader {
     /// Where `start` is.
-    fn resolve(&self, start: Start) -> From {
+    fn resolve(&self, start: Start) -> ReadFrom {
         let position = self.tail.position();
         let (after, base) = match start {
             // From the oldest base kept, checkpoint or not.
@@ -214,11 +214,11 @@ impl Reader {
             Start::At(offset) => (offset.seq(), false),
             Start::Base(offset) => (offset.seq(), true),
         };
-        From { after, base }
+        ReadFrom { after, base }
     }
 
     /// The records after `from`, from the cache or else the store. `None`: gone.
-    async fn chunk(&self, from: From) -> Result<Option<Chunk>, Response> {
+    async fn chunk(&self, from: ReadFrom) -> Result<Option<Chunk>, Response> {
         let after = from.after;
         match self.tail.read(after, CHUNK) {
             Found::Entries(entries) => Ok(Some(Chunk::new(Items::Entries(entries), from))),
@@ -265,7 +265,7 @@ impl Reader {
     /// A 200 with the chunk's records as one JSON array.
     fn data(
         &self,
-        from: From,
+        from: ReadFrom,
         chunk: &Chunk,
         cursor: Option<u64>,
         headers: &HeaderMap,
@@ -319,7 +319,7 @@ impl Reader {
     /// A 200 with every record after `after` up to `until` as one JSON array, up to date:
     /// `chunk` (the first records) at once, the rest as the connection sends it (see
     /// [`CatchUpBody`] for why one response).
-    fn whole(&self, from: From, chunk: &Chunk, until: u64, headers: &HeaderMap) -> Response {
+    fn whole(&self, from: ReadFrom, chunk: &Chunk, until: u64, headers: &HeaderMap) -> Response {
         let etag = from.etag(until);
         let mut r = not_modified(headers, &etag).unwrap_or_else(|| {
             let mut first = frame::json_array(chunk.batches());
@@ -369,7 +369,7 @@ impl Reader {
             }
             if let Some(last) = chunk.last_seq() {
                 // Only checkpoints: nothing for this reader, which waits on past them.
-                from = From {
+                from = ReadFrom {
                     after: last,
                     base: false,
                 };
@@ -395,7 +395,7 @@ impl Reader {
     }
 
     pub(super) fn sse(self, start: Start, echoed: Option<u64>) -> Response {
-        let From { after, base } = self.resolve(start);
+        let ReadFrom { after, base } = self.resolve(start);
         if let Found::Gone = self.tail.read(after, 1) {
             return self.gone();
         }
@@ -450,7 +450,7 @@ impl LogFeed {
 
     /// What `items`, read after `self.after`, deliver, and where the reader is after them.
     fn chunk(&mut self, items: Items) -> Chunk {
-        let from = From {
+        let from = ReadFrom {
             after: self.after,
             base: self.base,
         };
