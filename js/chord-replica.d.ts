@@ -172,6 +172,11 @@ export class StreamHttpError extends Error {
   status: number;
   /** Whether the server answered, but not with an event stream (not a stream's URL). */
   notEventStream: boolean;
+  /**
+   * The offset before the latest base the answer named (`chord-base-offset`), or null: a
+   * `410`'s says where a reader with no value starts over.
+   */
+  baseOffset: string | null;
   /** Whether the server refused the read: `401` (no credential it accepts) or `403` (not allowed). */
   readonly refused: boolean;
 }
@@ -309,7 +314,8 @@ export interface FollowErrorInfo {
 
 /**
  * Options of `follow`. `headers` and `credentials` (see `CredentialOptions`) go to every
- * request: the `HEAD` naming the base offset and each connection of the transport. A refusal
+ * request: the catch-up read it joins with (`GET ?offset=base`, cacheable) and each
+ * connection of the transport. A refusal
  * (`401`, `403`) stops the follower, unless `headers` is a function: then it is retried with
  * the backoff, calling it again, so a refreshed token gets in. `T` is the value's type, as in
  * `Replica<T>`.

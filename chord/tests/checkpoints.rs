@@ -28,6 +28,7 @@ struct Reply {
     status: StatusCode,
     next: Option<String>,
     base: Option<String>,
+    cache: Option<String>,
     batches: Vec<String>,
 }
 
@@ -46,10 +47,11 @@ async fn get(app: &Router, uri: &str) -> Reply {
             .get(name)
             .map(|v| v.to_str().unwrap().to_owned())
     };
-    let (status, next, base) = (
+    let (status, next, base, cache) = (
         response.status(),
         header("stream-next-offset"),
         header("chord-base-offset"),
+        header("cache-control"),
     );
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let batches = if status == StatusCode::OK {
@@ -62,6 +64,7 @@ async fn get(app: &Router, uri: &str) -> Reply {
         status,
         next,
         base,
+        cache,
         batches,
     }
 }
@@ -252,6 +255,14 @@ async fn a_reader_with_no_value_starts_at_the_latest_checkpoint_through_the_base
     // The same offset without the token is a resuming reader's: the checkpoint left out.
     let resuming = get(&app, &format!("/streams/lanes/main?offset={before:016x}")).await;
     assert_eq!(resuming.batches, fresh.batches[1..]);
+    // `offset=base` reads what the token does, without asking for the token first, and is
+    // a catch-up read like any other to a cache (the read's policy, not `no-store`).
+    let latest = get(&app, "/streams/lanes/main?offset=base").await;
+    assert_eq!(latest.status, StatusCode::OK);
+    assert_eq!(latest.batches, fresh.batches);
+    assert_eq!(latest.next, fresh.next);
+    assert_eq!(latest.cache, fresh.cache);
+    assert_ne!(latest.cache.as_deref(), Some("no-store"));
     // A long-poll from the last change, with only a checkpoint after it, waits and answers
     // 204 at the tail: the checkpoint is nothing to it.
     lane.write(24);
@@ -269,6 +280,13 @@ async fn a_reader_with_no_value_starts_at_the_latest_checkpoint_through_the_base
         poll.next.as_deref(),
         Some(format!("{:016x}", records.last().unwrap().seq).as_str())
     );
+    // `offset=base` has moved on to the new checkpoint: it alone, then nothing.
+    let latest = get(&app, "/streams/lanes/main?offset=base").await;
+    assert_eq!(latest.batches, [records.last().unwrap().batch.clone()]);
+    let mut decoder = Decoder::new();
+    let mut value = None;
+    apply_all(&mut decoder, &mut value, &latest.batches);
+    assert_eq!(value, lane.value);
 }
 
 #[tokio::test]
@@ -311,6 +329,12 @@ async fn compaction_keeps_from_a_checkpoint_and_the_oldest_kept_is_where_minus_o
     // reader needs), never a gap.
     let behind = get(&app, "/streams/lanes/main?offset=0000000000000001").await;
     assert_eq!(behind.batches, oldest.batches);
+    // A 410 names the latest base, where a reader with no value starts over.
+    let head = get(&app, "/streams/lanes/main?offset=now").await;
+    let gone = get(&app, "/streams/lanes/main?offset=00000000ffffffff").await;
+    assert_eq!(gone.status, StatusCode::GONE);
+    assert_eq!(gone.base, head.base);
+    assert!(head.base.is_some_and(|b| b.ends_with(".base")));
 }
 
 #[test]

@@ -660,41 +660,30 @@ async fn a_bad_offset_restarts_from_the_base_as_in_javascript() {
     let seen = Arc::clone(&requests);
     std::thread::spawn(move || {
         let event = |name: &str, data: &str| format!("event: {name}\ndata: {data}\n\n");
-        // One connection carries a HEAD and then a GET (kept alive in between), as chord's
-        // replica sends them; the GET's response ends the connection.
+        // Each connection carries one GET, whose response ends it.
         for stream in listener.incoming() {
             let mut stream = stream.unwrap();
             let mut reader = BufReader::new(stream.try_clone().unwrap());
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                while let Ok(n) = reader.read_line(&mut String::new()) {
-                    if n <= 2 {
-                        break; // the blank line ending the head
-                    }
-                }
-                let request = line.trim_end().to_owned();
-                seen.lock().unwrap().push(request.clone());
-                if request.starts_with("HEAD") {
-                    let head =
-                        "HTTP/1.1 200 OK\r\nchord-base-offset: -1\r\ncontent-length: 0\r\n\r\n";
-                    let _ = stream.write_all(head.as_bytes());
-                    continue;
-                }
-                // A fresh start gets a base and a good offset; a resumed one a bad offset.
-                let body = if request.contains("offset=-1") {
-                    event("data", r#"[[["r",1]]]"#)
-                        + &event("control", r#"{"streamNextOffset":"0000000000000001"}"#)
-                } else {
-                    event("data", r#"[[["r",2]]]"#)
-                        + &event("control", r#"{"streamNextOffset":"a b"}"#)
-                };
-                let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
-                let _ = stream.write_all(response.as_bytes());
-                break;
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                continue;
             }
+            while let Ok(n) = reader.read_line(&mut String::new()) {
+                if n <= 2 {
+                    break; // the blank line ending the head
+                }
+            }
+            let request = line.trim_end().to_owned();
+            seen.lock().unwrap().push(request.clone());
+            // A fresh start gets a base and a good offset; a resumed one a bad offset.
+            let body = if request.contains("offset=base") {
+                event("data", r#"[[["r",1]]]"#)
+                    + &event("control", r#"{"streamNextOffset":"0000000000000001"}"#)
+            } else {
+                event("data", r#"[[["r",2]]]"#) + &event("control", r#"{"streamNextOffset":"a b"}"#)
+            };
+            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+            let _ = stream.write_all(response.as_bytes());
         }
     });
     let replica = chord::replica::Replica::builder(&format!("http://127.0.0.1:{port}/s"))
@@ -718,12 +707,22 @@ async fn a_bad_offset_restarts_from_the_base_as_in_javascript() {
         .unwrap()
         .iter()
         .take(5)
-        .map(|r| r.split(' ').next().unwrap().to_owned())
+        .map(|r| {
+            let offset = r.split("offset=").nth(1).unwrap_or("");
+            offset.split('&').next().unwrap().to_owned()
+        })
         .collect();
-    // HEAD, the fresh GET, the resumed GET with the bad offset, then a HEAD: a restart.
+    // The fresh start (from the latest base), the resumed read whose control event names a
+    // bad offset, then a fresh start again: a restart.
     assert_eq!(
         methods,
-        ["HEAD", "GET", "GET", "HEAD", "GET"],
+        [
+            "base",
+            "0000000000000001",
+            "base",
+            "0000000000000001",
+            "base"
+        ],
         "requests; the replica's stats: {stats:?}"
     );
 }

@@ -228,6 +228,13 @@ impl Nginx {
         panic!("no free port for nginx after 5 tries");
     }
 
+    /// The access log's lines (the shipped `chord` format), as requests: what each asked
+    /// for and whether a node answered it.
+    fn access(&self) -> Vec<Logged> {
+        let text = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        text.lines().map(Logged::parse).collect()
+    }
+
     /// What nginx wrote to its standard error and its error log.
     fn log(&self) -> String {
         let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name));
@@ -253,6 +260,39 @@ impl Drop for Nginx {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// One line of the access log in the shipped `chord` format:
+/// `addr [time] "GET /target HTTP/1.1" 200 123 cache=HIT upstream=- rt=0.000`.
+#[derive(Debug)]
+struct Logged {
+    method: String,
+    target: String,
+    cache: String,
+    /// Whether a node was sent the request (`upstream=` names one, not `-`).
+    origin: bool,
+}
+
+impl Logged {
+    fn parse(line: &str) -> Logged {
+        let request = line
+            .split('"')
+            .nth(1)
+            .unwrap_or_else(|| panic!("an access log line without a request: {line}"));
+        let mut parts = request.split(' ');
+        let field = |name: &str| {
+            line.split(' ')
+                .find_map(|f| f.strip_prefix(name))
+                .unwrap_or_else(|| panic!("no {name} in the access log line {line}"))
+                .to_owned()
+        };
+        Logged {
+            method: parts.next().unwrap_or_default().to_owned(),
+            target: parts.next().unwrap_or_default().to_owned(),
+            cache: field("cache="),
+            origin: field("upstream=") != "-",
+        }
     }
 }
 
@@ -645,6 +685,170 @@ async fn a_thousand_readers_joining_at_once_cost_the_origin_a_few_reads() {
              the cache and its lock should let a few through ({statuses:?})"
         );
     }
+}
+
+/// The Node side of [`a_thousand_javascript_followers_cost_the_origin_a_request_per_url`], run
+/// from `js/`: `node -e JOINERS <url> <n> <marker>`. Starts `n` followers of `url` at once
+/// (the package's `follow`, nothing else), prints `joined` once each has its value, then
+/// waits for a batch ending in `marker` to reach every one of them, stops them, and prints
+/// their values (the distinct ones) and stats as JSON.
+const JOINERS: &str = r#"
+import { follow, Replica } from './chord-replica.mjs';
+
+const [url, count, marker] = process.argv.slice(1);
+const errors = [];
+const followers = Array.from({ length: Number(count) }, () =>
+  follow(url, { replica: new Replica(), backoffMin: 50, backoffMax: 1000, onError: (e) => errors.push(e.message) }));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const report = () => JSON.stringify({
+  values: [...new Set(followers.map((f) => JSON.stringify(f.replica.value ?? null)))].map((v) => JSON.parse(v)),
+  starts: followers.map((f) => f.stats.starts).reduce((a, b) => a + b, 0),
+  bases: followers.map((f) => f.stats.bases).reduce((a, b) => a + b, 0),
+  errors: [...new Set(errors)],
+});
+const timer = setTimeout(() => { console.error(report()); process.exit(1); }, 120_000);
+while (!followers.every((f) => f.offset !== null)) await sleep(10);
+console.log('joined');
+while (!followers.every((f) => f.replica.value?.text?.endsWith(marker))) await sleep(10);
+for (const f of followers) f.stop();
+await Promise.all(followers.map((f) => f.done));
+console.log(report());
+clearTimeout(timer);
+process.exit(0);
+"#;
+
+/// The most requests of one catch-up URL that 1,000 joining followers may cost the nodes.
+const MOST_JOIN_READS: usize = 10;
+
+/// 1,000 of the JavaScript package's followers join a public stream through the shipped
+/// nginx at once: each joins with `GET ?offset=base` (the same URL for all, so the cache
+/// answers it) and no `HEAD`, then reads live from where that answer ends. Counted from
+/// nginx's access log (and checked against the nodes' own count): every catch-up URL reached
+/// a node at most [`MOST_JOIN_READS`] times; only the live reads, one per follower, all
+/// reached a node. Each follower holds the stream's value, and a batch appended after they
+/// joined reaches every one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_javascript_followers_cost_the_origin_a_request_per_url() {
+    use std::io::BufRead;
+
+    let Some(binary) = nginx_or_skip("nginx_cache::a_thousand_javascript_followers") else {
+        return;
+    };
+    // Each follower holds two sockets (its catch-up's and its live read's, the first given
+    // back) in Node, and a live read two files in an nginx worker.
+    let needed = 3 * READERS as u64 + 256;
+    let fds = raise_fd_limit(needed);
+    assert!(
+        fds >= needed,
+        "{READERS} followers need about {needed} open files and the hard limit allows {fds}: \
+         raise it (ulimit -n)"
+    );
+    // A small stream: what is counted is requests, not bytes, and 1,000 replicas share
+    // one Node process.
+    const APPENDS: usize = 40;
+    let mut origin = Origin::of(APPENDS);
+    let nodes = origin.serve(2, Some(PUBLIC)).await;
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let path = origin.path();
+    let url = format!("http://{}{path}", proxy.addr);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = Command::new("node")
+        .args(["--input-type=module", "-e", JOINERS, &url])
+        .args([&READERS.to_string(), "[the end]"])
+        .current_dir(root.join("js"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("`node` (Node.js 20 or later) is needed: {e}"));
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_line = || tokio::task::block_in_place(|| lines.next());
+    let joined = next_line();
+    if !matches!(&joined, Some(Ok(line)) if line == "joined") {
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "the followers never joined ({joined:?}): {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            proxy.log()
+        );
+    }
+    origin.append("[the end]");
+    let report = next_line();
+    let status = tokio::task::block_in_place(|| child.wait()).unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        status.success(),
+        "the followers failed: {report:?}\n{stderr}"
+    );
+    let report: Value = serde_json::from_str(&report.unwrap().unwrap()).unwrap();
+
+    // Every follower holds the stream's value, the late batch included, from one start.
+    let mut text: String = (0..APPENDS)
+        .map(|i| format!("[{i:>5}] {}\n", "token ".repeat(170)))
+        .collect();
+    text.push_str("[the end]");
+    assert_eq!(
+        report["values"],
+        json!([{ "text": text }]),
+        "{}",
+        report["errors"]
+    );
+    assert_eq!(report["starts"], READERS, "{report}");
+    assert_eq!(report["bases"], READERS, "one base each: {report}");
+
+    // What reached the nodes, from nginx's access log. The live reads end when the
+    // followers stop; their lines are written as nginx sees the connections close.
+    let live = |l: &Logged| l.target.contains("live=");
+    let started = Instant::now();
+    let logged = loop {
+        let logged = proxy.access();
+        if logged.iter().filter(|l| live(l)).count() >= READERS {
+            break logged;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "nginx logged {} live reads of {READERS}",
+            logged.iter().filter(|l| live(l)).count()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut to_origin: HashMap<String, usize> = HashMap::new();
+    let mut statuses: HashMap<String, usize> = HashMap::new();
+    for l in logged.iter().filter(|l| !live(l)) {
+        assert_eq!(l.method, "GET", "a follower sent {l:?}");
+        *statuses.entry(l.cache.clone()).or_default() += 1;
+        if l.origin {
+            *to_origin.entry(l.target.clone()).or_default() += 1;
+        }
+    }
+    let joins = format!("{path}?offset=base");
+    let catch_ups = logged.iter().filter(|l| !live(l)).count();
+    let live_to_origin = logged.iter().filter(|l| live(l) && l.origin).count();
+    println!(
+        "nginx_cache: {READERS} JavaScript followers joining at once sent {catch_ups} catch-up \
+         reads (cache statuses {statuses:?}); the nodes were sent {to_origin:?} of them and \
+         {live_to_origin} live reads; no HEAD"
+    );
+    assert_eq!(
+        logged.iter().filter(|l| l.target == joins).count(),
+        READERS,
+        "each follower joined with {joins}"
+    );
+    assert!(
+        logged.iter().all(|l| l.method != "HEAD"),
+        "a follower sent a HEAD"
+    );
+    assert_eq!(origin.counts.of("HEAD", &path), 0);
+    for (target, reads) in &to_origin {
+        assert!(
+            *reads <= MOST_JOIN_READS,
+            "{READERS} followers cost the nodes {reads} requests of {target} ({statuses:?})"
+        );
+        // The log and the nodes agree.
+        assert_eq!(origin.counts.of("GET", target), *reads, "{target}");
+    }
+    assert!(to_origin.contains_key(&joins), "{to_origin:?}");
+    assert_eq!(live_to_origin, READERS, "live reads are never cached");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

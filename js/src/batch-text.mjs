@@ -161,3 +161,113 @@ export function isBaseText(text) {
   }
   return base;
 }
+
+/** Whether a batch text is JSON: `Json` (with `JSON.parse`'s message) when it is not. */
+export function checkBatchText(text) {
+  if (!isJson(text)) throw syntaxError(text, 0, [], 0);
+}
+
+/**
+ * Splits a JSON array arriving in pieces (a catch-up body: `[batch,batch,...]`) into the
+ * texts of its elements, each handed out as soon as its end has arrived, so a body of any
+ * length is read holding one element (and the piece in hand). Brackets are counted outside
+ * strings as {@link eachElement} counts them; whether an element is JSON is for its reader
+ * to say ({@link checkBatchText}).
+ *
+ * An element longer than `max` characters is refused (`onTooLarge(max)` makes the error);
+ * so is an empty element, anything but whitespace after the array, or an array that does
+ * not end (`end`): a `Json` error naming where.
+ */
+export class ArraySplitter {
+  #max;
+  #tooLarge;
+  /** 0 before the `[`, 1 before an element (or the `]` of `[]`), 2 in one, 3 after the `]`. */
+  #state = 0;
+  #depth = 0;
+  #inString = false;
+  #escape = false;
+  #pieces = [];
+  #size = 0;
+  #count = 0;
+  /** Characters read before the piece in hand: where an error is. */
+  #read = 0;
+
+  /**
+   * @param {number} max the longest element accepted, in characters
+   * @param {(max: number) => Error} onTooLarge
+   */
+  constructor(max, onTooLarge) {
+    this.#max = max;
+    this.#tooLarge = onTooLarge;
+  }
+
+  #error(at, what) {
+    return fail('Json', { reason: `${what} at character ${this.#read + at} of the catch-up body` });
+  }
+
+  /**
+   * The elements that end in `piece`, in order.
+   * @param {string} piece
+   * @returns {string[]}
+   */
+  push(piece) {
+    const out = [];
+    const n = piece.length;
+    let start = this.#state === 2 ? 0 : -1;
+    for (let i = 0; i < n; i++) {
+      const c = piece.charCodeAt(i);
+      if (this.#state === 2) {
+        if (this.#inString) {
+          if (this.#escape) this.#escape = false;
+          else if (c === 0x5c) this.#escape = true;
+          else if (c === 0x22) this.#inString = false;
+          continue;
+        }
+        if (c === 0x22) this.#inString = true;
+        else if (c === 0x5b || c === 0x7b) this.#depth++;
+        else if ((c === 0x5d || c === 0x7d) && this.#depth > 0) this.#depth--;
+        else if (this.#depth === 0 && (c === 0x2c || c === 0x5d)) {
+          this.#take(piece.slice(start, i));
+          out.push(this.#pieces.join(''));
+          this.#pieces = [];
+          this.#size = 0;
+          this.#count++;
+          this.#state = c === 0x2c ? 1 : 3;
+          start = -1;
+        } else if (this.#depth === 0 && c === 0x7d) {
+          throw this.#error(i, 'a "}" closing the array');
+        }
+        continue;
+      }
+      if (isSpace(c)) continue;
+      if (this.#state === 0) {
+        if (c !== 0x5b) throw this.#error(i, 'no JSON array');
+        this.#state = 1;
+      } else if (this.#state === 1) {
+        if (c === 0x5d && this.#count === 0) this.#state = 3;
+        else if (c === 0x2c || c === 0x5d) throw this.#error(i, 'an empty element');
+        else {
+          this.#state = 2;
+          start = i;
+          i--; // read the element's first character as part of it
+        }
+      } else {
+        throw this.#error(i, 'text after the array');
+      }
+    }
+    if (this.#state === 2) this.#take(piece.slice(start));
+    this.#read += n;
+    return out;
+  }
+
+  #take(text) {
+    this.#size += text.length;
+    if (this.#size > this.#max) throw this.#tooLarge(this.#max);
+    this.#pieces.push(text);
+  }
+
+  /** Checks that the array ended. */
+  end() {
+    if (this.#state !== 3) throw this.#error(0, 'the body ends before its array does');
+  }
+}

@@ -3,26 +3,30 @@
 
 import { fail } from './errors.mjs';
 import { isBase } from './grammar.mjs';
-import { isBaseText } from './batch-text.mjs';
+import { checkBatchText, isBaseText } from './batch-text.mjs';
 import { IN_PLACE } from './wire.mjs';
 import { Replica } from './replica.mjs';
 import { DEFAULT_MAX_EVENT } from './sse.mjs';
-import { baseOffset, checkCredentials, credentialed, fatal, message, restarts, streamUrl } from './http.mjs';
-import { TEXTS, sseTransport } from './transports.mjs';
+import { checkCredentials, credentialed, fatal, message, restarts, streamUrl } from './http.mjs';
+import { LATEST_BASE, TEXTS, catchUp, sseTransport } from './transports.mjs';
 
 /**
  * Follows a chord stream served as a Durable Stream and keeps `replica` current.
  *
- * It starts at the latest base batch (the offset a `HEAD` names in `chord-base-offset`) with
- * a fresh decoder. Each `data` event is applied with the `control` event after it, whose
- * `streamNextOffset` it keeps. After any break (the connection drops, the server ends the
- * response) it reconnects after a short backoff and resumes from that offset with the same
- * decoder: it receives only the batches it missed, never a base batch again. It starts over
- * from the latest base only when the server answers 410 (the offset is before the oldest base
- * kept) or 404, a batch does not decode or apply, or a control event's `streamNextOffset` is
- * not an offset (a `StreamEventError` of kind `BadOffset`). An event or a line over
- * `maxEvent` bytes (default {@link DEFAULT_MAX_EVENT}) breaks the connection with a
- * `StreamEventError` of kind `TooLarge`, reported and retried like a dropped connection.
+ * It joins with one catch-up read of the latest base and what follows it,
+ * `GET ?offset=base`: the same URL for every joiner, answered under the server's cache
+ * policy, so a cache in front (a browser's, a proxy's, a CDN's) answers many joiners with one
+ * request to the server. It sends no `HEAD` first. Then it reads live (SSE) from the
+ * offset that answer ends at: each `data` event is applied with the `control` event after
+ * it, whose `streamNextOffset` it keeps. After any break (the connection drops, the server
+ * ends the response) it reconnects after a short backoff and resumes from that offset with
+ * the same decoder: it receives only the batches it missed, never a base batch again. It
+ * starts over with a new catch-up only when the server answers 410 (the offset is before the
+ * oldest base kept: it starts at the base that answer names) or 404, a batch does not
+ * decode or apply, or an offset it was handed is not one (a `StreamEventError` of kind
+ * `BadOffset`). An event, a line or a catch-up batch over `maxEvent` bytes (default
+ * {@link DEFAULT_MAX_EVENT}) breaks the connection with a `StreamEventError` of kind
+ * `TooLarge`, reported and retried like a dropped connection.
  *
  * Errors reach the caller:
  * - a URL that is not absolute (with no page `location` to resolve it against) or not
@@ -46,9 +50,11 @@ import { TEXTS, sseTransport } from './transports.mjs';
  * Credentials: `headers` (an object, or a function returning one, sync or async, called
  * again for every request, so a token can be refreshed) and `credentials` (`'omit'`,
  * `'same-origin'`, `'include'`: fetch's mode, `'include'` to send cookies to another
- * origin) go to every request the follower makes: the `HEAD` naming the base offset, and
+ * origin) go to every request the follower makes: the catch-up read it joins with, and
  * each connection of the transport, through the `fetch` it is given (`sseTransport`'s SSE
- * `GET`, the official client's catch-up and SSE requests). A token in the URL's query
+ * `GET`, the official client's catch-up and SSE requests). A credential-dependent answer
+ * must not be shared by a cache: the server's cache policy says so (chord's read hook makes
+ * reads `private` unless told otherwise). A token in the URL's query
  * (`...?token=...`) stays on every request, as the offsets are added after it.
  *
  * The handle's `subscribe(selector, listener)` is the replica's (see `Replica#subscribe`).
@@ -222,28 +228,68 @@ export function follow(url, options = {}) {
     return { ops, later, base };
   }
 
+  /**
+   * Where the next fresh start reads from: the latest base (`offset=base`, the URL every
+   * joiner shares), or after a 410 the base that answer named (a cache may hold an answer
+   * to `offset=base` older than what the server keeps; the named base's own URL is newer).
+   */
+  let startAt = LATEST_BASE;
+
+  /** Applies a fresh start's batch text, the first of which must be a base batch. */
+  function applyText(text, first) {
+    checkBatchText(text);
+    if (first) {
+      if (!isBaseText(text)) throw fail('NotBase');
+      replica.reset();
+    }
+    const { ops, later, base } = applyOne(text, false, true);
+    stats.batches += 1;
+    if (base) stats.bases += 1;
+    if (options.onEvent) emitBatch(ops, later, base);
+  }
+
   async function connection() {
     const signal = controller.signal;
     const fresh = follower.offset === null;
-    const offset = fresh ? await baseOffset(href, { fetch: fetchImpl, signal }) : follower.offset;
-    emit('open', { fresh, offset });
-    let first = true;
+    const onBytes = (n) => {
+      stats.bytes += n;
+    };
+    // A fresh start's first batch must be a base batch, and resets the replica.
+    let first = fresh;
     let delivered = false;
-    for await (const chunk of transport({
-      url: href,
-      offset,
-      signal,
-      fetch: fetchImpl,
-      maxEvent,
-      onBytes: (n) => {
-        stats.bytes += n;
-      },
-    })) {
+    const started = (next) => {
+      follower.offset = next;
+      delivered = true;
+      told.stream.clear();
+      if (fresh) stats.starts += 1;
+      else stats.resumes += 1;
+      emit(fresh ? 'start' : 'resume', { offset: next });
+      emit('live', { live: true });
+    };
+    let offset = follower.offset;
+    if (fresh) {
+      // Catch up with one cacheable GET, then read live from where it ends.
+      const from = startAt;
+      startAt = LATEST_BASE;
+      emit('open', { fresh, offset: from });
+      const read = catchUp({ url: href, offset: from, signal, fetch: fetchImpl, maxEvent, onBytes });
+      let step;
+      while (!(step = await read.next()).done) {
+        applyText(step.value, first);
+        first = false;
+      }
+      offset = step.value;
+      // No base yet (an empty stream): the live read brings the first.
+      if (!first) started(offset);
+    } else {
+      emit('open', { fresh, offset });
+    }
+    for await (const chunk of transport({ url: href, offset, signal, fetch: fetchImpl, maxEvent, onBytes })) {
       // Batches kept as text (the default transport's) stream into the replica op by op.
       const { offset: next, [IN_PLACE]: inPlace, [TEXTS]: texts } = chunk;
       const messages = texts ?? chunk.messages;
       for (const batch of messages) {
-        if (fresh && first) {
+        if (first) {
           if (!(texts ? isBaseText(batch) : isBase(batch))) throw fail('NotBase');
           replica.reset();
         }
@@ -253,24 +299,17 @@ export function follow(url, options = {}) {
         if (base) stats.bases += 1;
         if (options.onEvent) emitBatch(ops, later, base);
       }
-      if (fresh && first) {
-        // A fresh start's first event carries its base batch.
-        if (messages.length === 0 && !delivered) continue;
-      }
-      follower.offset = next;
-      if (!delivered) {
-        delivered = true;
-        told.stream.clear();
-        if (fresh) stats.starts += 1;
-        else stats.resumes += 1;
-        emit(fresh ? 'start' : 'resume', { offset: next });
-        emit('live', { live: true });
-      }
+      // A fresh start that has no base yet waits for one, keeping no offset.
+      if (first) continue;
+      if (delivered) follower.offset = next;
+      else started(next);
     }
     return delivered;
   }
 
   follower.done = (async () => {
+    // No callback runs before `follow` has returned its handle (an `onEvent` may use it).
+    await null;
     let backoff = min;
     while (!controller.signal.aborted) {
       let delivered = false;
@@ -287,7 +326,11 @@ export function follow(url, options = {}) {
         }
         // Starting over means dropping a value already held; before the first start it is a retry.
         const restart = restarts(error) && stats.starts > 0;
-        if (restarts(error)) follower.offset = null;
+        if (restarts(error)) {
+          follower.offset = null;
+          // A 410 names the latest base the server keeps: start there.
+          if (error?.status === 410 && error.baseOffset) startAt = error.baseOffset;
+        }
         report(error, { source: 'stream', stopped: false, restart });
       }
       if (controller.signal.aborted) break;

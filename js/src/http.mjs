@@ -2,7 +2,7 @@
 // headers and credentials, HTTP errors and the base offset a `HEAD` names.
 
 import { ChordError, jsonType, show } from './errors.mjs';
-import { StreamEventError } from './sse.mjs';
+import { StreamEventError, validOffset } from './sse.mjs';
 
 /** The response header naming the offset before the latest base batch. */
 export const BASE_OFFSET_HEADER = 'chord-base-offset';
@@ -28,6 +28,12 @@ export class StreamHttpError extends Error {
     this.status = status;
     /** Whether the server answered, but not with an event stream (not a stream's URL). */
     this.notEventStream = false;
+    /**
+     * The offset before the latest base the answer named (`chord-base-offset`), or null: a
+     * 410's says where a reader with no value starts over.
+     * @type {string | null}
+     */
+    this.baseOffset = null;
   }
 
   /** Whether the server refused the read: 401 (no credential it accepts) or 403 (not allowed). */
@@ -160,10 +166,16 @@ export function credentialed(fetchImpl, { headers, credentials }) {
   };
 }
 
-/** Throws the error of a response that is not OK, its body (a refusal's is empty) let go. */
+/**
+ * Throws the error of a response that is not OK, its body (a refusal's is empty) let go,
+ * with the latest base its `chord-base-offset` names (a 410's says where to start over).
+ */
 export async function refuse(response, url) {
   await response.body?.cancel().catch(() => {});
-  throw new StreamHttpError(response.status, String(url));
+  const error = new StreamHttpError(response.status, String(url));
+  const base = response.headers.get(BASE_OFFSET_HEADER);
+  if (validOffset(base)) error.baseOffset = base;
+  throw error;
 }
 
 /**

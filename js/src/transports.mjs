@@ -2,7 +2,7 @@
 // over the official `@durable-streams/client`.
 
 import { fail, isObject, jsonType } from './errors.mjs';
-import { batchTexts } from './batch-text.mjs';
+import { ArraySplitter, batchTexts } from './batch-text.mjs';
 import { IN_PLACE } from './wire.mjs';
 import { DEFAULT_MAX_EVENT, EventParser, StreamEventError, validOffset } from './sse.mjs';
 import { StreamHttpError, refuse, withQuery } from './http.mjs';
@@ -24,6 +24,83 @@ function textChunk(texts, offset) {
     offset,
     [TEXTS]: texts,
   };
+}
+
+/**
+ * chord's offset for "the latest base": `GET ?offset=base` reads from the latest base batch
+ * to the tail, the same URL for every joiner, so a cache in front answers them all.
+ */
+export const LATEST_BASE = 'base';
+
+/**
+ * A catch-up read, `GET url?offset=...` (no `live`): the batches of its JSON array body,
+ * each text yielded as soon as it has arrived (a body of any length is read holding one
+ * batch), then, returned, the response's `stream-next-offset`. The request is an ordinary
+ * cacheable `GET` (fetch's default cache mode, no headers of its own but `accept`), so a
+ * browser's cache, a proxy's or a CDN's can answer it; what it returns is the same for every
+ * reader of that URL.
+ *
+ * Errors: a response that is not OK throws its `StreamHttpError` before a byte of its body
+ * is read (with `baseOffset`, the `chord-base-offset` it names, when it has one: a 410 says
+ * where the latest base is); one that is not JSON or has no valid `stream-next-offset`
+ * throws before its body is read too; a batch over `maxEvent` characters is a
+ * `StreamEventError` of kind `TooLarge`, and a body that is not a JSON array (or ends before
+ * its array does) a `Json` `ChordError`, thrown when it is read there.
+ */
+export async function* catchUp({
+  url,
+  offset,
+  signal,
+  fetch: fetchImpl = globalThis.fetch,
+  onBytes,
+  maxEvent = DEFAULT_MAX_EVENT,
+}) {
+  const response = await fetchImpl(withQuery(url, { offset }), {
+    headers: { accept: 'application/json' },
+    signal,
+  });
+  if (!response.ok) await refuse(response, url);
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.startsWith('application/json')) {
+    const error = new StreamHttpError(response.status, url);
+    error.message = `${url} answered ${response.status} with ${type || 'no content type'}, not application/json: is it a stream's URL?`;
+    error.notEventStream = true;
+    await response.body?.cancel().catch(() => {});
+    throw error;
+  }
+  const next = response.headers.get('stream-next-offset');
+  if (!validOffset(next)) {
+    await response.body?.cancel().catch(() => {});
+    const shown = next === null ? 'missing' : JSON.stringify(next.slice(0, 64));
+    throw new StreamEventError('BadOffset', `a catch-up read's stream-next-offset is not an offset: ${shown}`);
+  }
+  const tooLarge = (max) => new StreamEventError('TooLarge', `a batch of a catch-up read is larger than ${max} characters`, { max });
+  const splitter = new ArraySplitter(maxEvent, tooLarge);
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const reader = response.body.getReader();
+  const stop = () => reader.cancel().catch(() => {});
+  signal?.addEventListener('abort', stop, { once: true });
+  const decode = (bytes, stream) => {
+    try {
+      return utf8.decode(bytes, { stream });
+    } catch {
+      throw new StreamEventError('NotUtf8', 'a catch-up read\'s body is not UTF-8');
+    }
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      onBytes?.(value.byteLength);
+      yield* splitter.push(decode(value, true));
+    }
+    yield* splitter.push(decode(undefined, false));
+    splitter.end();
+    return next;
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    reader.cancel().catch(() => {});
+  }
 }
 
 /**

@@ -36,9 +36,10 @@ function fakeStream() {
   let seq = 0;
   const offset = () => String(++seq).padStart(16, '0');
   const fetches = [];
+  // The catch-up read a follower joins with: nothing yet, so the transport brings the base.
   const fetch = async (url, init) => {
     fetches.push({ url: String(url), method: init?.method ?? 'GET' });
-    return new Response(null, { status: 200, headers: { 'chord-base-offset': '-1' } });
+    return new Response('[]', { status: 200, headers: { 'content-type': 'application/json', 'stream-next-offset': '0000000000000000' } });
   };
   async function* transport({ signal, offset: from }) {
     const queue = [];
@@ -215,7 +216,9 @@ test('components following one URL share one follower, which stops when the last
   });
   await until('a second connection', () => stream.open().length === 1);
   assert.equal(stream.connections.length, 2);
-  assert.equal(stream.connections[1].from, '-1', 'a fresh start');
+  // A fresh start: it joined again with a catch-up read of the latest base.
+  assert.equal(stream.fetches.filter((f) => f.url.endsWith('?offset=base')).length, 2, JSON.stringify(stream.fetches));
+  assert.equal(stream.connections[1].from, '0000000000000000');
   await act(async () => root.unmount());
   await until('the follower to stop', () => stream.open().length === 0);
 });
@@ -283,9 +286,10 @@ test('a URL alone shares one follower per URL between components', async () => {
   }
   try {
     // A store made for a bare URL uses follow's defaults (the global fetch, the SSE
-    // transport): the HEAD answers the base offset, each GET an event stream of one base.
+    // transport): the catch-up read answers an empty stream, each live read an event stream
+    // of one base.
     globalThis.fetch = async (input, init) => {
-      if ((init?.method ?? 'GET') === 'HEAD') return stream.options.fetch(input, init);
+      if (!String(input).includes('live=')) return stream.options.fetch(input, { ...init, method: 'catch-up' });
       stream.fetches.push({ url: String(input), method: 'GET' });
       const body = new ReadableStream({
         start(controller) {

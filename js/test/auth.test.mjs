@@ -17,7 +17,7 @@ const hex = (n) => n.toString(16).padStart(16, '0');
 
 /**
  * A stream of wire batches served over HTTP as chord's server serves them (HEAD with the
- * base offset, catch-up GET, long-poll, SSE), behind a read check: `authorize(request)`
+ * base offset, catch-up GET, `offset=base` included, long-poll, SSE), behind a read check: `authorize(request)`
  * answers `true`, 401 or 403; by default a request must carry `Authorization: Bearer`
  * with the current token (401 without one or with an unknown one, 403 with a revoked one).
  */
@@ -98,9 +98,10 @@ class AuthServer {
       res.end();
       return;
     }
-    let at = offset === '-1' ? 0 : parseInt(offset, 16);
+    const latestBase = Math.max(this.records.findLastIndex((t) => t.startsWith('[["r"')), 0);
+    let at = offset === '-1' ? 0 : offset === 'base' ? latestBase : parseInt(offset, 16);
     if (!(at >= 0 && at <= last)) {
-      res.writeHead(410).end();
+      res.writeHead(410, { 'chord-base-offset': hex(latestBase) }).end();
       return;
     }
     const json = (texts) => {
@@ -219,10 +220,12 @@ for (const [name, transport] of TRANSPORTS) {
       assert.ok(refusedAt >= before, 'the follower came back with t1 after the rotation');
       for (const r of server.requests.slice(0, before)) assert.equal(r.auth, 'Bearer t1');
       for (const r of server.requests.slice(before)) assert.equal(r.status, r.auth === 'Bearer t2' ? 200 : 403, JSON.stringify(r));
-      // Refused, then let in again, it resumed from its offset: one start, one HEAD.
+      // Refused, then let in again, it resumed from its offset: one start, one catch-up
+      // read of the latest base, no HEAD.
       assert.equal(f.stats.starts, 1, JSON.stringify(f.stats));
       assert.equal(f.stats.bases, 1);
-      assert.equal(server.of('HEAD').length, 1);
+      assert.equal(server.requests.filter((r) => r.kind === 'catch-up' && r.offset === 'base').length, 1);
+      assert.equal(server.of('HEAD').length, 0);
       const refusals = errors.filter(({ error }) => error instanceof StreamHttpError && error.refused);
       assert.ok(refusals.length >= 2, JSON.stringify(errors.map(({ error }) => error.message)));
       for (const { error, info } of refusals) {
@@ -261,20 +264,20 @@ for (const [name, transport] of TRANSPORTS) {
         assert.equal(f.stats.bytes, 0, what);
         assert.equal(f.stats.batches, 0, what);
       }
-      // The HEAD was the only request of each: refused, never retried.
-      assert.deepEqual(server.requests.map((r) => [r.kind, r.status]), [['HEAD', 401], ['HEAD', 401]]);
+      // The catch-up read was the only request of each: refused, never retried.
+      assert.deepEqual(server.requests.map((r) => [r.kind, r.offset, r.status]), [['catch-up', 'base', 401], ['catch-up', 'base', 401]]);
 
-      // A server that answers the HEAD but refuses the read itself (the transport's own
-      // request): the same stop, whatever the transport makes of the refusal.
-      server.authorize = (req) => req.method === 'HEAD' || 403;
+      // A server that answers the catch-up read but refuses the live read (the transport's
+      // own request): the same stop, whatever the transport makes of the refusal, the value
+      // read so far kept.
+      server.authorize = (req, u) => u.searchParams.get('offset') === 'base' || 403;
       server.requests = [];
       const changes = [];
       const replica = new Replica({ onChange: (value) => changes.push(value) });
       const f = follow(server.url, { replica, transport, headers: { authorization: 'Bearer t1' }, backoffMin: 1, onError: () => {} });
       await assert.rejects(within('done to reject (the read refused)', f.done), { name: 'StreamHttpError', status: 403 });
-      assert.equal(replica.value, undefined);
-      assert.deepEqual(changes, []);
-      assert.equal(f.stats.bytes, 0);
+      assert.deepEqual(replica.value, { secret: 'the stream' });
+      assert.deepEqual(changes, [{ secret: 'the stream' }]);
       assert.deepEqual(server.requests.map((r) => r.status), [200, 403]);
     } finally {
       await server.close();
@@ -341,6 +344,7 @@ for (const [name, transport] of TRANSPORTS) {
         assert.equal(r.status, 200, JSON.stringify(r));
         assert.equal(r.tenant, 'a', JSON.stringify(r));
         if (r.kind === 'sse' && transport === sseTransport) assert.equal(r.accept, 'text/event-stream');
+        if (r.offset === 'base') assert.equal(r.accept, 'application/json');
       }
       assert.ok(modes.length >= server.requests.length);
       assert.ok(modes.every((m) => m === 'include'), JSON.stringify(modes));
@@ -364,7 +368,7 @@ test('a headers function that throws is reported and called again; its first ans
     const errors = [];
     const replica = new Replica();
     const f = follow(server.url, { replica, headers, backoffMin: 1, backoffMax: 5, onError: (e, info) => errors.push([e.message, info.stopped]) });
-    await until('the base', () => replica.value?.n === 0);
+    await until('the base, then the live read', () => replica.value?.n === 0 && server.of('sse').length === 1);
     f.stop();
     await f.done;
     assert.deepEqual(errors, [['token service unavailable', false], ['token service unavailable', false]]);

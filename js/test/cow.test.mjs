@@ -197,7 +197,8 @@ test('follow: the handle subscribes, and onEvent gets each batch\'s decoded ops 
   ];
   const events = [];
   const follower = follow('http://x/streams/s', {
-    fetch: async () => new Response(null, { status: 200, headers: { 'chord-base-offset': '-1' } }),
+    // The catch-up read a follower joins with: nothing yet, so the transport brings the base.
+    fetch: async () => new Response('[]', { status: 200, headers: { 'content-type': 'application/json', 'stream-next-offset': '0000000000000000' } }),
     transport: serve([{ messages: batches, offset: '0000000000000003' }]),
     onEvent: (e) => events.push(e),
   });

@@ -48,8 +48,18 @@ class FakeServer {
       return new Response(null, { status: 200, headers: { 'chord-base-offset': this.baseOffset() } });
     }
     const offset = u.searchParams.get('offset');
-    let at = offset === '-1' ? this.floor : parseInt(offset, 16);
-    if (at < this.floor || at > this.last) return new Response('gone', { status: 410 });
+    let at = offset === '-1' ? this.floor : offset === 'base' ? parseInt(this.baseOffset(), 16) : parseInt(offset, 16);
+    if (at < this.floor || at > this.last) {
+      return new Response('gone', { status: 410, headers: { 'chord-base-offset': this.baseOffset() } });
+    }
+    if (!u.searchParams.has('live')) {
+      // A catch-up read: everything after the offset, in one JSON array.
+      const texts = this.records.slice(at).map((r) => r.text);
+      return new Response(`[${texts.join(',')}]`, {
+        status: 200,
+        headers: { 'content-type': 'application/json', 'stream-next-offset': hex(this.last) },
+      });
+    }
     const server = this;
     const encoder = new TextEncoder();
     let conn;
@@ -124,7 +134,9 @@ test('follow resumes from its offset after cuts and never receives a base batch 
   assert.equal(f.stats.starts, 1);
   assert.equal(f.stats.bases, 1, 'no base after the first');
   assert.ok(f.stats.resumes >= 4, JSON.stringify(f.stats));
-  assert.equal(server.requests.filter((r) => r.startsWith('HEAD')).length, 1);
+  // It joined with one catch-up read of the latest base, and no HEAD.
+  assert.equal(server.requests.filter((r) => r === 'GET ?offset=base').length, 1, JSON.stringify(server.requests));
+  assert.equal(server.requests.filter((r) => r.startsWith('HEAD')).length, 0);
 });
 
 test('follow starts over from the latest base on 410 and on a batch that does not decode', async () => {
@@ -146,6 +158,9 @@ test('follow starts over from the latest base on 410 and on a batch that does no
   server.floor = 2;
   await until('the restart', () => replica.value?.n === 2);
   assert.equal(f.stats.starts, 2);
+  // The 410 named the latest base; the restart read from it, not from `offset=base` (which a
+  // cache may answer with something older).
+  assert.deepEqual(server.requests.filter((r) => r.startsWith('GET ?offset=0') && !r.includes('live')), ['GET ?offset=0000000000000002']);
   // A batch naming a path id never defined: the decoder is poisoned, start over.
   server.append([['a', 7, 'x']]);
   server.append([['r', { n: 3 }]]);
@@ -302,7 +317,7 @@ test('an answer no retry changes stops the follower: done rejects, onError is to
   console.error = (...args) => printed.push(args.join(' '));
   try {
     const g = follow('http://fake/', { backoffMin: 1, fetch: page });
-    await assert.rejects(within('done to reject', g.done), { message: /answered 200 with text\/html, not text\/event-stream: is it a stream's URL\?/ });
+    await assert.rejects(within('done to reject', g.done), { message: /answered 200 with text\/html, not application\/json: is it a stream's URL\?/ });
   } finally {
     console.error = saved;
   }

@@ -135,7 +135,10 @@ export async function measureFollow(name, n) {
   );
   let applied = false;
   const fetch = async (url, init = {}) => {
-    if (init.method === 'HEAD') return new Response(null, { status: 200, headers: { 'chord-base-offset': '-1' } });
+    // The catch-up read a follower joins with: nothing yet, so the SSE body brings the base.
+    if (!String(url).includes('live=')) {
+      return new Response('[]', { status: 200, headers: { 'content-type': 'application/json', 'stream-next-offset': '0000000000000000' } });
+    }
     // The event once; a reconnect after it (the body ended) gets an empty stream.
     return new Response(applied ? '' : body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
   };

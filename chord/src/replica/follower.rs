@@ -25,8 +25,8 @@ use super::target::Target;
 use super::{Break, State};
 use crate::{Decoder, ErrorKind, Limits};
 
-/// The header naming the offset before the latest base batch (see `streams`).
-const BASE_OFFSET: &str = "chord-base-offset";
+/// The offset of the latest base batch, for a reader with no value (see `streams`).
+const LATEST_BASE: &str = "base";
 
 /// The task behind a [`Replica`](super::Replica).
 pub(super) struct Follower {
@@ -262,28 +262,11 @@ impl Follower {
             .map_err(|e| Break::Connection(e.to_string()))
     }
 
-    /// Asks the server for the offset before the latest base batch (`HEAD`), then opens the
-    /// SSE response from there, or from the offset the replica holds.
+    /// Opens the SSE response from the offset the replica holds, or, with none, from the
+    /// latest base batch (`offset=base`, which the server resolves: no `HEAD` first).
     async fn open(&self, at: &Position) -> Result<Body, Break> {
         let mut connection = self.connect().await?;
-        let offset = match &at.offset {
-            Some(offset) => offset.clone(),
-            None => {
-                let head = self
-                    .send(&mut connection, Method::HEAD, &self.target.path)
-                    .await?;
-                if head.status() != StatusCode::OK {
-                    return Err(Break::Status(head.status().as_u16()));
-                }
-                match head.headers().get(BASE_OFFSET) {
-                    None => "-1".to_owned(),
-                    Some(v) => {
-                        let text = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                        offset::check(BASE_OFFSET, Some(&text.into()))?
-                    }
-                }
-            }
-        };
+        let offset = at.offset.clone().unwrap_or_else(|| LATEST_BASE.to_owned());
         let joiner = if self.target.path.contains('?') {
             '&'
         } else {

@@ -6,7 +6,7 @@
 //! [`value_as`](Replica::value_as)) and every change is announced on a [`watch`] channel
 //! ([`watch`](Replica::watch)).
 //!
-//! It starts at the latest base batch (a `HEAD` finds its offset, `Chord-Base-Offset`). A
+//! It starts at the latest base batch (`offset=base`: the server finds it, no `HEAD`). A
 //! `data` event is applied together with the `control` event after it, whose
 //! `streamNextOffset` the replica keeps. When the connection drops, stalls, or the server
 //! ends it (every minute, as the protocol advises), the replica reconnects after a short

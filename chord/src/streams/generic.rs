@@ -790,7 +790,8 @@ impl http_body::Body for Messages {
 fn resolve(state: &State, start: Start) -> Result<u64, Refusal> {
     let tail = state.messages.len() as u64;
     match start {
-        Start::Beginning => Ok(0),
+        // These streams have no base batches but their start.
+        Start::Beginning | Start::Latest => Ok(0),
         Start::Now => Ok(tail),
         // A base's token is an offset like any other here: these streams have no checkpoints.
         Start::At(o) | Start::Base(o) if o.seq() <= tail => Ok(o.seq()),

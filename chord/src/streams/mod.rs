@@ -62,6 +62,17 @@
 //! [`Backend`] stream's catch-up is whole too, sent a chunk at a time from its messages
 //! (shared with the stream, not copied whole).
 //!
+//! **Joining through a cache.** Every joiner of a stream asks for the same URL,
+//! `GET ?offset=base` (the latest base and everything after it, up to the tail), answered
+//! with the [`cache_control`](Streams::cache_control) policy like any catch-up read, so a
+//! cache in front (the nginx example) sends one request of many on to a node and answers
+//! the rest. The joiner then reads live (SSE) from the answer's `Stream-Next-Offset`: from a
+//! cached answer, that replays what was appended since, from the node's tail cache. No
+//! `HEAD` is needed (a `HEAD` is never cached, as the protocol asks). The JavaScript
+//! `follow` joins this way; `chord/tests/nginx_cache.rs` counts what 1,000 of them cost the
+//! nodes. A `410` names the latest base in [`BASE_OFFSET_HEADER`], so a joiner handed a
+//! cached answer older than what the node keeps starts from that base's own URL next.
+//!
 //! # Checkpoints
 //!
 //! A [`LogWriter`](crate::store::LogWriter) (or [`Durable`](crate::store::Durable)) with a
@@ -78,9 +89,11 @@
 //!   again before it is used, so a decoder that skipped the checkpoint decodes the same.
 //! - **A reader with no value** starts at the latest base: [`BASE_OFFSET_HEADER`] names the
 //!   offset before it, followed by `.base` when it is a checkpoint (`0000000000000041.base`),
-//!   which reads that checkpoint, then the changes after it. `offset=-1` starts at the oldest
-//!   base kept, checkpoint or not, and so does a read from an offset whose records were
-//!   compacted away (it is given the checkpoint first, never a gap).
+//!   which reads that checkpoint, then the changes after it. `offset=base` (chord's own
+//!   sentinel beside the protocol's `-1` and `now`) reads from the latest base without asking
+//!   which it is first; `offset=-1` starts at the oldest base kept, checkpoint or not, and so
+//!   does a read from an offset whose records were compacted away (it is given the checkpoint
+//!   first, never a gap).
 //! - **Recovery, retention and compaction** count a checkpoint as a base.
 //!
 //! The cost, against the log format before it (where a checkpoint was the flush itself,

@@ -84,10 +84,19 @@ pub(crate) enum Start {
     Now,
     /// An offset the server handed out.
     At(Offset),
+    /// [`LATEST_BASE`]: the latest base, for a reader with no value (what a `HEAD`'s
+    /// `Chord-Base-Offset` names, without asking first).
+    Latest,
     /// An offset followed by [`BASE_SUFFIX`]: the records after it, for a reader with no
     /// value, so a checkpoint right after it is read too (see [`BaseOffset`]).
     Base(Offset),
 }
+
+/// chord's own offset sentinel beside the protocol's `-1` and `now`: the latest base batch.
+/// A reader with no value starts there without a `HEAD` first, so that every joiner asks
+/// for the same URL and a cache can answer them all (real offsets are hex digits, so it
+/// names none of them).
+pub(crate) const LATEST_BASE: &str = "base";
 
 /// What follows an offset in the token of a base batch: [`BaseOffset`].
 pub(crate) const BASE_SUFFIX: &str = ".base";
@@ -119,6 +128,7 @@ impl Start {
         match param {
             None | Some("-1") => Ok(Start::Beginning),
             Some("now") => Ok(Start::Now),
+            Some(LATEST_BASE) => Ok(Start::Latest),
             Some(s) => match s.strip_suffix(BASE_SUFFIX) {
                 Some(offset) => offset.parse().map(Start::Base).map_err(|_| BadOffset {
                     text: s.chars().take(64).collect(),
@@ -157,6 +167,7 @@ mod tests {
         assert_eq!(Start::parse(None), Ok(Start::Beginning));
         assert_eq!(Start::parse(Some("-1")), Ok(Start::Beginning));
         assert_eq!(Start::parse(Some("now")), Ok(Start::Now));
+        assert_eq!(Start::parse(Some("base")), Ok(Start::Latest));
         assert_eq!(
             Start::parse(Some("000000000000002a.base")),
             Ok(Start::Base(Offset::from_seq(42)))

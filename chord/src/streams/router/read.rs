@@ -213,6 +213,7 @@ impl Reader {
             Start::Now => (position.last, false),
             Start::At(offset) => (offset.seq(), false),
             Start::Base(offset) => (offset.seq(), true),
+            Start::Latest => (position.base.before, true),
         };
         ReadFrom { after, base }
     }
