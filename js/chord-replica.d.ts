@@ -57,8 +57,12 @@ export class ChordError extends Error {
 
 /** Checks one decoded op; returns it, or throws the first violation. */
 export function checkOp(op: unknown): Op;
-/** Checks one wire op; returns it, or throws the first violation. */
-export function checkWireOp(op: unknown): unknown[];
+/**
+ * Checks one wire op; returns it, or throws the first violation. With the text the op was
+ * parsed from (`written`), a count, an index or an id written with a fraction or an exponent
+ * (`1.0`, `1e0`) is refused too, as chord's decoder refuses it.
+ */
+export function checkWireOp(op: unknown, written?: string): unknown[];
 /** Whether `op` is a valid decoded op. */
 export function validOp(op: unknown): boolean;
 /** Whether `op` is a valid wire op. */

@@ -243,6 +243,16 @@
 //! and refuses to cut a surrogate pair in half. Counts, indices and ids stop at
 //! [`MAX_SAFE_INTEGER`], so a Rust and a JavaScript replica accept exactly the same ops.
 //!
+//! Batch text is I-JSON (RFC 7493), read alike by every replica: an object that names a
+//! member twice (`{"a":1,"a":2}`, or `"a"` and `"\u0061"`) is refused as invalid JSON,
+//! where serde_json and `JSON.parse` would each keep the last member (and so could disagree
+//! on whether a batch with `{"a":1e400,"a":1}` is valid); a count, an index or an id is
+//! written as an integer (`1`, never `1.0` or `1e0`, which serde_json reads as a float and
+//! `JSON.parse` as an integer). The stream server refuses such a batch with `400` before it
+//! is stored, and the JavaScript replica refuses it as chord's decoder does
+//! (`chord/tests/js_replica.rs` replays hostile batches through both: the same outcome for
+//! each).
+//!
 //! Parsing is validation. [`parse_batch`] (and `Deserialize` for [`Op`]) refuses unknown
 //! verbs, wrong arity, bad paths and counts, and reserved segments, naming the op:
 //!

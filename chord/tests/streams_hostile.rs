@@ -13,10 +13,12 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{Method, Request, StatusCode};
 use axum::Router;
-use chord::store::{Durability, JsonlStore};
+use chord::store::{Address, Checkpoint, Durability, JsonlStore, LogWriter};
 use chord::streams::{serve, Log, Memory, Streams, MAX_TTL};
+use chord::Op;
 use http_body_util::BodyExt;
 use proptest::prelude::*;
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -501,4 +503,36 @@ fn url_escape(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A batch whose object names a member twice is refused (400, naming the name), as every
+/// replica refuses it: chord reads I-JSON, so no reader keeps a different member than another.
+/// Nothing of the request is appended, the batches before it in the body included.
+#[tokio::test]
+async fn a_batch_naming_a_member_twice_is_400_and_nothing_is_appended() {
+    let f = Fixture::new();
+    // A chord log's stream (no backend: every stream is the log's).
+    let app = Streams::new(&f.log).writes(|_| true).router();
+    let mut writer = LogWriter::new(f.log.clone(), Checkpoint::Never);
+    let lane = Address::new("lanes", "twice");
+    writer
+        .append(&lane, &[Op::Replace(json!({"n": 0}))])
+        .unwrap();
+    const JSON: (&str, &str) = ("content-type", "application/json");
+    let uri = "/streams/lanes/twice";
+    for body in [
+        r#"[[["s",["n"],1]],[["r",{"a":1,"a":2}]]]"#,
+        r#"[[["s",["n"],{"\u006e":1,"n":2}]]]"#,
+        r#"[[["p",[],0,0,[{"b":{"c":1,"c":1}}]]]]"#,
+        r#"[[["r",{"a":1e400,"a":1}]]]"#,
+    ] {
+        let (status, text) = call(&app, Method::POST, uri, &[AUTH, JSON], body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {text}");
+        if !body.contains("1e400") {
+            assert!(text.contains("duplicate member name"), "{body}: {text}");
+        }
+    }
+    let (status, read) = call(&app, Method::GET, &format!("{uri}?offset=-1"), &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(read, r#"[[["r",{"n":0}]]]"#, "only the first batch");
 }

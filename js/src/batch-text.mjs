@@ -1,7 +1,83 @@
 // A batch's text read op by op, without parsing it whole: what lets a replica stream a
 // large batch and a transport check an event before any of its batches applies.
 
-import { fail } from './errors.mjs';
+import { ChordError, fail } from './errors.mjs';
+
+/** The most names an object's repeat is looked for among one by one; more go in a Set. */
+const LINEAR_NAMES = 16;
+
+/**
+ * The first member name an object of `text` (JSON, known valid) names twice, with the
+ * index after its closing quote, or `null`. Names are compared unescaped (`"a"` and
+ * `"\u0061"` are the same name), as chord's decoder compares them. One pass over the text,
+ * holding the names of the objects open around the point read.
+ * @param {string} text
+ * @returns {[string, number] | null}
+ */
+export function repeatedName(text) {
+  if (text.indexOf('{') < 0) return null;
+  const n = text.length;
+  // Per open container: the names of an object so far (an array, then a Set), or null for
+  // an array.
+  const open = [];
+  let nameNext = false;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      const start = i;
+      let escaped = false;
+      for (i++; ; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) {
+          escaped = true;
+          i++;
+        } else if (d === 0x22) break;
+      }
+      if (!nameNext) continue;
+      nameNext = false;
+      const name = escaped ? JSON.parse(text.slice(start, i + 1)) : text.slice(start + 1, i);
+      const names = open[open.length - 1];
+      if (Array.isArray(names)) {
+        if (names.includes(name)) return [name, i + 1];
+        names.push(name);
+        if (names.length > LINEAR_NAMES) open[open.length - 1] = new Set(names);
+      } else {
+        if (names.has(name)) return [name, i + 1];
+        names.add(name);
+      }
+    } else if (c === 0x7b) {
+      open.push([]);
+      nameNext = true;
+    } else if (c === 0x5b) {
+      open.push(null);
+    } else if (c === 0x7d || c === 0x5d) {
+      open.pop();
+      nameNext = false;
+    } else if (c === 0x2c) {
+      nameNext = open.length > 0 && open[open.length - 1] !== null;
+    }
+  }
+  return null;
+}
+
+/**
+ * `JSON.parse(text)`, refusing what chord's decoder refuses and `JSON.parse` lets through by
+ * keeping the last of them: an object naming a member twice (a `Json` error naming the
+ * name). JSON that chord reads is I-JSON (RFC 7493), so both replicas refuse such a batch
+ * instead of each keeping a different member. The error names where the second name ends,
+ * counting from `offset` (where `text` starts in the text it was cut from).
+ * @param {string} text
+ * @param {number} [offset]
+ */
+export function parseJson(text, offset = 0) {
+  const value = JSON.parse(text);
+  const repeated = repeatedName(text);
+  if (repeated !== null) {
+    const [name, end] = repeated;
+    throw fail('Json', { reason: `duplicate member name ${JSON.stringify(name)} at character ${offset + end}` });
+  }
+  return value;
+}
 
 /** JSON's whitespace: space, tab, LF and CR (JSON.parse's, no other). */
 const isSpace = (c) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -76,8 +152,9 @@ function syntaxError(text, open, starts, at) {
 
 /**
  * Reads a batch text that is a JSON array one element at a time, each element's text given
- * to `JSON.parse` on its own (so numbers, escapes and errors are exactly `JSON.parse`'s),
- * and hands each parsed element to `visit(element, index)` before the next is read: the
+ * to `JSON.parse` on its own (so numbers, escapes and errors are exactly `JSON.parse`'s, and
+ * an object naming a member twice is refused, see {@link parseJson}),
+ * and hands each parsed element to `visit(element, index, text)` before the next is read: the
  * batch is never held as one tree. Throws the `Json` error of the first syntax error
  * anywhere in the text, after visiting the elements before it.
  *
@@ -85,7 +162,7 @@ function syntaxError(text, open, starts, at) {
  * when the text is not JSON) and `syntax` makes the error thrown for a syntax error.
  * @returns {boolean} false when the text is not an array (nothing was visited)
  */
-export function eachElement(text, visit, read = (element) => JSON.parse(element), syntax = syntaxError) {
+export function eachElement(text, visit, read = parseJson, syntax = syntaxError) {
   const open = skipSpace(text, 0);
   if (text.charCodeAt(open) !== 0x5b) return false;
   let i = open + 1;
@@ -100,14 +177,17 @@ export function eachElement(text, visit, read = (element) => JSON.parse(element)
     const end = elementEnd(text, i);
     if (end < 0) throw syntax(text, open, starts, i);
     let element;
+    const elementText = text.slice(i, end);
     try {
-      element = read(text.slice(i, end));
-    } catch {
+      element = read(elementText, i);
+    } catch (e) {
+      // A name repeated: JSON to `JSON.parse`, refused as chord refuses it.
+      if (e instanceof ChordError) throw e;
       throw syntax(text, open, starts, i);
     }
     starts.push(i);
     if (starts.length > 40) starts.splice(0, 8);
-    visit(element, index);
+    visit(element, index, elementText);
     element = undefined;
     if (text.charCodeAt(end) === 0x5d) {
       if (skipSpace(text, end + 1) !== text.length) throw syntax(text, open, starts, i);
@@ -125,9 +205,11 @@ const NOT_JSON = Symbol('not JSON');
  */
 function isJson(text) {
   try {
-    if (!eachElement(text, () => {}, undefined, () => NOT_JSON)) JSON.parse(text);
+    if (!eachElement(text, () => {}, undefined, () => NOT_JSON)) parseJson(text);
     return true;
-  } catch {
+  } catch (e) {
+    // A name repeated is not a syntax error: it is thrown as the `Json` error it is.
+    if (e instanceof ChordError) throw e;
     return false;
   }
 }
@@ -160,6 +242,30 @@ export function isBaseText(text) {
     if (e !== stop) throw e;
   }
   return base;
+}
+
+/**
+ * The texts of the first `max` elements of an array's text (JSON, known valid), as written
+ * (whitespace around them kept): where a reader needs how a value was spelled, which
+ * parsing loses (`1.0` and `1` parse to the same number).
+ * @param {string} text
+ * @param {number} [max]
+ * @returns {string[]}
+ */
+export function elementTexts(text, max = Infinity) {
+  const out = [];
+  let i = skipSpace(text, 0);
+  if (text.charCodeAt(i) !== 0x5b) return out;
+  i = skipSpace(text, i + 1);
+  if (text.charCodeAt(i) === 0x5d) return out;
+  while (out.length < max) {
+    const end = elementEnd(text, i);
+    if (end < 0) break;
+    out.push(text.slice(i, end));
+    if (text.charCodeAt(end) === 0x5d) break;
+    i = skipSpace(text, end + 1);
+  }
+  return out;
 }
 
 /** Whether a batch text is JSON: `Json` (with `JSON.parse`'s message) when it is not. */

@@ -2,6 +2,17 @@
 // anything decodes or applies.
 
 import { ChordError, at, fail, isCount, jsonType, show } from './errors.mjs';
+import { elementTexts } from './batch-text.mjs';
+
+/**
+ * How an integer is written: digits, with no fraction or exponent. A count, an index, an id
+ * or a path's index written otherwise (`1.0`, `1e0`) is refused, as chord's decoder refuses
+ * it (serde_json reads it as a float), although `JSON.parse` makes it the same number.
+ */
+const INTEGER_TEXT = /^\s*-?(?:0|[1-9][0-9]*)\s*$/;
+
+/** Whether a text may spell a number with a fraction or an exponent anywhere. */
+const mayHaveFloats = (text) => text !== undefined && /[.eE]/.test(text);
 
 /** Path segments refused everywhere a path is walked (never as keys inside values). */
 export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype']);
@@ -24,16 +35,21 @@ function tuple(op) {
  * An inline path: an array of at most {@link MAX_PATH_SEGMENTS} strings and non-negative
  * integers, no reserved segment. The length is checked before any segment is looked at.
  */
-function checkPath(path) {
+function checkPath(path, written) {
   if (!Array.isArray(path)) {
     throw fail('InvalidPath', { reason: `expected an array of segments, found ${jsonType(path)}` });
   }
   if (path.length > MAX_PATH_SEGMENTS) {
     throw fail('InvalidPath', { reason: `${path.length} segments; a path has at most ${MAX_PATH_SEGMENTS}` });
   }
+  // How the segments were written, when the path's text may hold a float.
+  const segs = mayHaveFloats(written) ? elementTexts(written) : null;
   path.forEach((seg, i) => {
     if (typeof seg === 'number') {
       if (!isCount(seg)) throw fail('InvalidPath', { reason: `segment ${i} is ${show(seg)}; indices are non-negative integers` });
+      if (segs !== null && !INTEGER_TEXT.test(segs[i])) {
+        throw fail('InvalidPath', { reason: `segment ${i} is ${segs[i].trim()}; indices are non-negative integers` });
+      }
     } else if (typeof seg !== 'string') {
       throw fail('InvalidPath', { reason: `segment ${i} is ${jsonType(seg)}; segments are strings or non-negative integers` });
     } else if (RESERVED.includes(seg)) {
@@ -43,8 +59,9 @@ function checkPath(path) {
   return path;
 }
 
-function count(v, field) {
+function count(v, field, written) {
   if (!isCount(v)) throw fail('InvalidCount', { field, found: show(v) });
+  if (mayHaveFloats(written) && !INTEGER_TEXT.test(written)) throw fail('InvalidCount', { field, found: written.trim() });
 }
 
 function text(v) {
@@ -101,50 +118,73 @@ export function checkOp(op) {
   return op;
 }
 
-function pathRef(v) {
-  if (typeof v === 'number') count(v, 'id');
-  else checkPath(v);
+function pathRef(v, written) {
+  if (typeof v === 'number') count(v, 'id', written);
+  else checkPath(v, written);
+}
+
+/** The last element of a `verb` op of `n` elements after the verb that is not a payload. */
+function lastStructural(verb, n) {
+  switch (verb) {
+    case '#':
+      return 2;
+    case 't':
+      return n;
+    case 'p':
+      return n - 1;
+    case 'r':
+      return 0;
+    default:
+      return n === 2 || (verb === 'd' && n === 1) ? 1 : 0;
+  }
 }
 
 /**
  * Checks one wire op (what a decoder takes): the decoded grammar plus interned ids
  * (`["a", 0, "x"]`), definitions (`["#", 0, ["out"]]`) and short forms that reuse the
  * previous op's path (`["a", "x"]`). Arity tells a short form from a full one.
+ *
+ * With the op's text (`written`, what it was parsed from), a count, an id or a path's index
+ * written with a fraction or an exponent is refused too, as chord's decoder refuses it;
+ * without it, such a number cannot be told from an integer (parsing made it one).
  * @param {unknown} op
+ * @param {string} [written]
  * @returns {Array} the op itself
  * @throws {ChordError} the first violation
  */
-export function checkWireOp(op) {
+export function checkWireOp(op, written) {
   const [verb, n] = tuple(op);
+  // The texts of the elements that are not payloads, when a float may be among them.
+  const w = mayHaveFloats(written) ? elementTexts(written, lastStructural(verb, n) + 1) : [];
   switch (verb) {
     case 'r':
       if (n !== 1) throw arity(verb, n, '2');
       return op;
     case '#':
       if (n !== 2) throw arity(verb, n, '3');
-      count(op[1], 'id');
-      checkPath(op[2]);
+      count(op[1], 'id', w[1]);
+      checkPath(op[2], w[2]);
       return op;
     case 's':
       if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
-      if (n === 2) pathRef(op[1]);
+      if (n === 2) pathRef(op[1], w[1]);
       return op;
     case 'd':
       if (n > 1) throw arity(verb, n, '1 or 2');
-      if (n === 1) pathRef(op[1]);
+      if (n === 1) pathRef(op[1], w[1]);
       return op;
     case 'a':
     case 't':
       if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
-      if (n === 2) pathRef(op[1]);
+      if (n === 2) pathRef(op[1], w[1]);
       if (verb === 'a') text(op[n]);
-      else count(op[n], 'count');
+      else count(op[n], 'count', w[n]);
       return op;
     case 'p':
       if (n !== 3 && n !== 4) throw arity(verb, n, '4 or 5');
-      if (n === 4) pathRef(op[1]);
-      count(op[n - 2], 'index');
-      count(op[n - 1], 'remove');
+      if (n === 4) pathRef(op[1], w[1]);
+      count(op[n - 2], 'index', w[n - 2]);
+      count(op[n - 1], 'remove', w[n - 1]);
       items(op[n]);
       return op;
     default:
@@ -188,7 +228,7 @@ export function eachOp(batch, check) {
   if (!Array.isArray(batch)) throw fail('NotABatch');
   batch.forEach((op, i) => {
     try {
-      check(op);
+      check(op, i);
     } catch (e) {
       throw at(e, i);
     }

@@ -1,8 +1,8 @@
 // A replica of one stream: a decoder, the current value and its subscribers.
 
-import { at, fail } from './errors.mjs';
+import { ChordError, at, fail } from './errors.mjs';
 import { checkOp, checkWireOp, isBase, validOp } from './grammar.mjs';
-import { eachElement } from './batch-text.mjs';
+import { eachElement, parseJson } from './batch-text.mjs';
 import { IDS, IN_PLACE, STREAM, checkWireJson, createDecoder, decodeAgain } from './wire.mjs';
 import { Batch, DEFAULT_LIMITS, apply, step } from './apply.mjs';
 
@@ -194,7 +194,7 @@ export class Replica {
     };
     let isArray = false;
     try {
-      isArray = typeof text === 'string' && eachElement(text, (w, i) => {
+      isArray = typeof text === 'string' && eachElement(text, (w, i, written) => {
         // Each stage runs while no error of it or of a more serious stage has been seen.
         if (level <= NOT_BASE) return;
         if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(fail('ReplicaFailed'), NOT_BASE);
@@ -206,7 +206,7 @@ export class Replica {
         }
         if (level <= GRAMMAR) return;
         try {
-          checkWireOp(w);
+          checkWireOp(w, written);
         } catch (e) {
           return raise(at(e, i), GRAMMAR);
         }
@@ -237,9 +237,9 @@ export class Replica {
       // Not an array: parsed whole, as nothing in it can be a batch's op.
       let parsed;
       try {
-        parsed = JSON.parse(text);
+        parsed = parseJson(text);
       } catch (e) {
-        throw this.#fail(fail('Json', { reason: e.message }));
+        throw this.#fail(e instanceof ChordError ? e : fail('Json', { reason: e.message }));
       }
       return this.#apply(parsed, true, wantOps || lazy, decoded);
     }

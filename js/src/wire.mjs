@@ -1,9 +1,9 @@
 // The wire decoder (chord/src/wire/decoder.rs): a stream's id table, short forms and `#`
 // definitions, decoded into ops.
 
-import { at, fail } from './errors.mjs';
+import { ChordError, at, fail } from './errors.mjs';
 import { checkWireOp, eachOp, nonEmpty } from './grammar.mjs';
-import { eachElement } from './batch-text.mjs';
+import { eachElement, parseJson } from './batch-text.mjs';
 
 /**
  * Ids a stream may use, `0..MAX_IDS`, and the most key text (UTF-16 code units over all of its
@@ -194,9 +194,10 @@ function decoderWith(initial, held) {
    * op of full form becomes the decoded op (its path array frozen where it is), a short
    * form is replaced by a new op, and `#` definitions are dropped.
    */
-  function decodeBatch(batch, inPlace) {
+  function decodeBatch(batch, inPlace, texts) {
     checkWireJson(batch);
-    eachOp(batch, checkWireOp);
+    // With the ops' texts, the grammar also sees how their numbers were written.
+    eachOp(batch, texts ? (op, i) => checkWireOp(op, texts[i]) : (op) => checkWireOp(op));
     const decodeOp = batchDecoder(inPlace);
     const out = inPlace ? batch : [];
     let k = 0;
@@ -227,13 +228,20 @@ function decoderWith(initial, held) {
     decode: (wireBatch) => guarded(() => decodeBatch(wireBatch, false)),
     decodeText: (textBatch) =>
       guarded(() => {
-        let batch;
+        // Parsed op by op, each op's text kept for the grammar (see `checkWireOp`).
+        let batch = [];
+        const texts = [];
+        let isArray;
         try {
-          batch = JSON.parse(textBatch);
+          isArray = eachElement(textBatch, (op, i, text) => {
+            batch.push(op);
+            texts.push(text);
+          });
+          if (!isArray) batch = parseJson(textBatch);
         } catch (e) {
-          throw fail('Json', { reason: e.message });
+          throw e instanceof ChordError ? e : fail('Json', { reason: e.message });
         }
-        return decodeBatch(batch, true);
+        return decodeBatch(batch, true, isArray ? texts : undefined);
       }),
     [IN_PLACE]: (batch) => guarded(() => decodeBatch(batch, true)),
     /**

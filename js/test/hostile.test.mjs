@@ -22,6 +22,7 @@ import {
   StreamEventError,
   validOffset,
 } from '../chord-replica.mjs';
+import { batchTexts } from '../src/batch-text.mjs';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc');
@@ -368,4 +369,47 @@ test('a string built by a million appends in one batch holds about its text, not
   assert.equal(replica.value.t.length, 1_000_000);
   // One byte a character, and a rope of a million nodes would be 32 bytes each.
   assert.ok(held < 4 * 1_000_000, `${held} bytes held for a string of a million characters`);
+});
+
+test('an object naming a member twice is a Json error in every text path, as in chord', () => {
+  const repeats = [
+    '[["r",{"a":1,"a":2}]]',
+    '[["r",{"a":1e400,"a":1}]]',
+    '[["r",{"a":1,"\\u0061":2}]]',
+    '[["s",["o"],{"b":{"c":[{"d":1,"d":1}]}}]]',
+    `[["r",{${Array.from({ length: 20 }, (_, i) => `"k${i}":${i}`).join(',')},"k19":0}]]`,
+  ];
+  for (const text of repeats) {
+    const replica = new Replica();
+    assert.throws(() => replica.applyWireText(text), (e) => e instanceof ChordError && e.kind === 'Json', text);
+    assert.throws(() => createDecoder().decodeText(text), (e) => e.kind === 'Json', text);
+    // An SSE event's batches are all checked before any applies.
+    assert.throws(() => batchTexts(`[[["r",{}]],${text}]`), (e) => e.kind === 'Json', text);
+  }
+  // The same name in different objects, or names that differ only in form, are fine.
+  const fine = '[["r",{"a":{"a":1},"b":[{"a":2},{"a":3}],"\\u00e9":1,"e\\u0301":2,"A":4}]]';
+  const replica = new Replica();
+  replica.applyWireText(fine);
+  assert.deepEqual(Object.keys(replica.value), ['a', 'b', '\u00e9', 'e\u0301', 'A']);
+});
+
+test('a count, an index or an id written with a fraction or an exponent is refused, as in chord', () => {
+  for (const [op, kind] of [
+    ['["s",["o",1.0],1]', 'InvalidPath'],
+    ['["s",["o",1e0],1]', 'InvalidPath'],
+    ['["t",["s"],1.0]', 'InvalidCount'],
+    ['["#",1.0,["s"]]', 'InvalidCount'],
+    ['["a",0.0,"x"]', 'InvalidCount'],
+    ['["p",["xs"],0,1E0,[]]', 'InvalidCount'],
+    ['["p",0.0,0,[]]', 'InvalidCount'],
+  ]) {
+    const replica = new Replica();
+    replica.applyWireText('[["r",{"o":{"k":1},"xs":[0,1],"s":"ab"}]]');
+    assert.throws(() => replica.applyWireText(`[${op}]`), (e) => e.kind === kind, op);
+    assert.throws(() => createDecoder().decodeText(`[${op}]`), (e) => e.kind === kind, op);
+  }
+  // In a payload a number is a value, however written.
+  const replica = new Replica();
+  replica.applyWireText('[["r",{"xs":[1.0,2e0],"n":1.5e1}],["s",["m"],1.0],["p",["xs"],0,0,[3.0]]]');
+  assert.deepEqual(replica.value, { xs: [3, 1, 2], n: 15, m: 1 });
 });

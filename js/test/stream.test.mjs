@@ -28,19 +28,43 @@ function outcome(replica, run) {
   return { error, value: JSON.stringify(replica.value), failed: replica.failed !== null };
 }
 
+/**
+ * Objects naming a member twice, as the generator writes them (JSON.parse keeps the last;
+ * chord refuses them, in Rust and here).
+ */
+const REPEATS = ['{"a":"\\ud800","a":1}', '{"a":1,"a":"\\ud800"}', '{"a":1,"\\u0061":2}', '{"b":{"a":1,"a":1}}'];
+
+/** What a refused repeat says, its place aside. */
+const REPEATED = 'invalid JSON: duplicate member name';
+
 /** As the replica ended before streaming: the batch parsed whole, then decoded and applied. */
 function whole(replica, text) {
   let parsed;
+  const refuse = (message) => {
+    // A syntax error fails the replica with the value as it was; `applyWire` of a batch
+    // refused with a `Json` error before anything is decoded does the same.
+    const error = { name: 'ChordError', kind: 'Json', opIndex: undefined, path: undefined, message };
+    if (replica.failed === null) assert.throws(() => replica.applyWire([['s', ['x'], Infinity]]), (f) => f.kind === 'Json');
+    return { error, value: JSON.stringify(replica.value), failed: true };
+  };
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    // A syntax error fails the replica with the value as it was; `applyWire` of a batch
-    // refused with a `Json` error before anything is decoded does the same.
-    const error = { name: 'ChordError', kind: 'Json', opIndex: undefined, path: undefined, message: `invalid JSON: ${e.message}` };
-    if (replica.failed === null) assert.throws(() => replica.applyWire([['s', ['x'], Infinity]]), (f) => f.kind === 'Json');
-    return { error, value: JSON.stringify(replica.value), failed: true };
+    return refuse(`invalid JSON: ${e.message}`);
   }
+  // A member named twice is refused as a syntax error is (JSON.parse kept the last).
+  if (REPEATS.some((r) => text.includes(r))) return refuse(REPEATED);
   return outcome(replica, () => replica.applyWire(parsed));
+}
+
+/**
+ * `got` with a refused repeat's message as `whole` words it, when the text has a repeat: the
+ * streamed read stops at the repeat, before a syntax error after it that JSON.parse reports
+ * for the whole text (both are `Json` errors).
+ */
+function repeatAside(got, text) {
+  if (!got.error?.message?.startsWith(REPEATED) || !REPEATS.some((r) => text.includes(r))) return got;
+  return { ...got, error: { ...got.error, message: REPEATED } };
 }
 
 const deep = (n) => `${'['.repeat(n)}0${']'.repeat(n)}`;
@@ -78,8 +102,8 @@ function wireOp(next) {
     case 2:
       return '["s",["a"],1e400]'; // out of range
     case 3:
-      // Duplicate keys: the last one is the member, and only the member is checked.
-      return next(2) ? '["s",["a"],{"a":"\\ud800","a":1}]' : '["s",["a"],{"a":1,"a":"\\ud800"}]';
+      // A member named twice: refused, whichever of the two values is checkable.
+      return `["s",["a"],${REPEATS[next(REPEATS.length)]}]`;
     case 4:
       return '["s",["a"],{"\\udfff":1}]'; // a lone surrogate in a key
     default:
@@ -109,8 +133,12 @@ test('property: streaming a batch text ends as parsing it whole (error, value, f
     const texts = [base, ...Array.from({ length: 12 }, () => (next(8) === 0 ? base : batchText(next, 1 + next(next(5) === 0 ? 300 : 8))))];
     texts.forEach((text, i) => {
       const got = outcome(streamed, () => streamed.applyWireText(text));
-      const want = whole(reference, text);
-      assert.deepEqual(got, want, `seed ${seed}, batch ${i}: ${text.length > 400 ? `${text.slice(0, 400)}...` : text}`);
+      let want = whole(reference, text);
+      const repeats = REPEATS.some((r) => text.includes(r));
+      if (repeats && want.error?.kind === 'Json' && got.error?.message?.startsWith(REPEATED)) {
+        want = { ...want, error: { ...want.error, message: REPEATED } };
+      }
+      assert.deepEqual(repeatAside(got, text), want, `seed ${seed}, batch ${i}: ${text.length > 400 ? `${text.slice(0, 400)}...` : text}`);
     });
   }
 });
