@@ -851,6 +851,204 @@ async fn a_thousand_javascript_followers_cost_the_origin_a_request_per_url() {
     assert_eq!(live_to_origin, READERS, "live reads are never cached");
 }
 
+/// A node that can be stopped (drained, as on SIGTERM) and started again on its address, as
+/// a rolling restart does to each node in turn.
+struct Node {
+    addr: SocketAddr,
+    app: Router,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Node {
+    /// Serves `app` on `addr` (port 0: a free one).
+    async fn start(addr: SocketAddr, app: Router) -> Node {
+        let listener = TcpListener::bind(addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = streams::Server::new().drain(Duration::from_secs(5));
+        let task = tokio::spawn(server.serve(listener, app.clone(), async {
+            let _ = stopped.await;
+        }));
+        Node {
+            addr,
+            app,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Drains and stops the node; returns once it has closed its connections.
+    async fn stop(&mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let stopped = tokio::time::timeout(PATIENCE, self.task.take().unwrap()).await;
+        stopped.expect("the node drained").unwrap().unwrap();
+    }
+
+    /// The node started again on its address.
+    async fn restart(&mut self) {
+        *self = Node::start(self.addr, self.app.clone()).await;
+    }
+}
+
+/// The seq of an offset (16 hex digits).
+fn seq(offset: &str) -> u64 {
+    u64::from_str_radix(offset, 16).unwrap_or_else(|_| panic!("not an offset: {offset}"))
+}
+
+/// What a reader behind nginx saw: answers of 500 or more, and how many batches it got.
+#[derive(Default)]
+struct Seen {
+    failures: Vec<String>,
+    batches: usize,
+    requests: usize,
+}
+
+/// Three nodes behind the shipped configuration restarted in turn (each drained, down for
+/// half a second while batches are appended, then up again) under 40 readers: long-polls
+/// following the tail and catch-up reads from the start, through nginx, as fast as they can.
+/// No answer of 500 or more reaches a reader, each long-poll reader receives every batch
+/// once, and nginx's log shows requests it sent on to another node because the first was
+/// down (so the restarts did meet requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_behind_nginx_gives_readers_no_5xx() {
+    let Some(binary) = nginx_or_skip("nginx_cache::a_rolling_restart") else {
+        return;
+    };
+    let mut origin = Origin::of(10);
+    // chord's default cache policy (private): every read reaches a node.
+    let app = counted(
+        Streams::new(&origin.log)
+            .long_poll(Duration::from_secs(30))
+            .router(),
+        &origin.counts,
+    );
+    let mut nodes = Vec::new();
+    for _ in 0..3 {
+        nodes.push(Node::start(SocketAddr::from(([127, 0, 0, 1], 0)), app.clone()).await);
+    }
+    let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &addrs));
+    let path = origin.path();
+    // Offsets read from a node directly, not through what is under test.
+    let tail = send(nodes[0].addr, "GET", &format!("{path}?offset=now")).await;
+    let start = tail.header("stream-next-offset").unwrap().to_owned();
+
+    // Readers run until the long-polls reach `target` (the last seq, once the roll is over).
+    let target = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+    let mut readers = Vec::new();
+    for i in 0..40 {
+        let (target, path, start, addr) =
+            (Arc::clone(&target), path.clone(), start.clone(), proxy.addr);
+        readers.push(tokio::spawn(async move {
+            let mut seen = Seen::default();
+            let mut next = start;
+            let began = Instant::now();
+            while seq(&next) < target.load(std::sync::atomic::Ordering::SeqCst) {
+                assert!(
+                    began.elapsed() < PATIENCE,
+                    "reader {i} never reached the tail"
+                );
+                let long_poll = i % 4 != 0;
+                let at = if long_poll {
+                    format!("{path}?offset={next}&live=long-poll")
+                } else {
+                    format!("{path}?offset=-1")
+                };
+                let reply = send(addr, "GET", &at).await;
+                seen.requests += 1;
+                if reply.status >= 500 {
+                    seen.failures.push(format!("{} for {at}", reply.status));
+                    continue;
+                }
+                if long_poll {
+                    assert!(
+                        matches!(reply.status, 200 | 204),
+                        "{} for {at}",
+                        reply.status
+                    );
+                    if reply.status == 200 {
+                        seen.batches += batches(&reply.body);
+                    }
+                    next = reply.header("stream-next-offset").unwrap().to_owned();
+                } else {
+                    assert_eq!(reply.status, 200, "{at}");
+                    // A catch-up reader follows the tail only through `target`.
+                    next = reply.header("stream-next-offset").unwrap().to_owned();
+                }
+            }
+            seen
+        }));
+    }
+
+    // The roll: each node drained and stopped, batches appended while it is down, then
+    // started again, batches appended while it is up.
+    let mut appended = 0;
+    for node in &mut nodes {
+        node.stop().await;
+        for _ in 0..10 {
+            origin.append("+");
+            appended += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        node.restart().await;
+        for _ in 0..10 {
+            origin.append("+");
+            appended += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // The last batch after the target is set, so that no long-poll waits at the tail.
+    target.store(seq(&start) + appended + 1, std::sync::atomic::Ordering::SeqCst);
+    origin.append("+");
+    appended += 1;
+    let last = send(nodes[0].addr, "GET", &format!("{path}?offset=now")).await;
+    assert_eq!(
+        seq(last.header("stream-next-offset").unwrap()),
+        seq(&start) + appended
+    );
+
+    let mut failures = Vec::new();
+    let mut requests = 0;
+    for (i, reader) in readers.into_iter().enumerate() {
+        let seen = reader.await.unwrap();
+        requests += seen.requests;
+        failures.extend(seen.failures);
+        if i % 4 != 0 {
+            assert_eq!(
+                seen.batches as u64, appended,
+                "long-poll reader {i}: every batch once"
+            );
+        }
+    }
+    // Requests nginx sent on to another node: their `upstream=` names two or more.
+    let access = std::fs::read_to_string(proxy.dir.path().join("access.log")).unwrap();
+    let retried = access
+        .lines()
+        .filter(|l| {
+            l.split(" upstream=")
+                .nth(1)
+                .is_some_and(|u| u.contains(", "))
+        })
+        .count();
+    println!(
+        "nginx_cache: a rolling restart of 3 nodes under 40 readers: {requests} requests, \
+         {} answered 5xx, {retried} sent on to another node by nginx",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} answers of 5xx reached readers, e.g. {:?}\n{}",
+        failures.len(),
+        &failures[..failures.len().min(5)],
+        proxy.log()
+    );
+    assert!(
+        retried > 0,
+        "no request met a node that was down: the roll tested nothing"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_reads_pass_through_uncached() {
     let Some(binary) = nginx_or_skip("nginx_cache::live_reads_pass_through") else {

@@ -57,7 +57,11 @@
 //! `live: false` does not: its documentation promises everything up to the tail ("catch-up
 //! only, stop at first upToDate"), but it returns after its first response whatever that
 //! says, so a paged answer would leave it short. Whole responses serve it within the
-//! protocol. A response whose records are compacted away while it is sent breaks off (the
+//! protocol. Behind a shared cache, a whole response is whole as of when the node sent it:
+//! with a `public` [`cache_control`](Streams::cache_control), a `live: false` read can get a
+//! cached prefix marked up to date, up to `max-age` (plus `stale-while-revalidate`) old.
+//! chord's followers read on live from the answer's offset and miss nothing; readers that
+//! rely on one read being the whole stream need chord's default (`private`) policy. A response whose records are compacted away while it is sent breaks off (the
 //! client's next read gets its `410`); `ETag` and `If-None-Match` work as for any read. A
 //! [`Backend`] stream's catch-up is whole too, sent a chunk at a time from its messages
 //! (shared with the stream, not copied whole).
