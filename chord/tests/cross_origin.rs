@@ -23,6 +23,8 @@
 mod browser;
 #[path = "support/local.rs"]
 mod local;
+#[path = "support/skip.rs"]
+mod skip;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

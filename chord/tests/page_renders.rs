@@ -29,6 +29,8 @@ mod agent_lane;
 mod browser;
 #[path = "support/local.rs"]
 mod local;
+#[path = "support/skip.rs"]
+mod skip;
 
 use std::path::{Path as FsPath, PathBuf};
 use std::process::Command;
@@ -461,9 +463,8 @@ fn the_react_page_renders_only_the_components_a_batch_changed() {
     };
     let bundle = match react_bundle() {
         Ok(bundle) => bundle,
-        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("{why}"),
         Err(why) => {
-            println!("SKIPPED page_renders (React): {why}; under CI=true this fails");
+            skip::skip("page_renders (React)", &why);
             return;
         }
     };
@@ -529,10 +530,7 @@ fn the_react_binding_passes_its_node_tests() {
     let js = repo().join("js");
     if !js.join("node_modules/react").exists() {
         let why = "js/node_modules has no react: run `npm install` in js/ (scripts/test does)";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{why}");
-        }
-        println!("SKIPPED the React binding's node tests: {why}; under CI=true this fails");
+        skip::skip("the React binding's node tests", why);
         return;
     }
     let out = Command::new("node")

@@ -21,6 +21,8 @@ mod browser;
 mod local;
 #[path = "support/markdown.rs"]
 mod markdown;
+#[path = "support/skip.rs"]
+mod skip;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
