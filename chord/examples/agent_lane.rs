@@ -401,7 +401,7 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The demo: the agent's turn, checked, then the summary (with `live`, also served).
-fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = &args.types {
         std::fs::write(path, lane_declarations()?)?;
         println!(

@@ -364,3 +364,73 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The child half of [`the_demo_removes_its_temporary_log_when_stopped`]: the demo itself,
+/// serving (`--serve`, an ephemeral port) until a signal stops it. Runs only when its parent
+/// starts it.
+#[test]
+#[ignore = "the demo as a child process: run by the_demo_removes_its_temporary_log_when_stopped"]
+fn demo_child() {
+    if std::env::var_os("CHORD_DEMO_CHILD").is_none() {
+        return;
+    }
+    let args = Args::parse(["--serve"].map(String::from).into_iter()).unwrap();
+    agent_lane::run(args).unwrap();
+}
+
+/// `--serve` with no `--log` keeps the lane's log in a temporary directory; stopped by
+/// SIGTERM (a service manager, `kill`) or SIGINT (Ctrl-C), the demo removes it and exits with
+/// the shell's code for the signal (143, 130).
+#[cfg(unix)]
+#[test]
+fn the_demo_removes_its_temporary_log_when_stopped() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    for (signal, code) in [
+        (rustix::process::Signal::TERM, 143),
+        (rustix::process::Signal::INT, 130),
+    ] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "demo_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("CHORD_DEMO_CHILD", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The log's path, from the line the demo prints once it serves.
+        let mut log = None;
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(rest) = line.strip_prefix("the lane's log: ") {
+                let path = rest.split(" (temporary").next().unwrap();
+                assert!(rest.contains("(temporary"), "{line}");
+                log = Some(std::path::PathBuf::from(path));
+                break;
+            }
+        }
+        let log = log.expect("the demo printed where its log is");
+        let dir = log.parent().unwrap().to_owned();
+        assert!(
+            dir.exists(),
+            "{} exists while the demo serves",
+            dir.display()
+        );
+        let pid = rustix::process::Pid::from_child(&child);
+        rustix::process::kill_process(pid, signal).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{signal:?}: {status}");
+        assert!(
+            !dir.exists(),
+            "{signal:?} left the temporary log behind: {}",
+            dir.display()
+        );
+    }
+}

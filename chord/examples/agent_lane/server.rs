@@ -178,6 +178,31 @@ impl LaneServer {
 
 /// The example's `main` with the `live` feature: the agent's turn as without it, also served
 /// on loopback and checked against a Rust replica over HTTP; `--serve` then keeps going.
+/// A stop asked for: Ctrl-C (SIGINT) or, on Unix, SIGTERM; resolves to the exit code a shell
+/// reports for it (130, 143). Call within the runtime: the handlers are installed at once,
+/// not when the future is first polled.
+fn stop_signal() -> io::Result<impl std::future::Future<Output = i32>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => 130,
+                _ = terminate.recv() => 143,
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+            130
+        })
+    }
+}
+
 pub(crate) fn main(mut s: Stream, args: &Args) -> Result<(), Box<dyn Error>> {
     let port = match args.port {
         Some(port) => port,
@@ -199,20 +224,31 @@ pub(crate) fn main(mut s: Stream, args: &Args) -> Result<(), Box<dyn Error>> {
         .block_on(LaneServer::start(port, Streams::new(&s.log())))
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     if args.serve {
-        println!(
-            "serving the lane: open {} (stream: {}); Ctrl-C stops\n",
-            server.url(),
-            server.stream_url()
-        );
-        // Ctrl-C ends the process from here: the temporary log goes first.
+        // Ctrl-C or SIGTERM (a service manager's stop, `kill`) ends the process from here:
+        // the temporary log goes first. Listened for before the URL is printed, so a stop
+        // sent as soon as the demo says it serves is already handled.
+        let stopped = {
+            let _entered = runtime.enter();
+            stop_signal()?
+        };
         let temporary = s.log_file.temporary_dir().map(|d| d.to_path_buf());
-        runtime.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                if let Some(dir) = temporary {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
-                std::process::exit(130);
+        println!(
+            "serving the lane: open {} (stream: {}); Ctrl-C stops\nthe lane's log: {}{}\n",
+            server.url(),
+            server.stream_url(),
+            s.log_file.path().display(),
+            if temporary.is_some() {
+                " (temporary: removed when the demo stops)"
+            } else {
+                ""
             }
+        );
+        runtime.spawn(async move {
+            let code = stopped.await;
+            if let Some(dir) = temporary {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            std::process::exit(code);
         });
     }
     let replica = {
