@@ -492,7 +492,7 @@ serve(listener, app, std::future::pending()).await?;
 //!   tracked type's JSON, emitted by the derive from the serde attributes its paths follow,
 //!   so a page types the replica's value (`/** @type {import('./lane').Lane} */`) with
 //!   declarations generated from the Rust types, not re-typed by hand; the main example's are
-//!   `chord/examples/agent_lane/lane.d.ts`.
+//!   `demo/src/agent_lane/lane.d.ts`.
 //!
 #![cfg_attr(
     feature = "replica",

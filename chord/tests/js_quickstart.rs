@@ -11,7 +11,7 @@
 //! that installed the package.
 
 #[allow(dead_code)]
-#[path = "../examples/agent_lane.rs"]
+#[path = "../../demo/src/main.rs"]
 mod agent_lane;
 #[path = "support/local.rs"]
 mod local;

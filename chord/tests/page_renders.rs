@@ -23,7 +23,7 @@
 #![cfg(feature = "live")]
 
 #[allow(dead_code)]
-#[path = "../examples/agent_lane.rs"]
+#[path = "../../demo/src/main.rs"]
 mod agent_lane;
 #[path = "support/browser.rs"]
 mod browser;
@@ -55,7 +55,7 @@ const EACH: usize = 12;
 /// The React page: the bundle of `js/test-react/lane-page.mjs` in a root element, styled by
 /// the example page's stylesheet so that both lay out the same lane alike.
 fn react_page() -> String {
-    let page = include_str!("../examples/agent_lane/page.html");
+    let page = include_str!("../../demo/src/agent_lane/page.html");
     let style = &page[page.find("<style>").unwrap()..page.find("</style>").unwrap() + 8];
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>chord · agent lane (React)</title>\n{style}\n</head>\n\

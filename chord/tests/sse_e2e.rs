@@ -13,7 +13,7 @@
 //! log is removed.
 
 #[allow(dead_code)]
-#[path = "../examples/agent_lane.rs"]
+#[path = "../../demo/src/main.rs"]
 mod agent_lane;
 #[path = "support/browser.rs"]
 mod browser;

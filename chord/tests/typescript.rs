@@ -855,13 +855,13 @@ proptest! {
 
 // The main example's state, whose declarations are checked in beside its page.
 #[allow(dead_code)]
-#[path = "../examples/agent_lane.rs"]
+#[path = "../../demo/src/main.rs"]
 mod agent_lane;
 
-/// `chord/examples/agent_lane/lane.d.ts` is what the example's types declare now.
+/// `demo/src/agent_lane/lane.d.ts` is what the demo's types declare now.
 #[test]
 fn the_examples_checked_in_declarations_are_current() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent_lane/lane.d.ts");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/src/agent_lane/lane.d.ts");
     let now = agent_lane::lane_declarations().unwrap();
     if std::env::var_os("CHORD_WRITE_TYPES").is_some() {
         std::fs::write(&path, &now).unwrap();
@@ -870,7 +870,7 @@ fn the_examples_checked_in_declarations_are_current() {
     assert!(
         checked_in == now,
         "{} is not what the example's types declare: regenerate it with \
-         `cargo run --example agent_lane -- --types chord/examples/agent_lane/lane.d.ts`\n\
+         `cargo run -p chord-demo -- --types demo/src/agent_lane/lane.d.ts`\n\
          --- now:\n{now}",
         path.display()
     );

@@ -33,7 +33,7 @@ test("js/README.md's ts blocks type-check against the declarations and the demo'
   // entries map to this checkout's declarations (react.d.ts finds React's types beside it).
   const dir = mkdtempSync(join(tmpdir(), 'chord-readme-ts-'));
   try {
-    copyFileSync(join(js, '../chord/examples/agent_lane/lane.d.ts'), join(dir, 'lane.d.ts'));
+    copyFileSync(join(js, '../demo/src/agent_lane/lane.d.ts'), join(dir, 'lane.d.ts'));
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
     const files = blocks.map((block, i) => {
       const file = `readme-${i + 1}.ts`;

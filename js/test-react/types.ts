@@ -3,7 +3,7 @@
 
 import { createElement } from 'react';
 import type { Follower } from 'chord-replica';
-import type { LaneView, Status } from '../../chord/examples/agent_lane/lane.js';
+import type { LaneView, Status } from '../../demo/src/agent_lane/lane.js';
 import {
   ChordProvider,
   createChordStore,

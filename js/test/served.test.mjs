@@ -1,6 +1,6 @@
 // The entry imports its modules by relative paths, so whatever serves chord-replica.mjs as a
 // file must serve each module it reaches at the path a browser resolves the import to. These
-// check the demo's server (chord/examples/agent_lane/server.rs) and the npm package's files.
+// check the demo's server (demo/src/agent_lane/server.rs) and the npm package's files.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const js = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const lane = path.join(js, '../chord/examples/agent_lane');
+const lane = path.join(js, '../demo/src/agent_lane');
 
 /** The files `entry` reaches by relative imports (itself excluded), relative to js/. */
 function reached(entry) {

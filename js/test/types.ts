@@ -2,7 +2,7 @@
 // declarations and their use disagree. Not run, only type-checked. The @ts-expect-error lines
 // must be errors (tsc fails on one that is not), so they test what the types refuse.
 import * as client from '@durable-streams/client';
-import type { LaneView, Message, Status } from '../../chord/examples/agent_lane/lane.js';
+import type { LaneView, Message, Status } from '../../demo/src/agent_lane/lane.js';
 import {
   apply,
   BASE_OFFSET_HEADER,
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
 }
 
 // ---- Typed replicas: the value typed by the declarations chord::typescript generates from
-// the Rust state (chord/examples/agent_lane/lane.d.ts, which the demo writes with `--types`).
+// the Rust state (demo/src/agent_lane/lane.d.ts, which the demo writes with `--types`).
 
 /** A hand-written interface types a replica as well as a generated type. */
 interface Counter {

@@ -13,9 +13,11 @@
 //! after a crash, and checked against the producer. The log is a temporary file removed at
 //! exit, or the file `--log PATH` names, kept (look inside it with the `chord` CLI).
 //!
-//! Run with `cargo run --release --example agent_lane` (`-- --help` lists the flags).
+//! Run with `cargo run --release -p chord-demo` (`-- --help` lists the flags); the demo is a
+//! package of its own (`demo/`), so its build pulls only what it runs.
 //!
-//! With `--features live` it also serves the lane on 127.0.0.1 (see `agent_lane/server.rs`):
+//! With its `live` feature (on by default) it also serves the lane on 127.0.0.1 (see
+//! `agent_lane/server.rs`):
 //! Server-Sent Events, a web page that renders the lane, and a Rust replica following it over
 //! HTTP, checked against the producer. `-- --serve` keeps the server running with the agent
 //! looping slowly, for a browser or a JavaScript replica, and prints its URL; `-- --port N`
@@ -121,11 +123,12 @@ usage: agent_lane [--quiet | --wire] [--log PATH] [--serve] [--port N]
   --log PATH   write the lane's durable log to PATH and keep it (default: a temporary
                file, removed at exit)
   --serve      keep serving the lane on 127.0.0.1, the agent starting over every few
-               seconds; prints the page's and the stream's URL (needs --features live)
-  --port N     the port to serve on (default: $CHORD_PORT, else a free one; needs
-               --features live)
+               seconds; prints the page's and the stream's URL (needs the live feature,
+               on by default)
+  --port N     the port to serve on (default: $CHORD_PORT, else a free one; needs the
+               live feature)
   --types PATH write the TypeScript declarations of the lane's JSON to PATH and exit
-               (chord/examples/agent_lane/lane.d.ts is that file)
+               (demo/src/agent_lane/lane.d.ts is that file)
   -h, --help   print this";
 
 /// What each flush prints.
@@ -191,8 +194,8 @@ impl Args {
         }
         if (parsed.serve || parsed.port.is_some()) && !cfg!(feature = "live") {
             return Err(wrong(
-                "--serve and --port need the `live` feature: cargo run --release --features \
-                 live --example agent_lane -- --serve"
+                "--serve and --port need the `live` feature (on by default): cargo run --release \
+                 -p chord-demo -- --serve"
                     .into(),
             ));
         }
