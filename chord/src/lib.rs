@@ -409,33 +409,24 @@
 //! writes through a `streams::Log` (a `Store` shared with the server); the server reads through
 //! the same `Log`.
 //!
+//! A complete program (`chord/examples/guide_server.rs`, which `chord/tests/guide_server.rs`
+//! starts on a free port, reads with a client and stops), with these dependencies:
+//!
+//! ```toml
+//! [dependencies]
+//! chord-delta = { path = "../chord/chord", features = ["streams"] } # a checkout of chord
+//! serde = { version = "1", features = ["derive"] }
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread", "net", "signal"] }
+//! ```
+//!
 #![cfg_attr(
     feature = "streams",
-    doc = r####"
-```no_run
-// `no_run`: it serves until the process is stopped.
-use chord::store::{Address, Checkpoint, Durable, JsonlStore, LogWriter};
-use chord::streams::{serve, Log, Streams};
-
-#[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default)]
-struct Lane {
-    text: String,
-}
-
-# async fn run() -> Result<(), Box<dyn std::error::Error>> {
-let log = Log::new(JsonlStore::open("agent.jsonl", Default::default())?);
-let writer = LogWriter::new(log.clone(), Checkpoint::EveryBytes(256 * 1024));
-let mut lane = Durable::open(writer, Address::new("lanes", "main"), Lane::default)?;
-lane.state().text.push_str("Hello");
-lane.flush()?; // now readable at /streams/lanes/main
-
-let app = Streams::new(&log).router(); // an axum Router: merge your own routes into it
-let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-serve(listener, app, std::future::pending()).await?;
-# Ok(())
-# }
-```
-"####
+    doc = concat!(
+        "```no_run\n",
+        "// `no_run`: it serves until the process is stopped.\n",
+        include_str!("../examples/guide_server.rs"),
+        "```"
+    )
 )]
 //!
 //! - **Offsets** are the log's seqs as 16 lowercase hexadecimal digits: opaque to clients,
