@@ -117,8 +117,13 @@ pub const LATENCY_BUCKETS: &[f64] = &[
 /// recorder calls it too.
 ///
 /// ```
+/// use chord::streams::{describe_metrics, metrics::LATENCY_BUCKETS};
+/// // With metrics-exporter-prometheus, first:
 /// // let handle = PrometheusBuilder::new().set_buckets(LATENCY_BUCKETS)?.install_recorder()?;
-/// chord::streams::describe_metrics();
+/// describe_metrics();
+/// // then serve `handle.render()` at `/metrics`, and call `handle.run_upkeep()` every few
+/// // seconds (it folds the histograms' samples into their buckets).
+/// # assert_eq!(LATENCY_BUCKETS.len(), 14);
 /// ```
 pub fn describe_metrics() {
     use metrics::{describe_counter, describe_gauge, describe_histogram};
@@ -345,5 +350,109 @@ impl Drop for Reading {
     fn drop(&mut self) {
         metrics::gauge!(STREAM_READERS, "stream" => std::mem::take(&mut self.stream))
             .decrement(1.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use metrics::{
+        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+
+    /// What a recorder is told of a name: its kind, unit and help text.
+    type Described = (&'static str, Option<Unit>, String);
+
+    /// A recorder that keeps what it is told of each name.
+    #[derive(Default)]
+    struct Descriptions(Mutex<BTreeMap<String, Described>>);
+
+    impl Descriptions {
+        fn keep(&self, kind: &'static str, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            let before = self
+                .0
+                .lock()
+                .unwrap()
+                .insert(key.as_str().to_owned(), (kind, unit, help.into_owned()));
+            assert!(before.is_none(), "{} described twice", key.as_str());
+        }
+    }
+
+    impl Recorder for Descriptions {
+        fn describe_counter(&self, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            self.keep("counter", key, unit, help);
+        }
+        fn describe_gauge(&self, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            self.keep("gauge", key, unit, help);
+        }
+        fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            self.keep("histogram", key, unit, help);
+        }
+        fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::noop()
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    /// Every name this module defines (each `pub const ...: &str = "chord_..."` of its
+    /// source), so that a name added without its description fails here.
+    fn names() -> Vec<String> {
+        include_str!("metrics.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub const "))
+            .filter_map(|l| l.split_once(": &str = \"chord_"))
+            .map(|(_, rest)| format!("chord_{}", rest.trim_end_matches("\";")))
+            .collect()
+    }
+
+    #[test]
+    fn every_metric_has_its_help_text_and_unit() {
+        let recorder = Descriptions::default();
+        metrics::with_local_recorder(&recorder, super::describe_metrics);
+        let described = recorder.0.into_inner().unwrap();
+        let names = names();
+        assert_eq!(names.len(), 19, "{names:?}");
+        assert_eq!(
+            described.keys().cloned().collect::<Vec<_>>(),
+            {
+                let mut sorted = names.clone();
+                sorted.sort();
+                sorted
+            },
+            "described, and defined"
+        );
+        for (name, (kind, unit, help)) in &described {
+            assert!(help.ends_with('.') && help.len() > 20, "{name}: {help:?}");
+            let expected = match name.as_str() {
+                n if n.ends_with("_seconds") => Unit::Seconds,
+                n if n.ends_with("_bytes") || n.ends_with("_bytes_total") => Unit::Bytes,
+                _ => Unit::Count,
+            };
+            assert_eq!(*unit, Some(expected), "{name}");
+            let counter = name.ends_with("_total");
+            assert_eq!(*kind == "counter", counter, "{name} is a {kind}");
+            if name.ends_with("_seconds") && *kind == "histogram" {
+                assert!(
+                    name == super::APPEND_SECONDS || name == super::REQUEST_SECONDS,
+                    "{name}: a histogram LATENCY_BUCKETS was not chosen for"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn latency_buckets_rise() {
+        assert!(super::LATENCY_BUCKETS.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            super::LATENCY_BUCKETS.last() > Some(&20.0),
+            "past a long-poll's wait"
+        );
     }
 }

@@ -170,20 +170,12 @@
 //!   read of the store by a reader behind the cache; an SSE reader may miss more than once).
 //!
 //! **Help text and buckets.** [`describe_metrics`] gives every name above its help text and
-//! unit (Prometheus's `# HELP`): call it once after installing the recorder.
-//! [`metrics::LATENCY_BUCKETS`] are the histograms' buckets (a millisecond to 30 s); an
-//! exporter that renders buckets needs them set:
-//!
-//! ```ignore
-//! // In the application, with metrics-exporter-prometheus:
-//! let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
-//!     .set_buckets(chord::streams::metrics::LATENCY_BUCKETS)?
-//!     .install_recorder()?;
-//! chord::streams::describe_metrics();
-//! // serve `handle.render()` at `/metrics`, and call `handle.run_upkeep()` every few seconds
-//! ```
-//!
-//! `chord serve` (the `chord` command) does all of this, and serves `/metrics`.
+//! unit (Prometheus's `# HELP`): an application that installs its own recorder calls it once,
+//! after installing it. [`metrics::LATENCY_BUCKETS`] are the histograms' buckets (a
+//! millisecond to 30 s), for an exporter that renders buckets (with
+//! `metrics-exporter-prometheus`, `PrometheusBuilder::new().set_buckets(LATENCY_BUCKETS)`;
+//! its default renders histograms as summaries). `chord serve` (the `chord` command) does
+//! both, and serves `/metrics`.
 //!
 //! A slow reader is not cut by chord: its connection's send buffer bounds what it holds, it
 //! reads the store from its own offset once it falls behind the cache
