@@ -22,7 +22,7 @@ pub(crate) enum Log {
 }
 
 /// Whether the argument names a PostgreSQL store rather than a file.
-fn postgres_url(log: &Path) -> Option<&str> {
+pub(crate) fn postgres_url(log: &Path) -> Option<&str> {
     log.to_str()
         .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }

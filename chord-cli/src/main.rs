@@ -1,10 +1,14 @@
-//! `chord`: look inside chord's durable logs: JSONL files, and PostgreSQL stores named by URL.
+//! `chord`: look inside chord's durable logs (JSONL files, and PostgreSQL stores named by URL),
+//! and serve them as Durable Streams.
 //!
 //! ```text
 //! chord addresses <LOG>                            the addresses that have records
 //! chord show <LOG> <NAMESPACE> <KEY> [--full]      a value's records, ops in readable form
 //! chord recover <LOG> <NAMESPACE> <KEY> [--at SEQ] the value as JSON, latest or at a seq
 //! chord stats <LOG>                                records, base batches, bytes by verb, replay
+//! chord serve <LOG> (--public | --read-token-file PATH) [--listen ADDR] ...
+//!                                                  the log's streams over HTTP, with /healthz,
+//!                                                  /readyz and /metrics, drained on SIGTERM
 //! ```
 //!
 //! `<LOG>` is a JSONL file or a PostgreSQL URL (`postgres://user@host:port/db?schema=name`).
@@ -16,7 +20,9 @@
 
 mod log;
 mod output;
+mod serve;
 mod stats;
+mod tokens;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,7 +36,7 @@ use serde_json::json;
 use crate::output::{Format, Out, Progress};
 
 /// Look inside chord's durable logs: list addresses, show records, recover values, print
-/// statistics.
+/// statistics; serve them as Durable Streams over HTTP.
 #[derive(Parser, Debug)]
 #[command(name = "chord", version)]
 struct Cli {
@@ -78,6 +84,9 @@ enum Command {
         /// The JSONL log, or a PostgreSQL URL (`postgres://...?schema=name`).
         log: PathBuf,
     },
+    /// Serve the log's streams over HTTP (catch-up, long-poll, SSE) with `/healthz`,
+    /// `/readyz` and `/metrics`, until SIGTERM or Ctrl-C, then drain.
+    Serve(serve::Args),
 }
 
 /// An error for the user: printed as `chord: <message>`, exit code 1.
@@ -101,6 +110,7 @@ fn main() -> ExitCode {
             at,
         } => recover(&mut out, &log, &Address::new(namespace, key), at),
         Command::Stats { log } => stats::run(&mut out, &log),
+        Command::Serve(args) => serve::run(&args).map_err(Failure::from),
     };
     let result = result.and_then(|()| out.finish().map_err(Failure::from));
     match result {

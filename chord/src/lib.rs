@@ -583,15 +583,20 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! ## Deployment
 //!
 //! A node is an axum router (`streams::Streams`) served by `streams::Server`; several
-//! nodes share one PostgreSQL store, behind a load balancer or a cache. What an operator
-//! wires up, each described where it lives:
+//! nodes share one PostgreSQL store, behind a load balancer or a cache. The `chord` command
+//! (the `chord-delta-cli` package) runs such a node without Rust: `chord serve <LOG>` with
+//! health, readiness, Prometheus metrics, a cache and cross-origin policy, read tokens and
+//! the drain below (`docs/deployment.md` in the repository). What an operator wires up in a
+//! server of their own, each described where it lives:
 //!
 //! - **Health and readiness**: `streams::Health` serves `/healthz` and `/readyz` (the store
 //!   answers a probe, a follower's lag is under its threshold); merge it into the router and
 //!   point the load balancer's checks at it. The cluster example does.
 //! - **Metrics and traces**: counters, gauges and histograms through the `metrics` facade
-//!   (install the exporter you want, Prometheus's for one), `tracing` spans for requests and
-//!   store work; the names are in the `streams` module's *Operations*.
+//!   (install the exporter you want, Prometheus's for one, then call
+//!   `streams::describe_metrics` for their help text), requests counted by kind and status
+//!   and timed, `tracing` spans for requests and store work; the names are in the `streams`
+//!   module's *Operations*.
 //! - **A rolling restart**: `Server::serve` drains when its shutdown future resolves (SSE
 //!   responses end at an event boundary, so readers resume on another node from their
 //!   offsets; catch-up reads finish), within `Server::drain`.

@@ -246,6 +246,12 @@ fn each_metric_moves_by_what_was_done() {
         .await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert_eq!(seen.sum(m::REJECTED_BATCHES, &[]), 1.0);
+        // Each of the three requests counted under its kind and status, and timed.
+        let requests = |kind, status| [("kind", kind), ("status", status)];
+        assert_eq!(seen.sum(m::REQUESTS, &requests("catch_up", "200")), 1.0);
+        assert_eq!(seen.sum(m::REQUESTS, &requests("catch_up", "410")), 1.0);
+        assert_eq!(seen.sum(m::REQUESTS, &requests("append", "400")), 1.0);
+        assert_eq!(seen.samples(m::REQUEST_SECONDS), 3);
 
         // Live readers over HTTP: two replicas.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -6,8 +6,14 @@
 //! `/metrics`, a StatsD or OpenTelemetry bridge, a test's in-process recorder). Without a
 //! recorder every call is a no-op costing an atomic load, and chord pulls in no exporter,
 //! runtime or protocol of its own. The table of names is in the [`streams`](super) docs.
+//!
+//! [`describe_metrics`] gives every name its help text and unit, once, for exporters that
+//! show them (Prometheus's `# HELP`); [`LATENCY_BUCKETS`] are the histogram buckets chord's
+//! own server (`chord serve`) gives its exporter.
 
 use std::time::Duration;
+
+use metrics::Unit;
 
 use crate::store::Address;
 
@@ -48,9 +54,194 @@ pub const REJECTED_BATCHES: &str = "chord_rejected_batches_total";
 pub const DRAIN_CUT: &str = "chord_drain_cut_total";
 /// Readiness probes that failed, label `check`: `store` or `follower` (counter).
 pub const NOT_READY: &str = "chord_not_ready_total";
+/// Requests the streams routes answered, labels `kind` (what was asked, see
+/// [`REQUEST_KINDS`]) and `status` (the HTTP status code, e.g. `200`, `401`, `404`)
+/// (counter). Counted when the response head is ready, so an SSE response counts when it
+/// opens.
+pub const REQUESTS: &str = "chord_requests_total";
+/// Seconds from a request's arrival at the streams routes to its response head, label
+/// `kind` (histogram). For a catch-up read that is the time to read and send its first
+/// chunk (the rest follows as the client takes it); for a long-poll, the wait for a record
+/// (up to [`Streams::long_poll`](super::Streams::long_poll)); for an SSE response, the time
+/// to open it, not how long it stays open.
+pub const REQUEST_SECONDS: &str = "chord_request_seconds";
 /// A tracker's whole-value fallback diffs, as [`Tracker::fallbacks`](crate::Tracker::fallbacks)
 /// counts them (counter; recorded by the tracker, in every build).
 pub const FALLBACKS: &str = "chord_fallbacks_total";
+
+/// The values of the `kind` label of [`REQUESTS`] and [`REQUEST_SECONDS`], a fixed set:
+///
+/// | kind | request |
+/// | --- | --- |
+/// | `catch_up` | `GET` without `live` |
+/// | `long_poll` | `GET ...&live=long-poll` |
+/// | `sse` | `GET ...&live=sse` |
+/// | `head` | `HEAD` |
+/// | `append` | `POST` |
+/// | `create` | `PUT` without `Stream-Forked-From` |
+/// | `fork` | `PUT` with `Stream-Forked-From` |
+/// | `delete` | `DELETE` |
+/// | `options` | `OPTIONS` (a cross-origin preflight, or the methods served) |
+/// | `other` | any other method, or a `GET` with an unknown `live` mode |
+pub const REQUEST_KINDS: &[&str] = &[
+    "catch_up",
+    "long_poll",
+    "sse",
+    "head",
+    "append",
+    "create",
+    "fork",
+    "delete",
+    "options",
+    "other",
+];
+
+/// Histogram buckets, in seconds, for chord's latencies ([`REQUEST_SECONDS`],
+/// [`APPEND_SECONDS`]): from a millisecond (a catch-up read from the tail cache, an append
+/// to a file) to 30 s (past a long-poll's default wait of 20 s, so that waits show apart
+/// from slow answers).
+///
+/// An exporter that renders histograms with buckets needs them set; for
+/// `metrics-exporter-prometheus`, `PrometheusBuilder::new().set_buckets(LATENCY_BUCKETS)`.
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Gives every metric chord records its help text and unit, through the [`metrics`] facade's
+/// `describe_*` macros: an exporter shows them (Prometheus's `# HELP` line; without it
+/// `promtool check metrics` reports "no help text" for each metric).
+///
+/// Call it once, after installing the recorder (a description goes to the recorder installed
+/// when it is made, and is lost without one). Calling it again describes the same names again,
+/// which recorders accept. `chord serve` calls it; an application that installs its own
+/// recorder calls it too.
+///
+/// ```
+/// use chord::streams::{describe_metrics, metrics::LATENCY_BUCKETS};
+/// // With metrics-exporter-prometheus, first:
+/// // let handle = PrometheusBuilder::new().set_buckets(LATENCY_BUCKETS)?.install_recorder()?;
+/// describe_metrics();
+/// // then serve `handle.render()` at `/metrics`, and call `handle.run_upkeep()` every few
+/// // seconds (it folds the histograms' samples into their buckets).
+/// # assert_eq!(LATENCY_BUCKETS.len(), 14);
+/// ```
+pub fn describe_metrics() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        APPENDS,
+        Unit::Count,
+        "Batches appended through a log (a producer's or the write side's)."
+    );
+    describe_histogram!(
+        APPEND_SECONDS,
+        Unit::Seconds,
+        "Seconds each append through a log took, the store's write included."
+    );
+    describe_counter!(
+        APPEND_BYTES,
+        Unit::Bytes,
+        "Bytes of the batches appended through a log."
+    );
+    describe_counter!(
+        APPEND_ERRORS,
+        Unit::Count,
+        "Appends the store refused or failed."
+    );
+    describe_gauge!(
+        STREAM_READERS,
+        Unit::Count,
+        "Live readers (SSE responses and long-polls) of each stream, by stream."
+    );
+    describe_gauge!(SSE_OPEN, Unit::Count, "SSE responses open now.");
+    describe_counter!(
+        SSE_ENDED,
+        Unit::Count,
+        "SSE responses ended, by reason: lifetime (the server's limit), drain (shutdown), \
+         end (the stream closed or went, or a read failed), client (the client went first \
+         or its connection was cut)."
+    );
+    describe_counter!(
+        CACHE_MISSES,
+        Unit::Count,
+        "Reads that fell behind the tail cache and read the store (slow or resuming readers)."
+    );
+    describe_counter!(
+        GONE,
+        Unit::Count,
+        "410 Gone answers: reads from an offset no longer kept."
+    );
+    describe_counter!(
+        COMPACTIONS,
+        Unit::Count,
+        "Compactions run, by result (ok, error)."
+    );
+    describe_gauge!(
+        TAIL_CACHE_BYTES,
+        Unit::Bytes,
+        "Bytes the tail caches of a log hold together."
+    );
+    describe_gauge!(
+        FOLLOWER_LAG,
+        Unit::Seconds,
+        "Seconds since the follower of each stream last heard from the store; a healthy \
+         follower hears at least once a second."
+    );
+    describe_counter!(READ_ERRORS, Unit::Count, "Store reads that failed.");
+    describe_counter!(
+        REJECTED_BATCHES,
+        Unit::Count,
+        "Batches the write side refused as not decodable or not applicable."
+    );
+    describe_counter!(
+        DRAIN_CUT,
+        Unit::Count,
+        "Connections cut at the drain deadline of a shutdown."
+    );
+    describe_counter!(
+        NOT_READY,
+        Unit::Count,
+        "Readiness checks that failed, by check (store, follower)."
+    );
+    describe_counter!(
+        FALLBACKS,
+        Unit::Count,
+        "A tracker's whole-value fallback diffs."
+    );
+    describe_counter!(
+        REQUESTS,
+        Unit::Count,
+        "Requests the streams routes answered, by kind (catch_up, long_poll, sse, head, \
+         append, create, fork, delete, options, other) and HTTP status code; an SSE \
+         response counts when it opens."
+    );
+    describe_histogram!(
+        REQUEST_SECONDS,
+        Unit::Seconds,
+        "Seconds from a request's arrival to its response head, by kind: for a catch-up \
+         read its first chunk, for a long-poll the wait for a record, for SSE the time to \
+         open the response (not how long it stays open)."
+    );
+}
+
+/// One request answered: counted by kind and status, its time to the response head in the
+/// histogram.
+pub(crate) fn answered(kind: &'static str, status: axum::http::StatusCode, took: Duration) {
+    metrics::counter!(REQUESTS, "kind" => kind, "status" => status_label(status)).increment(1);
+    metrics::histogram!(REQUEST_SECONDS, "kind" => kind).record(took.as_secs_f64());
+}
+
+/// The `status` label: the code, without an allocation for the codes chord answers.
+fn status_label(status: axum::http::StatusCode) -> metrics::SharedString {
+    const CODES: &[&str] = &[
+        "200", "201", "204", "206", "304", "400", "401", "403", "404", "405", "408", "409", "410",
+        "412", "413", "415", "429", "500", "503", "507",
+    ];
+    let code = status.as_str();
+    match CODES.iter().find(|&&c| c == code) {
+        Some(&c) => metrics::SharedString::const_str(c),
+        None => metrics::SharedString::from_owned(code.to_owned()),
+    }
+}
 
 /// One append through a log.
 pub(crate) fn appended(bytes: usize, took: Duration) {
@@ -159,5 +350,109 @@ impl Drop for Reading {
     fn drop(&mut self) {
         metrics::gauge!(STREAM_READERS, "stream" => std::mem::take(&mut self.stream))
             .decrement(1.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use metrics::{
+        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+
+    /// What a recorder is told of a name: its kind, unit and help text.
+    type Described = (&'static str, Option<Unit>, String);
+
+    /// A recorder that keeps what it is told of each name.
+    #[derive(Default)]
+    struct Descriptions(Mutex<BTreeMap<String, Described>>);
+
+    impl Descriptions {
+        fn keep(&self, kind: &'static str, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            let before = self
+                .0
+                .lock()
+                .unwrap()
+                .insert(key.as_str().to_owned(), (kind, unit, help.into_owned()));
+            assert!(before.is_none(), "{} described twice", key.as_str());
+        }
+    }
+
+    impl Recorder for Descriptions {
+        fn describe_counter(&self, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            self.keep("counter", key, unit, help);
+        }
+        fn describe_gauge(&self, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            self.keep("gauge", key, unit, help);
+        }
+        fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, help: SharedString) {
+            self.keep("histogram", key, unit, help);
+        }
+        fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::noop()
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    /// Every name this module defines (each `pub const ...: &str = "chord_..."` of its
+    /// source), so that a name added without its description fails here.
+    fn names() -> Vec<String> {
+        include_str!("metrics.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub const "))
+            .filter_map(|l| l.split_once(": &str = \"chord_"))
+            .map(|(_, rest)| format!("chord_{}", rest.trim_end_matches("\";")))
+            .collect()
+    }
+
+    #[test]
+    fn every_metric_has_its_help_text_and_unit() {
+        let recorder = Descriptions::default();
+        metrics::with_local_recorder(&recorder, super::describe_metrics);
+        let described = recorder.0.into_inner().unwrap();
+        let names = names();
+        assert_eq!(names.len(), 19, "{names:?}");
+        assert_eq!(
+            described.keys().cloned().collect::<Vec<_>>(),
+            {
+                let mut sorted = names.clone();
+                sorted.sort();
+                sorted
+            },
+            "described, and defined"
+        );
+        for (name, (kind, unit, help)) in &described {
+            assert!(help.ends_with('.') && help.len() > 20, "{name}: {help:?}");
+            let expected = match name.as_str() {
+                n if n.ends_with("_seconds") => Unit::Seconds,
+                n if n.ends_with("_bytes") || n.ends_with("_bytes_total") => Unit::Bytes,
+                _ => Unit::Count,
+            };
+            assert_eq!(*unit, Some(expected), "{name}");
+            let counter = name.ends_with("_total");
+            assert_eq!(*kind == "counter", counter, "{name} is a {kind}");
+            if name.ends_with("_seconds") && *kind == "histogram" {
+                assert!(
+                    name == super::APPEND_SECONDS || name == super::REQUEST_SECONDS,
+                    "{name}: a histogram LATENCY_BUCKETS was not chosen for"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn latency_buckets_rise() {
+        assert!(super::LATENCY_BUCKETS.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            super::LATENCY_BUCKETS.last() > Some(&20.0),
+            "past a long-poll's wait"
+        );
     }
 }

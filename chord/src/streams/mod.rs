@@ -154,6 +154,32 @@
 //! | `chord_drain_cut_total` | counter | | connections cut at the drain deadline |
 //! | `chord_not_ready_total` | counter | `check`: `store`, `follower` | failed readiness checks |
 //! | `chord_fallbacks_total` | counter | | a tracker's whole-value fallback diffs ([`Tracker::fallbacks`](crate::Tracker::fallbacks)), in every build |
+//! | `chord_requests_total` | counter | `kind` ([`REQUEST_KINDS`](metrics::REQUEST_KINDS): `catch_up`, `long_poll`, `sse`, `head`, `append`, `create`, `fork`, `delete`, `options`, `other`), `status` (the HTTP code) | requests the streams routes answered, refusals, 404s and the router's 405s included; an SSE response counts when it opens |
+//! | `chord_request_seconds` | histogram | `kind` | seconds from a request's arrival to its response head: a catch-up read's first chunk, a long-poll's wait for a record, the opening of an SSE response (not how long it stays open) |
+//!
+//! The request metrics come from one middleware around every route of a [`Streams`] router
+//! (not [`Health`]'s): the labels are a fixed set, no stream name, so their series stay
+//! bounded however many streams there are. What an operator alerts on, in PromQL:
+//!
+//! - the request rate by kind, `sum by (kind) (rate(chord_requests_total[5m]))`;
+//! - the share of server errors,
+//!   `sum(rate(chord_requests_total{status=~"5.."}[5m])) / sum(rate(chord_requests_total[5m]))`;
+//! - refused reads (a client with a stale credential),
+//!   `sum(rate(chord_requests_total{status=~"401|403"}[5m]))`;
+//! - the catch-up latency,
+//!   `histogram_quantile(0.99, sum by (le) (rate(chord_request_seconds_bucket{kind="catch_up"}[5m])))`
+//!   (not of `long_poll`, whose time is mostly the wait for a record);
+//! - the tail cache's hit ratio, `1 - rate(chord_cache_misses_total[5m]) /
+//!   sum(rate(chord_requests_total{kind=~"catch_up|long_poll|sse"}[5m]))` (a miss is a
+//!   read of the store by a reader behind the cache; an SSE reader may miss more than once).
+//!
+//! **Help text and buckets.** [`describe_metrics`] gives every name above its help text and
+//! unit (Prometheus's `# HELP`): an application that installs its own recorder calls it once,
+//! after installing it. [`metrics::LATENCY_BUCKETS`] are the histograms' buckets (a
+//! millisecond to 30 s), for an exporter that renders buckets (with
+//! `metrics-exporter-prometheus`, `PrometheusBuilder::new().set_buckets(LATENCY_BUCKETS)`;
+//! its default renders histograms as summaries). `chord serve` (the `chord` command) does
+//! both, and serves `/metrics`.
 //!
 //! A slow reader is not cut by chord: its connection's send buffer bounds what it holds, it
 //! reads the store from its own offset once it falls behind the cache
@@ -336,6 +362,7 @@ mod log;
 mod memory;
 pub mod metrics;
 mod offset;
+mod requests;
 mod retention;
 mod router;
 mod server;
@@ -356,6 +383,7 @@ pub use self::memory::{
     Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, DEFAULT_MAX_BYTES,
     DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES, MAX_TTL,
 };
+pub use self::metrics::describe_metrics;
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{

@@ -28,6 +28,7 @@ use crate::streams::headers::{self, plain};
 use crate::streams::log::Want;
 use crate::streams::memory::MemoryStream;
 use crate::streams::offset::Start;
+use crate::streams::requests;
 use crate::streams::server::Draining;
 use crate::streams::write::{self, WriteKind, WriteRequest};
 
@@ -57,8 +58,11 @@ pub(super) fn router(path: &str, streams: Streams, namespace: Option<Arc<str>>) 
     if let Some(cors) = cors {
         router = router.layer(cors);
     }
-    // Outermost: the cross-origin policy's own answers get the headers too.
-    router.layer(middleware::from_fn(headers::common))
+    // Outermost: the cross-origin policy's own answers get the headers too, and every answer
+    // is counted.
+    router
+        .layer(middleware::from_fn(headers::common))
+        .layer(middleware::from_fn(requests::record))
 }
 
 /// The stream a request names, with what its handlers read of the request line and headers.

@@ -1,0 +1,469 @@
+//! `chord serve`: a log's streams over HTTP, with health and readiness routes, `/metrics`,
+//! a cross-origin policy, a cache policy, bearer tokens for readers (and writers), and a
+//! graceful drain on `SIGTERM` or Ctrl-C. Everything an operator needs to run chord without
+//! writing Rust.
+
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use chord::store::{Durability, JsonlStore, PostgresStore, Store};
+use chord::streams::{self, default_cors, Access, Health, Log, Server, Streams};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::tokens::Tokens;
+
+/// The route of the Prometheus scrape.
+pub(crate) const METRICS_ROUTE: &str = "/metrics";
+
+/// Serve a log's streams over HTTP (Durable Streams: catch-up, long-poll, SSE), with
+/// `/healthz`, `/readyz` and `/metrics`, until SIGTERM or Ctrl-C, then drain.
+///
+/// Who may read must be chosen: `--read-token-file` (readers send a token of the file) or
+/// `--public` (anyone who reaches the address reads every stream).
+#[derive(clap::Args, Debug)]
+#[command(group(
+    clap::ArgGroup::new("readers")
+        .required(true)
+        .args(["public", "read_token_file"]),
+))]
+pub(crate) struct Args {
+    /// The log: a JSONL file, or a PostgreSQL URL (`postgres://...?schema=name`). A file is
+    /// served as it is when opened (read-only) unless `--write-token-file` enables writes; a
+    /// PostgreSQL store is followed live, whoever writes to it.
+    log: PathBuf,
+    /// The address and port to listen on; port 0 takes a free one. The address taken is
+    /// printed on stdout as `listening on http://ADDR`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Serve every stream, and `/metrics`, to whoever reaches the address, without a
+    /// credential.
+    #[arg(long)]
+    public: bool,
+    /// Serve reads (and `/metrics`) only to requests carrying one of the tokens in this file
+    /// (one a line; blank lines and lines starting with `#` are skipped), as
+    /// `Authorization: Bearer TOKEN` or, for an EventSource, a `token=TOKEN` query
+    /// parameter; others are answered 401.
+    #[arg(long, value_name = "PATH")]
+    read_token_file: Option<PathBuf>,
+    /// Enable the write side (`PUT`, `POST` appends) for requests carrying one of the tokens
+    /// in this file as `Authorization: Bearer TOKEN`. A JSONL file is then opened for
+    /// writing (created if missing; one writer per file). Without it, writes answer 405.
+    #[arg(long, value_name = "PATH")]
+    write_token_file: Option<PathBuf>,
+    /// The `Cache-Control` of catch-up and long-poll reads, e.g. `public, max-age=60,
+    /// stale-while-revalidate=300` for streams every reader may see, behind a shared cache.
+    /// Default: `private, max-age=60, stale-while-revalidate=300` with `--public`, `private,
+    /// no-cache` with `--read-token-file` (which refuses a `public` policy).
+    #[arg(long, value_name = "VALUE")]
+    cache_control: Option<String>,
+    /// Let pages on this origin (`https://app.example`) read across origins; repeat for more.
+    /// Default: pages on any origin, without cookies.
+    #[arg(
+        long = "cors-origin",
+        value_name = "ORIGIN",
+        conflicts_with = "no_cors"
+    )]
+    cors_origins: Vec<String>,
+    /// Answer no cross-origin request: only pages on the server's own origin read.
+    #[arg(long)]
+    no_cors: bool,
+    /// Seconds a shutdown waits for the responses in flight before it cuts them (SSE
+    /// responses and long-polls end at once; catch-up reads finish).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    drain: u64,
+}
+
+/// Why `chord serve` could not start or went on serving: each names the flag or the log.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ServeError {
+    /// A token file could not be read.
+    #[error("{flag} {}: {source}", path.display())]
+    TokenFile {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A token file holds no token.
+    #[error(
+        "{flag} {}: no token in it (one a line; blank lines and lines starting with # are \
+         skipped)",
+        path.display()
+    )]
+    NoToken {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
+    /// A token file's line is not a token.
+    #[error(
+        "{flag} {}:{line}: not a token: a token is visible ASCII with no space (what an \
+         Authorization header carries)",
+        path.display()
+    )]
+    BadToken {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+    },
+    /// `--cache-control` is not a header value.
+    #[error("--cache-control {0:?}: not a valid header value (visible ASCII)")]
+    CacheControl(String),
+    /// `--cache-control` lets shared caches store reads that need a token.
+    #[error(
+        "--cache-control {0:?} is public, but --read-token-file guards the reads: a shared \
+         cache would answer anyone asking for a stream's URL with what it stored for a reader \
+         with a token. Use a private policy, or --public"
+    )]
+    PublicWithTokens(String),
+    /// `--cors-origin` is not an origin.
+    #[error("--cors-origin {0:?}: not an origin (scheme://host or scheme://host:port)")]
+    Origin(String),
+    /// The log could not be opened.
+    #[error("opening the log to serve: {}", chain(.0))]
+    Open(#[source] chord::store::Error),
+    /// The listen address could not be bound.
+    #[error("--listen {addr}: cannot listen: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// The Prometheus recorder could not be installed.
+    #[error("installing the metrics recorder: {0}")]
+    Metrics(String),
+    /// The runtime could not start, or serving failed.
+    #[error("serving on {addr}: {source}")]
+    Serve {
+        /// The address served.
+        addr: String,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// `e` and each of its sources, joined by `: ` (a PostgreSQL error's cause, such as the
+/// connection refused, is in its source).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = e.source();
+    }
+    out
+}
+
+/// What the flags say, checked.
+struct Config {
+    read: Option<Arc<Tokens>>,
+    write: Option<Arc<Tokens>>,
+    cache_control: Option<HeaderValue>,
+    cors: Cors,
+    drain: Duration,
+}
+
+/// The cross-origin policy asked for.
+enum Cors {
+    /// [`default_cors`]: any origin, no credentials.
+    Any,
+    /// [`default_cors`] for these origins only.
+    Origins(Vec<HeaderValue>),
+    /// No cross-origin request answered.
+    Off,
+}
+
+impl Config {
+    fn new(args: &Args) -> Result<Config, ServeError> {
+        let read = match &args.read_token_file {
+            Some(path) => Some(Arc::new(Tokens::read("--read-token-file", path)?)),
+            None => None,
+        };
+        let write = match &args.write_token_file {
+            Some(path) => Some(Arc::new(Tokens::read("--write-token-file", path)?)),
+            None => None,
+        };
+        let cache_control = match &args.cache_control {
+            Some(value) => {
+                let header = HeaderValue::from_str(value)
+                    .map_err(|_| ServeError::CacheControl(value.clone()))?;
+                let public = value
+                    .split(',')
+                    .any(|directive| directive.trim().eq_ignore_ascii_case("public"));
+                if public && read.is_some() {
+                    return Err(ServeError::PublicWithTokens(value.clone()));
+                }
+                Some(header)
+            }
+            None => None,
+        };
+        let cors = if args.no_cors {
+            Cors::Off
+        } else if args.cors_origins.is_empty() {
+            Cors::Any
+        } else {
+            let origins = args
+                .cors_origins
+                .iter()
+                .map(|o| origin(o).ok_or_else(|| ServeError::Origin(o.clone())))
+                .collect::<Result<_, _>>()?;
+            Cors::Origins(origins)
+        };
+        Ok(Config {
+            read,
+            write,
+            cache_control,
+            cors,
+            drain: Duration::from_secs(args.drain),
+        })
+    }
+
+    /// The routes: the streams of `log`, `/healthz`, `/readyz`, and `/metrics` from `scrape`.
+    fn router<S: Store + Send + 'static>(&self, log: &Log<S>, scrape: PrometheusHandle) -> Router {
+        let mut streams = Streams::new(log).cors(match &self.cors {
+            Cors::Any => Some(default_cors()),
+            Cors::Origins(origins) => Some(default_cors().allow_origin(origins.clone())),
+            Cors::Off => None,
+        });
+        if let Some(tokens) = &self.read {
+            let tokens = Arc::clone(tokens);
+            streams = streams.reads(move |r| {
+                if tokens.allow(r.headers, Some(r.uri)) {
+                    Access::Allow
+                } else {
+                    Access::Unauthorized
+                }
+            });
+        }
+        if let Some(tokens) = &self.write {
+            let tokens = Arc::clone(tokens);
+            streams = streams.writes(move |w| {
+                if tokens.allow(w.headers, None) {
+                    Access::Allow
+                } else {
+                    Access::Unauthorized
+                }
+            });
+        }
+        if let Some(value) = &self.cache_control {
+            streams = streams.cache_control(value.clone());
+        }
+        let metrics = Router::new()
+            .route(METRICS_ROUTE, get(metrics))
+            .with_state(Arc::new(Scrape {
+                handle: scrape,
+                tokens: self.read.clone(),
+            }));
+        streams
+            .router()
+            .merge(Health::new(log).router())
+            .merge(metrics)
+    }
+}
+
+/// `text` as a `scheme://host[:port]` origin.
+fn origin(text: &str) -> Option<HeaderValue> {
+    let uri: Uri = text.parse().ok()?;
+    let bare = uri.scheme().is_some()
+        && uri.authority().is_some()
+        && !text.ends_with('/')
+        && uri.path_and_query().is_none_or(|p| p.as_str() == "/");
+    bare.then(|| HeaderValue::from_str(text).ok()).flatten()
+}
+
+/// What `/metrics` needs.
+struct Scrape {
+    handle: PrometheusHandle,
+    /// The readers' tokens, when reads need one: the scrape does too (the metrics name
+    /// streams that have live readers).
+    tokens: Option<Arc<Tokens>>,
+}
+
+/// `GET /metrics`: the Prometheus text exposition.
+async fn metrics(State(scrape): State<Arc<Scrape>>, headers: HeaderMap) -> Response {
+    if let Some(tokens) = &scrape.tokens {
+        if !tokens.allow(&headers, None) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [
+                    (header::WWW_AUTHENTICATE, "Bearer"),
+                    (header::CACHE_CONTROL, "no-store"),
+                ],
+            )
+                .into_response();
+        }
+    }
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            ),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        scrape.handle.render(),
+    )
+        .into_response()
+}
+
+/// The log to serve.
+enum Opened {
+    Jsonl(Log<JsonlStore>),
+    Postgres(Log<PostgresStore>),
+}
+
+/// Opens `log` to serve: for writing when writes are on, else read-only.
+fn open(log: &Path, writes: bool) -> Result<(Opened, String), ServeError> {
+    if let Some(url) = crate::log::postgres_url(log) {
+        let store = if writes {
+            PostgresStore::open(url, Durability::default())
+        } else {
+            PostgresStore::open_read_only(url)
+        }
+        .map_err(ServeError::Open)?;
+        let name = store.database().to_owned();
+        return Ok((Opened::Postgres(Log::new(store)), name));
+    }
+    let store = if writes {
+        JsonlStore::open(log, Durability::default())
+    } else {
+        JsonlStore::open_read_only(log)
+    }
+    .map_err(ServeError::Open)?;
+    if let Some(torn) = store.torn_tail() {
+        eprintln!(
+            "chord: warning: {}:{}: ignoring an incomplete last line ({} bytes): a writer is \
+             appending, or died in the middle of a write",
+            log.display(),
+            torn.line,
+            torn.len
+        );
+    }
+    Ok((Opened::Jsonl(Log::new(store)), log.display().to_string()))
+}
+
+/// Resolves at the first `SIGTERM` or `SIGINT` (Ctrl-C). The handlers are installed when
+/// this is called, before the server says it listens, so that a signal sent as soon as it
+/// does is never the default one (which would kill the process without a drain).
+fn stop_signal() -> io::Result<impl std::future::Future<Output = ()> + Send> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
+}
+
+/// Runs `chord serve`.
+pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
+    let config = Config::new(args)?;
+    let writes = config.write.is_some();
+    // Opened before the runtime starts, and dropped after it has stopped: the PostgreSQL
+    // client blocks on a runtime of its own, which cannot start (or stop) on a thread of
+    // another. The router's handles to the log go with the runtime; this one goes last.
+    let (log, name) = open(&args.log, writes)?;
+    if let (Opened::Jsonl(_), false) = (&log, writes) {
+        eprintln!(
+            "chord: serving {name} as it is now, read-only: records another process appends \
+             later are not served (serve a PostgreSQL store to follow its producers, or take \
+             appends here with --write-token-file)"
+        );
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .try_init();
+    let serving = |source| ServeError::Serve {
+        addr: args.listen.to_string(),
+        source,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(serving)?;
+    let served = runtime.block_on(async {
+        let scrape = PrometheusBuilder::new()
+            .set_buckets(streams::metrics::LATENCY_BUCKETS)
+            .map_err(|e| ServeError::Metrics(e.to_string()))?
+            .install_recorder()
+            .map_err(|e| ServeError::Metrics(e.to_string()))?;
+        streams::describe_metrics();
+        let upkeep = scrape.clone();
+        tokio::spawn(async move {
+            // Histograms' samples are folded into their buckets here, not at each record.
+            let mut every = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                upkeep.run_upkeep();
+            }
+        });
+        let app = match &log {
+            Opened::Jsonl(log) => config.router(log, scrape),
+            Opened::Postgres(log) => config.router(log, scrape),
+        };
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|source| ServeError::Listen {
+                addr: args.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(serving)?;
+        let stop = stop_signal().map_err(serving)?;
+        let reads = match &config.read {
+            Some(tokens) => format!("{} read token(s)", tokens.len()),
+            None => "public reads".to_owned(),
+        };
+        let writes = match &config.write {
+            Some(tokens) => format!("{} write token(s)", tokens.len()),
+            None => "no writes".to_owned(),
+        };
+        eprintln!("chord: serving {name} ({reads}, {writes})");
+        let mut stdout = io::stdout();
+        let _ = writeln!(stdout, "listening on http://{addr}");
+        let _ = stdout.flush();
+        Server::new()
+            .drain(config.drain)
+            .serve(listener, app, stop)
+            .await
+            .map_err(|source| ServeError::Serve {
+                addr: addr.to_string(),
+                source,
+            })?;
+        eprintln!("chord: drained, exiting");
+        Ok(())
+    });
+    drop(runtime);
+    drop(log);
+    served
+}
