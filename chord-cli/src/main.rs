@@ -118,10 +118,27 @@ fn main() -> ExitCode {
         // A reader that stopped early (`chord show ... | head`) is not an error.
         Err(e) if output::is_broken_pipe(&*e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("chord: {e}");
+            eprintln!("chord: {}", with_causes(&*e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error's message followed by each of its causes the message does not already say
+/// (`postgres://…: connect failed: error connecting to server: Connection refused`): the
+/// library's errors name what failed, their sources why.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Opens a log read-only (see [`log::Log::open`]).

@@ -130,12 +130,11 @@ pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
     for p in &per {
         writeln!(
             out,
-            "             {:>9} {:>8} {:>8}  {}\t{}",
+            "             {:>9} {:>8} {:>8}  {}",
             group(p.records as u64),
             group(p.bases as u64),
             group(p.replay as u64),
-            p.address.namespace,
-            p.address.key
+            p.address
         )?;
     }
     Ok(())

@@ -528,6 +528,11 @@ fn a_postgres_store_reads_as_its_jsonl_twin() {
     );
     let text = stdout(&chord(&["--format", "text", "stats", &url]));
     assert!(text.contains("14 in 2 addresses"), "{text}");
+    // Addresses as chord names them, not a namespace and a key split by a tab.
+    assert!(
+        text.contains("  lanes/main\n") && !text.contains('\t'),
+        "{text}"
+    );
     // A server that does not answer is an error naming the database, never its password.
     let out = chord(&["stats", "postgres://me:secret@127.0.0.1:1/nothing"]);
     assert!(!out.status.success());
@@ -535,5 +540,29 @@ fn a_postgres_store_reads_as_its_jsonl_twin() {
     assert!(
         err.contains("127.0.0.1:1/nothing") && !err.contains("secret"),
         "{err}"
+    );
+    // And why: the cause after what failed.
+    assert!(
+        err.contains("connect failed: ") && err.to_lowercase().contains("connection refused"),
+        "{err}"
+    );
+}
+
+/// A file that is not a chord log: one message, what is wrong and why, each said once.
+#[test]
+fn a_file_that_is_not_a_log_is_named_with_its_two_reasons_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "hello\nworld\n").unwrap();
+    let path = path.to_str().unwrap();
+    let out = chord(&["addresses", path]);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "chord: {path}:1: corrupt record: not a chord log, or its header is damaged (the \
+             first line must be the header {{\"chord\":2,\"c\":\"…\"}}): no checksum: a line \
+             must end with ,\"c\":\"<8 lowercase hex digits>\"}}"
+        )
     );
 }

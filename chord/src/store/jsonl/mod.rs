@@ -612,8 +612,8 @@ impl JsonlStore {
                 None => {
                     let why = line::verify(text, seed).err().unwrap_or_default();
                     return Err(corrupt(format!(
-                        "not a chord log, or its header is damaged: the first line must be the \
-                         header {{\"chord\":{},\"c\":\"…\"}} {why}",
+                        "not a chord log, or its header is damaged (the first line must be the \
+                         header {{\"chord\":{},\"c\":\"…\"}}): {why}",
                         line::VERSION
                     )));
                 }
