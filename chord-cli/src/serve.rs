@@ -35,9 +35,11 @@ pub(crate) const METRICS_ROUTE: &str = "/metrics";
         .args(["public", "read_token_file"]),
 ))]
 pub(crate) struct Args {
-    /// The log: a JSONL file, or a PostgreSQL URL (`postgres://...?schema=name`). A file is
-    /// served as it is when opened (read-only) unless `--write-token-file` enables writes; a
-    /// PostgreSQL store is followed live, whoever writes to it.
+    /// The log: a JSONL file, a SQLite database (with the `sqlite` feature), or a PostgreSQL
+    /// URL (`postgres://...?schema=name`). A JSONL file is served as it is when opened
+    /// (read-only) unless `--write-token-file` enables writes; a SQLite database is opened
+    /// with its writer's lock (appends come through this server); a PostgreSQL store is
+    /// followed live, whoever writes to it.
     log: PathBuf,
     /// The address and port to listen on; port 0 takes a free one. The address taken is
     /// printed on stdout as `listening on http://ADDR`.
@@ -136,6 +138,13 @@ pub(crate) enum ServeError {
     /// The log could not be opened.
     #[error("opening the log to serve: {}", chain(.0))]
     Open(#[source] chord::store::Error),
+    /// The log is a SQLite database, and this `chord` was built without SQLite.
+    #[cfg_attr(feature = "sqlite", allow(dead_code))]
+    #[error(
+        "{0} is a SQLite database, and this chord was built without SQLite: install it with \
+         `cargo install --path chord-cli --locked --features sqlite`"
+    )]
+    Sqlite(String),
     /// The listen address could not be bound.
     #[error("--listen {addr}: cannot listen: {source}")]
     Listen {
@@ -329,6 +338,19 @@ async fn metrics(State(scrape): State<Arc<Scrape>>, headers: HeaderMap) -> Respo
 enum Opened {
     Jsonl(Log<JsonlStore>),
     Postgres(Log<PostgresStore>),
+    #[cfg(feature = "sqlite")]
+    Sqlite(Log<chord::store::SqliteStore>),
+}
+
+/// The first bytes of every SQLite database file.
+const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+
+/// Whether `log` is an existing SQLite database (its first bytes say so).
+fn is_sqlite(log: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(log)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| head == SQLITE_MAGIC)
 }
 
 /// Opens `log` to serve: for writing when writes are on, else read-only.
@@ -342,6 +364,18 @@ fn open(log: &Path, writes: bool) -> Result<(Opened, String), ServeError> {
         .map_err(ServeError::Open)?;
         let name = store.database().to_owned();
         return Ok((Opened::Postgres(Log::new(store)), name));
+    }
+    if is_sqlite(log) {
+        // A SQLite store has one connection that writes: serving it takes its lock, so a
+        // producer must append through this server (or not run meanwhile).
+        #[cfg(feature = "sqlite")]
+        {
+            let store = chord::store::SqliteStore::open(log, Durability::default())
+                .map_err(ServeError::Open)?;
+            return Ok((Opened::Sqlite(Log::new(store)), log.display().to_string()));
+        }
+        #[cfg(not(feature = "sqlite"))]
+        return Err(ServeError::Sqlite(log.display().to_string()));
     }
     let store = if writes {
         JsonlStore::open(log, Durability::default())
@@ -431,6 +465,8 @@ pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
         let app = match &log {
             Opened::Jsonl(log) => config.router(log, scrape),
             Opened::Postgres(log) => config.router(log, scrape),
+            #[cfg(feature = "sqlite")]
+            Opened::Sqlite(log) => config.router(log, scrape),
         };
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await

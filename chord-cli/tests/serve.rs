@@ -640,3 +640,47 @@ fn a_postgresql_store_is_served() {
     let (code, stderr) = served.terminate();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// A SQLite database is served (with the `sqlite` feature): opened with its writer's lock,
+/// its lane read back over HTTP, and an append taken through the server.
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_sqlite_store_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lanes.sqlite");
+    write_lane(chord::store::SqliteStore::open(&db, Durability::EveryAppend).unwrap());
+    let tokens = dir.path().join("writers");
+    std::fs::write(&tokens, "w1\n").unwrap();
+    let served = Served::start(&[
+        db.to_str().unwrap(),
+        "--public",
+        "--write-token-file",
+        tokens.to_str().unwrap(),
+    ]);
+    let r = call(
+        &served.addr,
+        "GET",
+        "/streams/lanes/main?offset=-1",
+        &[],
+        "",
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(String::from_utf8_lossy(&r.body).contains("hello"));
+    let r = call(
+        &served.addr,
+        "POST",
+        "/streams/lanes/main",
+        &[
+            ("authorization", "Bearer w1"),
+            ("content-type", "application/json"),
+        ],
+        r#"[[["a",["text"],"!"]]]"#,
+    );
+    assert_eq!(r.status, 204, "{}", r.head);
+    let (code, stderr) = served.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+    // The append is in the database.
+    let store = chord::store::SqliteStore::open(&db, Durability::EveryAppend).unwrap();
+    let value = chord::store::recover(&store, &Address::new("lanes", "main")).unwrap();
+    assert!(value.unwrap().to_string().contains('!'));
+}
