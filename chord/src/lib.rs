@@ -750,6 +750,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 mod apply;
 mod diff;
 mod error;
+mod json;
 mod op;
 mod overlap;
 mod path;

@@ -35,7 +35,7 @@ use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
 /// assert_eq!(err.to_string(), "op 0: splice items must be a JSON array");
 /// ```
 pub fn parse_batch(json: &str) -> Result<Vec<Op>> {
-    batch_from_value(crate::wire::de::value_from_str(json)?)
+    batch_from_value(crate::json::value_from_str(json)?)
 }
 
 /// Like [`parse_batch`], from an already parsed JSON value.
