@@ -127,7 +127,7 @@ fn main() -> ExitCode {
 /// An error's message followed by each of its causes the message does not already say
 /// (`postgres://…: connect failed: error connecting to server: Connection refused`): the
 /// library's errors name what failed, their sources why.
-fn with_causes(error: &dyn std::error::Error) -> String {
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

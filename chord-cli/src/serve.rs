@@ -136,7 +136,7 @@ pub(crate) enum ServeError {
     #[error("--cors-origin {0:?}: not an origin (scheme://host or scheme://host:port)")]
     Origin(String),
     /// The log could not be opened.
-    #[error("opening the log to serve: {}", chain(.0))]
+    #[error("opening the log to serve: {}", crate::with_causes(.0))]
     Open(#[source] chord::store::Error),
     /// The log is a SQLite database, and this `chord` was built without SQLite.
     #[cfg_attr(feature = "sqlite", allow(dead_code))]
@@ -164,22 +164,6 @@ pub(crate) enum ServeError {
         /// Why.
         source: io::Error,
     },
-}
-
-/// `e` and each of its sources, joined by `: ` (a PostgreSQL error's cause, such as the
-/// connection refused, is in its source).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if !out.ends_with(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = e.source();
-    }
-    out
 }
 
 /// What the flags say, checked.
