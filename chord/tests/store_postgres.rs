@@ -499,3 +499,38 @@ fn a_takeover_by_a_writer_with_an_older_lease_keeps_seqs_increasing() {
     assert!(on_x > next);
     assert_eq!(recover(&first, &x).unwrap(), Some(json!({"n": 4})));
 }
+
+/// A store dropped on a tokio runtime's worker (the last `Log` handle of a server, a task
+/// that opened one): its connections close without the PostgreSQL client's own runtime
+/// panicking inside the caller's ("Cannot start a runtime from within a runtime"), and the
+/// writer's locks are let go at once, as in a plain drop.
+#[test]
+fn a_store_dropped_inside_a_tokio_runtime_closes_cleanly() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema("drop_in_runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for read_only in [false, true] {
+        let mut store = if read_only {
+            open_reader(&schema, "drop_in_runtime")
+        } else {
+            open(&schema, "drop_in_runtime", Durability::EveryAppend)
+        };
+        if !read_only {
+            store.append(&lane(), &base(1), None).unwrap();
+        }
+        // Reading fills the reader pool: its connections are dropped too.
+        assert!(!all_records(&store, &lane()).is_empty());
+        let dropped =
+            runtime.block_on(async move { tokio::spawn(async move { drop(store) }).await });
+        assert!(dropped.is_ok(), "read_only {read_only}: {dropped:?}");
+    }
+    // The writer's lock on the address went with it: another writer takes it at once.
+    let mut again = open(&schema, "drop_in_runtime", Durability::EveryAppend);
+    again.append(&lane(), &set(2), None).unwrap();
+}

@@ -99,6 +99,12 @@ const POOL_SIZE: usize = 4;
 /// [`claim`](PostgresStore::claim) waiting on another node gets it, and
 /// [`Durable::open`](super::Durable::open) recovers the value and continues.
 ///
+/// **In an async program.** The client is the `postgres` crate's blocking one, which runs a
+/// runtime of its own: open the store and call it from a thread that drives no tokio runtime
+/// (before the runtime starts, in `spawn_blocking`, as the stream server reads it), never
+/// on a runtime's worker, where it panics. Dropping it is safe anywhere: it closes its
+/// connections on a thread of its own.
+///
 /// **Fencing.** Every write moves each address's `last` link with a compare-and-set (`WHERE
 /// last = <the writer's newest>`), in the same statement as the insert. A writer whose
 /// connection was cut (and so lost its lock) reconnects, takes the lock again and checks that
@@ -156,10 +162,39 @@ pub struct PostgresStore {
     // Dropped first: its last flush needs the writer.
     syncer: Option<Syncer>,
     writer: Option<Arc<Mutex<Writer>>>,
-    shared: Arc<Shared>,
+    shared: SharedHandle,
     durability: Durability,
     /// A read-only store's durable seq: the newest seq it read.
     read: AtomicU64,
+}
+
+/// The store's [`Shared`], which [`PostgresStore`]'s drop takes away to a thread of its own.
+struct SharedHandle(Option<Arc<Shared>>);
+
+impl std::ops::Deref for SharedHandle {
+    type Target = Arc<Shared>;
+    fn deref(&self) -> &Arc<Shared> {
+        self.0.as_ref().expect("taken only by the store's drop")
+    }
+}
+
+impl Drop for PostgresStore {
+    /// Closes the connections on a thread of their own, and waits for it. The PostgreSQL
+    /// client blocks on a runtime of its own to close a connection (and the writer's last
+    /// flush and unlock, the listener's stop, run queries): on a thread that drives another
+    /// tokio runtime (the last handle of a server's `Log` dropped in a task) that panics, and
+    /// a panic in a drop aborts the process. A thread of its own has no runtime; the drop
+    /// still returns only once the connections are closed and the locks let go.
+    fn drop(&mut self) {
+        let parts = (self.syncer.take(), self.writer.take(), self.shared.0.take());
+        let closing = std::thread::Builder::new()
+            .name("chord-postgres-close".into())
+            .spawn(move || drop(parts));
+        // Without a thread to be had, the parts were dropped here, as before.
+        if let Ok(thread) = closing {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -256,7 +291,7 @@ impl PostgresBuilder {
         Ok(PostgresStore {
             syncer: Some(Syncer::new(durability, durable, flush, None)),
             writer: Some(writer),
-            shared,
+            shared: SharedHandle(Some(shared)),
             durability,
             read: AtomicU64::new(0),
         })
@@ -273,7 +308,7 @@ impl PostgresBuilder {
         Ok(PostgresStore {
             syncer: None,
             writer: None,
-            shared,
+            shared: SharedHandle(Some(shared)),
             durability: Durability::EveryAppend,
             read: AtomicU64::new(0),
         })
