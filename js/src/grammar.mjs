@@ -154,8 +154,10 @@ function lastStructural(verb, n) {
  */
 export function checkWireOp(op, written) {
   const [verb, n] = tuple(op);
-  // The texts of the elements that are not payloads, when a float may be among them.
-  const w = mayHaveFloats(written) ? elementTexts(written, lastStructural(verb, n) + 1) : [];
+  // The texts of the elements that are not payloads, when a float may be among them (an
+  // op with no such element, an `r`, is not scanned at all).
+  const last = lastStructural(verb, n);
+  const w = last > 0 && mayHaveFloats(written) ? elementTexts(written, last + 1) : [];
   switch (verb) {
     case 'r':
       if (n !== 1) throw arity(verb, n, '2');

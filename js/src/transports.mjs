@@ -27,6 +27,21 @@ function textChunk(texts, offset) {
 }
 
 /**
+ * Throws, its body let go, for a response that is not OK (its `StreamHttpError`) or not of
+ * the content type `type` (a `StreamHttpError` with `notEventStream`: not a stream's URL).
+ */
+async function expect(response, url, type) {
+  if (!response.ok) await refuse(response, url);
+  const found = response.headers.get('content-type') ?? '';
+  if (found.startsWith(type)) return;
+  const error = new StreamHttpError(response.status, url);
+  error.message = `${url} answered ${response.status} with ${found || 'no content type'}, not ${type}: is it a stream's URL?`;
+  error.notEventStream = true;
+  await response.body?.cancel().catch(() => {});
+  throw error;
+}
+
+/**
  * chord's offset for "the latest base": `GET ?offset=base` reads from the latest base batch
  * to the tail, the same URL for every joiner, so a cache in front answers them all.
  */
@@ -59,15 +74,7 @@ export async function* catchUp({
     headers: { accept: 'application/json' },
     signal,
   });
-  if (!response.ok) await refuse(response, url);
-  const type = response.headers.get('content-type') ?? '';
-  if (!type.startsWith('application/json')) {
-    const error = new StreamHttpError(response.status, url);
-    error.message = `${url} answered ${response.status} with ${type || 'no content type'}, not application/json: is it a stream's URL?`;
-    error.notEventStream = true;
-    await response.body?.cancel().catch(() => {});
-    throw error;
-  }
+  await expect(response, url, 'application/json');
   const next = response.headers.get('stream-next-offset');
   if (!validOffset(next)) {
     await response.body?.cancel().catch(() => {});
@@ -133,15 +140,7 @@ export async function* sseTransport({
     signal,
     cache: 'no-store',
   });
-  if (!response.ok) await refuse(response, url);
-  const type = response.headers.get('content-type') ?? '';
-  if (!type.startsWith('text/event-stream')) {
-    const error = new StreamHttpError(response.status, url);
-    error.message = `${url} answered ${response.status} with ${type || 'no content type'}, not text/event-stream: is it a stream's URL?`;
-    error.notEventStream = true;
-    await response.body?.cancel().catch(() => {});
-    throw error;
-  }
+  await expect(response, url, 'text/event-stream');
   const reader = response.body.getReader();
   // A fetch that does not end its body on abort still stops here.
   const stop = () => reader.cancel().catch(() => {});
