@@ -57,7 +57,9 @@ pub(crate) struct Args {
     read_token_file: Option<PathBuf>,
     /// Enable the write side (`PUT`, `POST` appends) for requests carrying one of the tokens
     /// in this file as `Authorization: Bearer TOKEN`. A JSONL file is then opened for
-    /// writing (created if missing; one writer per file). Without it, writes answer 405.
+    /// writing (created if missing; one writer per file). Without it, writes answer 405. A
+    /// chord log is not forked: a `PUT` with `Stream-Forked-From` answers 501 (after both
+    /// token checks: the fork's token must also be a read token, or it answers 401).
     #[arg(long, value_name = "PATH")]
     write_token_file: Option<PathBuf>,
     /// The `Cache-Control` of catch-up and long-poll reads, e.g. `public, max-age=60,

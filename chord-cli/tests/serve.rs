@@ -684,3 +684,59 @@ fn a_sqlite_store_is_served() {
     let value = chord::store::recover(&store, &Address::new("lanes", "main")).unwrap();
     assert!(value.unwrap().to_string().contains('!'));
 }
+
+/// A fork writes the new stream and reads its source, and a chord log is not forked: a
+/// write token that may not read is refused (401, as a refused read of the source), a token
+/// that may both is told forks are not served (501); neither creates anything.
+#[test]
+fn a_fork_is_authorized_as_a_write_and_a_read_then_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agent.jsonl");
+    write_lane(JsonlStore::open(&log, Durability::EveryAppend).unwrap());
+    let readers = dir.path().join("readers");
+    std::fs::write(&readers, format!("{READ_TOKEN}\nboth\n")).unwrap();
+    let writers = dir.path().join("writers");
+    std::fs::write(&writers, format!("{WRITE_TOKEN}\nboth\n")).unwrap();
+    let served = Served::start(&[
+        log.to_str().unwrap(),
+        "--read-token-file",
+        readers.to_str().unwrap(),
+        "--write-token-file",
+        writers.to_str().unwrap(),
+    ]);
+    let fork = |token: &str| {
+        call(
+            &served.addr,
+            "PUT",
+            "/streams/lanes/copy",
+            &[
+                ("authorization", &format!("Bearer {token}")),
+                ("content-type", "application/json"),
+                ("stream-forked-from", "/streams/lanes/main"),
+            ],
+            "",
+        )
+    };
+    let r = fork(WRITE_TOKEN);
+    assert_eq!(r.status, 401, "a write token alone: {}", r.head);
+    let r = fork("both");
+    assert_eq!(
+        (r.status, String::from_utf8_lossy(&r.body).into_owned()),
+        (
+            501,
+            "a chord log is not forked: only the streams of a Memory backend are\n".into()
+        ),
+        "{}",
+        r.head
+    );
+    let r = call(
+        &served.addr,
+        "GET",
+        "/streams/lanes/copy?offset=-1",
+        &[("authorization", &format!("Bearer {READ_TOKEN}"))],
+        "",
+    );
+    assert_eq!(r.status, 404, "nothing was created: {}", r.head);
+    let (code, stderr) = served.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -1226,6 +1226,21 @@ async fn reads_from_another_origin_carry_the_cross_origin_policy() {
     assert!(r.status.is_success(), "{}", r.status);
     let allowed = r.header("access-control-allow-headers").unwrap_or("");
     assert!(allowed.contains("authorization") && allowed.contains("if-none-match"));
+    // An `OPTIONS` that is not a preflight (no `Origin`, or no method asked for) is answered
+    // with the methods served, as without a policy, not with the policy's 200.
+    for headers in [&[][..], &[("origin", "https://page.example")][..]] {
+        let r = call(&app, Method::OPTIONS, url, headers, "").await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{headers:?}");
+        assert!(
+            r.header("allow").unwrap_or("").contains("GET"),
+            "{headers:?}"
+        );
+        assert_eq!(
+            r.header("access-control-allow-methods"),
+            None,
+            "{headers:?}"
+        );
+    }
 
     // A named origin with credentials: that origin is granted, another is not.
     let named = Streams::new(&f.log)

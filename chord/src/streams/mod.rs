@@ -278,6 +278,9 @@
 //! | `PUT` with `Stream-Forked-From` (`Stream-Fork-Offset`, `-Sub-Offset`) | the write hook on the new stream, then the read hook on the source ([`ReadKind::Fork`], with the `PUT`'s URI and headers) |
 //! | `OPTIONS` | none: the methods served, or the cross-origin policy's answer to a preflight |
 //!
+//! Only the streams of a [`Memory`] backend fork: after both hooks, a fork of a chord log
+//! answers 501.
+//!
 //! `Stream-Forked-From` is the only header that names another stream. A fork copies its
 //! source, so it is a read of it: a refused source answers exactly as a refused read of it
 //! does, the same whether the source exists or not, copies nothing, and tells nothing of it

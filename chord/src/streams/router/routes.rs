@@ -6,16 +6,19 @@
 //! before anything about a stream is looked at and before a body is read.
 
 use std::collections::HashMap;
+use std::future::poll_fn;
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::Request;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
-use axum::middleware;
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, MethodRouter};
 use axum::Router;
+use tower_service::Service;
 use tracing::Instrument;
 
 use super::names::{check_name, fork_source};
@@ -54,15 +57,42 @@ pub(super) fn router(path: &str, streams: Streams, namespace: Option<Arc<str>>) 
     if writes {
         route = route.put(create).post(append).delete(delete);
     }
-    let mut router = Router::new().route(path, route).with_state(served);
+    let plain = Router::new().route(path, route).with_state(served);
+    let mut router = plain.clone();
     if let Some(cors) = cors {
-        router = router.layer(cors);
+        // The policy answers every `OPTIONS` as a preflight (200, no `Allow`), also one no
+        // browser sent; an `OPTIONS` that is not a preflight goes around it, to the methods.
+        router =
+            router
+                .layer(cors)
+                .layer(middleware::from_fn(move |request: Request, next: Next| {
+                    let mut plain = plain.clone();
+                    async move {
+                        if request.method() == Method::OPTIONS && !is_preflight(request.headers()) {
+                            let ready =
+                                poll_fn(|cx| Service::<Request>::poll_ready(&mut plain, cx));
+                            match ready.await {
+                                Ok(()) => plain.call(request).await.unwrap_or_else(|e| match e {}),
+                                Err(e) => match e {},
+                            }
+                        } else {
+                            next.run(request).await
+                        }
+                    }
+                }));
     }
     // Outermost: the cross-origin policy's own answers get the headers too, and every answer
     // is counted.
     router
         .layer(middleware::from_fn(headers::common))
         .layer(middleware::from_fn(requests::record))
+}
+
+/// Whether a request is a CORS preflight: an `OPTIONS` from a page (`Origin`) asking for a
+/// method (`Access-Control-Request-Method`), as the Fetch standard defines one.
+fn is_preflight(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::ORIGIN)
+        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
 }
 
 /// The stream a request names, with what its handlers read of the request line and headers.
@@ -347,6 +377,13 @@ async fn serve_write(
                 (WriteKind::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
             };
         }
+    }
+    if fork.is_some() {
+        // Only a `Memory` backend's streams fork: a chord log has one writer, its producer.
+        return plain(
+            StatusCode::NOT_IMPLEMENTED,
+            "a chord log is not forked: only the streams of a Memory backend are\n",
+        );
     }
     let source = Arc::clone(&streams.source);
     write::handle(source, tail, write, address, headers, body).await
