@@ -727,6 +727,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
+//! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
 //! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
