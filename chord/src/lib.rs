@@ -752,6 +752,7 @@ mod apply;
 mod diff;
 mod error;
 mod json;
+mod json_write;
 mod op;
 mod overlap;
 mod path;
