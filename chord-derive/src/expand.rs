@@ -21,6 +21,7 @@ use syn::{
 
 use crate::ast::{Field, Input, Seg, Shape, Style, Variant};
 use crate::attr::{Ctxt, With};
+use crate::types::{is_option, is_option_is_none, mentions};
 use crate::{fallback, typescript, valid};
 
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
@@ -48,18 +49,6 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     };
     let typescript = typescript::expand(&parsed);
     quote!(#errors #tracked #typescript)
-}
-
-/// Whether `ty` mentions the type parameter `param`.
-pub(crate) fn mentions(ty: &Type, param: &Ident) -> bool {
-    fn walk(tokens: TokenStream, param: &Ident) -> bool {
-        tokens.into_iter().any(|t| match t {
-            proc_macro2::TokenTree::Ident(i) => i == *param,
-            proc_macro2::TokenTree::Group(g) => walk(g.stream(), param),
-            _ => false,
-        })
-    }
-    walk(ty.to_token_stream(), param)
 }
 
 /// How chord follows a field.
@@ -157,31 +146,6 @@ fn present(f: &Field, value: TokenStream) -> TokenStream {
             ::chord::__private::core::option::Option::Some(!#pred(#value))
         },
         None => quote!(::chord::__private::core::option::Option::None),
-    }
-}
-
-/// Whether a `skip_serializing_if` predicate is `Option::is_none` (spelled with or without
-/// `std::option::` or `core::option::`): the field is then an `Option`, absent only when
-/// `None`, which nothing but an assignment changes.
-pub(crate) fn is_option_is_none(pred: &syn::ExprPath) -> bool {
-    let spelled = pred.to_token_stream().to_string().replace(' ', "");
-    let spelled = spelled.trim_start_matches("::");
-    ["std::", "core::", ""].iter().any(|krate| {
-        spelled
-            .strip_prefix(krate)
-            .is_some_and(|rest| rest == "option::Option::is_none" || rest == "Option::is_none")
-    })
-}
-
-/// Whether a field's type is spelled `Option<..>` (or `std::option::Option<..>`).
-pub(crate) fn is_option(ty: &syn::Type) -> bool {
-    match ty {
-        syn::Type::Path(p) if p.qself.is_none() => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "Option" && !s.arguments.is_none()),
-        _ => false,
     }
 }
 
@@ -839,33 +803,6 @@ fn opaque(input: &DeriveInput) -> TokenStream {
             fn __assign<'__a>(proxy: &mut Self::Proxy<'__a>, value: Self) where Self: '__a {
                 proxy.set(value);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_option_is_none;
-
-    #[test]
-    fn option_is_none_is_recognised_however_spelled() {
-        let is = |s: &str| is_option_is_none(&syn::parse_str(s).unwrap());
-        for yes in [
-            "Option::is_none",
-            "option::Option::is_none",
-            "std::option::Option::is_none",
-            "::core::option::Option::is_none",
-        ] {
-            assert!(is(yes), "{yes}");
-        }
-        for no in [
-            "Vec::is_empty",
-            "is_none",
-            "my::Option::is_none",
-            "Option::is_some",
-            "crate::Option::is_none",
-        ] {
-            assert!(!is(no), "{no}");
         }
     }
 }

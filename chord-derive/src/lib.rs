@@ -15,6 +15,7 @@ mod attr;
 mod case;
 mod expand;
 mod fallback;
+mod types;
 mod typescript;
 mod valid;
 

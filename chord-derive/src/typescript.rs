@@ -13,7 +13,7 @@ use quote::{quote, ToTokens};
 use syn::{Attribute, Expr, GenericArgument, Lit, Meta, PathArguments, Type, WherePredicate};
 
 use crate::ast::{Field, Input, Shape, Style};
-use crate::expand::{is_option, is_option_is_none, mentions};
+use crate::types::{is_option, is_option_is_none, mentions};
 
 /// The implementation for a type the derive accepted.
 pub(crate) fn expand(input: &Input) -> TokenStream {

@@ -42,7 +42,7 @@ use std::io::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chord::store::{Address, Checkpoint, Durability, Durable, Error, LogWriter, PostgresStore};
-use chord::streams::{Health, Log, Server, Streams, DEFAULT_DRAIN};
+use chord::streams::{Health, Log, Server, Streams};
 use chord::Tracked;
 use serde::{Deserialize, Serialize};
 
@@ -196,8 +196,7 @@ pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?;
     let drain = value("--drain-ms")
         .map(|s| s.parse().map(Duration::from_millis))
-        .transpose()?
-        .unwrap_or(DEFAULT_DRAIN);
+        .transpose()?;
     let address = Address::new("lanes", value("--key").unwrap_or_else(|| "main".into()));
 
     // The store's client is synchronous (a runtime of its own per connection): opened
@@ -236,7 +235,11 @@ pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
         health = health.max_follower_lag(lag);
     }
     let app = streams.router().merge(health.router());
-    runtime.block_on(Server::new().drain(drain).serve(listener, app, shutdown()))?;
+    let mut server = Server::new();
+    if let Some(deadline) = drain {
+        server = server.drain(deadline);
+    }
+    runtime.block_on(server.serve(listener, app, shutdown()))?;
     Ok(())
 }
 

@@ -150,7 +150,7 @@ fn least_useful_overlap(path: &[Seg], after: &str) -> usize {
     let reach = 8 + path_len;
     let mut esc = 0;
     for (at, &b) in after.as_bytes().iter().enumerate() {
-        esc += if crate::wire::table::needs_escape(b) {
+        esc += if crate::json_write::needs_escape(b) {
             6
         } else {
             1

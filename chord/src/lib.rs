@@ -628,24 +628,24 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | ids in the wire's path table | 1,024 | [`MAX_IDS`] |
 //! | key text of a path that gets an id | 256 UTF-16 units | [`MAX_ID_PATH_UNITS`] |
 //! | bytes of a stored record | 64 MiB | [`store::MAX_RECORD_BYTES`] |
-//! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::DEFAULT_TAIL_RECORDS`, `DEFAULT_TAIL_BYTES` |
-//! | bytes of all of a log's tail caches together (least recently used out first) | 64 MiB | `streams::DEFAULT_TAIL_CACHE_BYTES` |
+//! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::LogBuilder::tail_records`, `tail_bytes` |
+//! | bytes of all of a log's tail caches together (least recently used out first) | 64 MiB | `streams::LogBuilder::tail_cache_bytes` |
 //! | base batches readable | 4 | `streams::Retention` |
-//! | long-poll wait | 20 s | `streams::DEFAULT_LONG_POLL` |
-//! | an SSE response's lifetime | 60 s | `streams::DEFAULT_SSE_LIFETIME` |
-//! | SSE keep-alive comment | every 15 s | `streams::DEFAULT_KEEP_ALIVE` |
-//! | kernel send buffer per connection | 64 KiB | `streams::DEFAULT_SEND_BUFFER` |
+//! | long-poll wait | 20 s | `streams::Streams::long_poll` |
+//! | an SSE response's lifetime | 60 s | `streams::Streams::sse_lifetime` |
+//! | SSE keep-alive comment | every 15 s | `streams::Streams::keep_alive` |
+//! | kernel send buffer per connection | 64 KiB | `streams::Server::send_buffer` |
 //! | namespace or key in a URL | 1,024 bytes | `streams::MAX_NAME` |
-//! | body of an authorized write (a larger `Content-Length` is a 413 before reading; a refused write's body is never read) | 16 MiB | `streams::WRITE_BODY_LIMIT` |
-//! | request bodies held at once, all requests together | 64 MiB | `streams::DEFAULT_BODY_BUDGET` |
-//! | wait for room in that budget, then 503 | 5 s | `streams::DEFAULT_BODY_WAIT` |
-//! | time a body may take to arrive, then 408 | 30 s | `streams::DEFAULT_BODY_TIMEOUT` |
+//! | body of an authorized write (a larger `Content-Length` is a 413 before reading; a refused write's body is never read) | 16 MiB | `streams::Streams::max_body` |
+//! | request bodies held at once, all requests together | 64 MiB | `streams::Streams::body_budget` |
+//! | wait for room in that budget, then 503 | 5 s | `streams::Streams::body_wait` |
+//! | time a body may take to arrive, then 408 | 30 s | `streams::Streams::body_timeout` |
 //! | `Stream-TTL` of a protocol stream | 36,500 days | `streams::MAX_TTL` |
-//! | protocol streams in memory / bytes each | 10,000 / 64 MiB | `streams::DEFAULT_MAX_STREAMS`, `DEFAULT_MAX_STREAM_BYTES` |
-//! | a follower thread idle without live readers | 30 s | `streams::DEFAULT_FOLLOW_IDLE` |
-//! | replica reconnect backoff | 50 ms to 2 s | `replica::DEFAULT_BACKOFF_MIN`, `DEFAULT_BACKOFF_MAX` |
-//! | replica silence before reconnecting | 45 s | `replica::DEFAULT_IDLE_TIMEOUT` |
-//! | bytes of one SSE event a replica reads | 64 MiB | `replica::DEFAULT_MAX_EVENT` |
+//! | protocol streams in memory / bytes each | 10,000 / 64 MiB | `streams::Memory::max_streams`, `max_stream_bytes` |
+//! | a follower thread idle without live readers | 30 s | `streams::LogBuilder::follow_idle` |
+//! | replica reconnect backoff | 50 ms to 2 s | `replica::Builder::backoff` |
+//! | replica silence before reconnecting | 45 s | `replica::Builder::idle_timeout` |
+//! | bytes of one SSE event a replica reads | 64 MiB | `replica::Builder::max_event` |
 //! | PostgreSQL read pool | 4 connections | `PostgresBuilder::pool_size` |
 //!
 //! - **Untrusted batches** cost memory in proportion to what they add to the document, not to
@@ -727,6 +727,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
+//! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
 //! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
@@ -751,6 +752,7 @@ mod apply;
 mod diff;
 mod error;
 mod json;
+mod json_write;
 mod op;
 mod overlap;
 mod path;

@@ -1136,7 +1136,7 @@ async fn private_reads_are_never_served_from_the_cache() {
         assert_eq!(reply.status, 200, "{}", proxy.log());
         assert_eq!(
             reply.header("cache-control"),
-            Some(streams::DEFAULT_CACHE_CONTROL)
+            Some("private, max-age=60, stale-while-revalidate=300")
         );
         assert_eq!(reply.header("x-cache-status"), Some("MISS"));
         assert_eq!(batches(&reply.body), 1 + BATCHES);

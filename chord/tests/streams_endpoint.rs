@@ -1578,12 +1578,15 @@ mod read_hook {
 
     #[tokio::test]
     async fn with_a_read_hook_a_kept_read_is_revalidated_through_it() {
-        use chord::streams::{AUTHORIZED_CACHE_CONTROL, DEFAULT_CACHE_CONTROL};
+        use chord::streams::AUTHORIZED_CACHE_CONTROL;
         let f = fixture().await;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let uri = "/streams/lanes/main?offset=-1";
         let r = get(&f.app(), uri).await;
-        assert_eq!(r.header("cache-control"), Some(DEFAULT_CACHE_CONTROL));
+        assert_eq!(
+            r.header("cache-control"),
+            Some("private, max-age=60, stale-while-revalidate=300")
+        );
         let app = hooked(&f, &seen).router();
         let r = call(&app, Method::GET, uri, &[READER], "").await;
         assert_eq!(r.header("cache-control"), Some(AUTHORIZED_CACHE_CONTROL));

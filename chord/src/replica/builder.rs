@@ -12,7 +12,9 @@ use super::stats::Counters;
 use super::target::Target;
 use super::{Error, State};
 
-/// Configures a [`Replica`]: backoff, idle timeout, event size bound.
+/// Configures a [`Replica`]: backoff, idle timeout, event size bound. The defaults: a
+/// backoff of 50 ms to 2 s, 45 s of silence before a stream counts as broken, events of up
+/// to 64 MiB.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -54,23 +56,23 @@ impl Replica {
 impl Builder {
     /// The backoff before resubscribing: `min` after a subscription that delivered its base
     /// batch, doubling on each failed attempt up to `max`, each spread by ±50% so that many
-    /// replicas broken at once do not return at once.
+    /// replicas broken at once do not return at once. Default: 50 ms to 2 s.
     pub fn backoff(mut self, min: Duration, max: Duration) -> Builder {
         self.settings.backoff_min = min;
         self.settings.backoff_max = max.max(min);
         self
     }
 
-    /// How long a stream may stay silent before it counts as broken (default
-    /// [`DEFAULT_IDLE_TIMEOUT`](super::DEFAULT_IDLE_TIMEOUT)); keep it above the server's keep-alive interval.
+    /// How long a stream may stay silent (no event, no keep-alive comment) before it counts
+    /// as broken (default 45 s: three of the server's default 15 s keep-alive intervals); keep
+    /// it above the server's keep-alive interval.
     pub fn idle_timeout(mut self, timeout: Duration) -> Builder {
         self.settings.idle_timeout = timeout;
         self
     }
 
-    /// The largest event accepted, in bytes (default
-    /// [`DEFAULT_MAX_EVENT`](super::DEFAULT_MAX_EVENT)); a larger one
-    /// breaks the subscription.
+    /// The largest event accepted, in bytes (default 64 MiB); a larger one breaks the
+    /// subscription.
     pub fn max_event(mut self, bytes: usize) -> Builder {
         self.settings.max_event = bytes;
         self

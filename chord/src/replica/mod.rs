@@ -53,8 +53,5 @@ mod target;
 pub use self::builder::Builder;
 pub use self::error::Error;
 pub use self::handle::Replica;
-pub use self::settings::{
-    DEFAULT_BACKOFF_MAX, DEFAULT_BACKOFF_MIN, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_EVENT,
-};
 pub use self::state::State;
 pub use self::stats::{Break, Stats};

@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 /// The default backoff before the first resubscription after a break.
-pub const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(50);
+pub(crate) const DEFAULT_BACKOFF_MIN: Duration = Duration::from_millis(50);
 /// The default longest backoff between resubscriptions.
-pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// The default time without a byte (events or keep-alive comments) after which a stream
 /// counts as broken: three of the endpoint's default keep-alive intervals.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(45);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(45);
 /// The default largest event accepted.
-pub const DEFAULT_MAX_EVENT: usize = 64 << 20;
+pub(crate) const DEFAULT_MAX_EVENT: usize = 64 << 20;
 
 /// How a replica follows its stream, whatever the stream.
 #[derive(Clone, Copy, Debug)]

@@ -135,9 +135,10 @@ pub use self::check::CheckedBatch;
 pub use self::durable::Durable;
 pub use self::error::{Error, Result};
 pub use self::jsonl::{JsonlStore, TornTail};
-/// Testing only: the faults `PostgresStore::cut_next_write` injects. Not part of the API.
-#[cfg(feature = "postgres")]
-#[doc(hidden)]
+/// For tests: the faults [`PostgresStore::cut_next_write`] injects. Only with the `postgres`
+/// and `test-util` features.
+#[cfg(all(feature = "postgres", feature = "test-util"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "postgres", feature = "test-util"))))]
 pub use self::postgres::Cut as PostgresCut;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

@@ -23,10 +23,10 @@ pub const HEALTH_ROUTE: &str = "/healthz";
 pub const READY_ROUTE: &str = "/readyz";
 
 /// The default [`Health::max_follower_lag`].
-pub const DEFAULT_MAX_FOLLOWER_LAG: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_MAX_FOLLOWER_LAG: Duration = Duration::from_secs(5);
 
 /// The default [`Health::probe_timeout`].
-pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The liveness and readiness routes of a node serving a [`Log`]:
 ///
@@ -95,7 +95,8 @@ pub struct Readiness {
 }
 
 impl Health {
-    /// The routes for `log`, with the defaults.
+    /// The routes for `log`, with the defaults: ready while the followers lag at most 5 s
+    /// and the store probe answers within 2 s.
     pub fn new<S: Store + Send + 'static>(log: &Log<S>) -> Health {
         Health::of(log.source())
     }
@@ -109,16 +110,14 @@ impl Health {
         }
     }
 
-    /// The longest [`Log::follower_lag`] a ready node may have (default
-    /// [`DEFAULT_MAX_FOLLOWER_LAG`]). A follower hears from the store at least twice a
+    /// The longest [`Log::follower_lag`] a ready node may have (default 5 s). A follower hears from the store at least twice a
     /// second while the store answers; keep this well above that.
     pub fn max_follower_lag(mut self, lag: Duration) -> Health {
         self.max_follower_lag = lag;
         self
     }
 
-    /// How long the store probe may take before the node counts as not ready (default
-    /// [`DEFAULT_PROBE_TIMEOUT`]).
+    /// How long the store probe may take before the node counts as not ready (default 2 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Health {
         self.probe_timeout = timeout;
         self

@@ -16,16 +16,16 @@ use crate::store::{
 };
 
 /// The default [`LogBuilder::tail_records`].
-pub const DEFAULT_TAIL_RECORDS: usize = 1024;
+pub(crate) const DEFAULT_TAIL_RECORDS: usize = 1024;
 
 /// The default [`LogBuilder::tail_bytes`].
-pub const DEFAULT_TAIL_BYTES: usize = 8 << 20;
+pub(crate) const DEFAULT_TAIL_BYTES: usize = 8 << 20;
 
 /// The default [`LogBuilder::tail_cache_bytes`]: eight addresses' full tail caches.
-pub const DEFAULT_TAIL_CACHE_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_TAIL_CACHE_BYTES: usize = 64 << 20;
 
 /// The default [`LogBuilder::follow_idle`].
-pub const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
 
 /// A [`Store`] shared by one writer and any number of readers: what the stream server
 /// ([`Streams`](super::Streams)) serves.
@@ -151,6 +151,9 @@ pub struct LogBuilder {
 }
 
 impl Default for LogBuilder {
+    /// The defaults: [`Retention::default`], 1,024 records and 8 MiB in each address's tail
+    /// cache, 64 MiB in all the tail caches together, followers idle for 30 s before they
+    /// stop, [`Compaction::default`].
     fn default() -> Self {
         LogBuilder {
             bounds: Bounds {
@@ -166,8 +169,7 @@ impl Default for LogBuilder {
 }
 
 impl LogBuilder {
-    /// The defaults: [`Retention::default`], [`DEFAULT_TAIL_RECORDS`], [`DEFAULT_TAIL_BYTES`],
-    /// [`DEFAULT_TAIL_CACHE_BYTES`].
+    /// The defaults (see [`LogBuilder::default`]).
     pub fn new() -> LogBuilder {
         LogBuilder::default()
     }
@@ -178,22 +180,21 @@ impl LogBuilder {
         self
     }
 
-    /// At most this many records in each address's tail cache (at least 1; default
-    /// [`DEFAULT_TAIL_RECORDS`]).
+    /// At most this many records in each address's tail cache (at least 1; default 1,024).
     pub fn tail_records(mut self, records: usize) -> LogBuilder {
         self.bounds.records = records.max(1);
         self
     }
 
-    /// At most this many bytes of batches in each address's tail cache (default
-    /// [`DEFAULT_TAIL_BYTES`]); the newest record is kept whatever its size.
+    /// At most this many bytes of batches in each address's tail cache (default 8 MiB); the
+    /// newest record is kept whatever its size.
     pub fn tail_bytes(mut self, bytes: usize) -> LogBuilder {
         self.bounds.bytes = bytes;
         self
     }
 
-    /// At most this many bytes in all the tail caches together (default
-    /// [`DEFAULT_TAIL_CACHE_BYTES`]), as [`Log::cached_bytes`] counts them: each cache's
+    /// At most this many bytes in all the tail caches together (default 64 MiB: eight
+    /// addresses' full tail caches), as [`Log::cached_bytes`] counts them: each cache's
     /// records with their framed events, and a few hundred bytes per address loaded. Past it,
     /// the caches of the least recently read addresses are emptied first (an address nobody
     /// reads or follows now is forgotten, and loaded again from the store by its next read);
@@ -215,7 +216,7 @@ impl LogBuilder {
     }
 
     /// Over a store shared by several nodes: how long a follower of an address keeps
-    /// running once no live reader waits on it (default [`DEFAULT_FOLLOW_IDLE`]); see
+    /// running once no live reader waits on it (default 30 s); see
     /// [`Log`].
     pub fn follow_idle(mut self, idle: Duration) -> LogBuilder {
         self.follow_idle = idle;

@@ -12,18 +12,13 @@ use tokio::sync::watch;
 use crate::store::Address;
 
 /// The default [`Memory::max_streams`].
-pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+pub(crate) const DEFAULT_MAX_STREAMS: usize = 10_000;
 
 /// The default [`Memory::max_stream_bytes`].
-pub const DEFAULT_MAX_STREAM_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_MAX_STREAM_BYTES: usize = 64 << 20;
 
-/// The default [`Memory::max_bytes`]: 1 GiB, sixteen streams at
-/// [`DEFAULT_MAX_STREAM_BYTES`]. The other two bounds alone would let
-/// [`DEFAULT_MAX_STREAMS`] streams hold 625 GiB, more memory than a server has: this one is
-/// what a modest server can give its streams beside the rest of the process, so that writers
-/// filling streams are refused (`507`) before the process runs out of memory. A server
-/// meant to hold more sets its own.
-pub const DEFAULT_MAX_BYTES: usize = 1 << 30;
+/// The default [`Memory::max_bytes`] (see there for why).
+pub(crate) const DEFAULT_MAX_BYTES: usize = 1 << 30;
 
 /// The longest `Stream-TTL` a stream may be created with: 36,500 days (100 years of 365
 /// days). A longer one answers 400, so that no idle deadline lies beyond what the clock can
@@ -120,6 +115,8 @@ pub struct Memory {
 }
 
 impl Default for Memory {
+    /// An empty backend with the defaults: at most 10,000 streams, 64 MiB of messages in
+    /// each, 1 GiB in all of them together.
     fn default() -> Self {
         Memory {
             streams: Mutex::new(HashMap::new()),
@@ -132,14 +129,14 @@ impl Default for Memory {
 }
 
 impl Memory {
-    /// An empty backend with [`DEFAULT_MAX_STREAMS`], [`DEFAULT_MAX_STREAM_BYTES`] and
-    /// [`DEFAULT_MAX_BYTES`].
+    /// An empty backend with the defaults (see [`Memory::default`]).
     #[must_use]
     pub fn new() -> Memory {
         Memory::default()
     }
 
-    /// At most this many streams (expired ones are dropped first when full).
+    /// At most this many streams (default 10,000; expired ones are dropped first when
+    /// full).
     #[must_use]
     pub fn max_streams(mut self, n: usize) -> Memory {
         self.max_streams = n;
@@ -148,7 +145,7 @@ impl Memory {
 
     /// At most this many bytes of messages in one stream, each message counted with its
     /// handle (32 bytes on 64-bit targets), so that the bound holds the memory a stream takes
-    /// however small its messages.
+    /// however small its messages (default 64 MiB).
     #[must_use]
     pub fn max_stream_bytes(mut self, n: usize) -> Memory {
         self.max_stream_bytes = n;
@@ -156,9 +153,13 @@ impl Memory {
     }
 
     /// At most this many bytes of messages in all the streams together, counted as
-    /// [`max_stream_bytes`](Memory::max_stream_bytes) counts them (default
-    /// [`DEFAULT_MAX_BYTES`]). A create (its first messages, a fork's inherited ones
-    /// included) or an append that would go beyond is refused whole with
+    /// [`max_stream_bytes`](Memory::max_stream_bytes) counts them (default 1 GiB, sixteen
+    /// streams at the default [`max_stream_bytes`](Memory::max_stream_bytes)). The other two
+    /// bounds alone would let the default 10,000 streams hold 625 GiB, more memory than a
+    /// server has: the default is what a modest server can give its streams beside the rest
+    /// of the process, so that writers filling streams are refused before the process runs
+    /// out of memory; a server meant to hold more sets its own. A create (its first messages,
+    /// a fork's inherited ones included) or an append that would go beyond is refused whole with
     /// `507 Insufficient Storage`: nothing of it is kept, and the stream is as it was.
     /// Expired streams are dropped first when full. A stream's bytes are given back when it
     /// is deleted, or dropped once expired, or replaced by a new stream at its address.

@@ -125,7 +125,7 @@
 //! event of every `data` event it was sent, and resumes from its offset on the server that
 //! takes over, with no error reaching the application), answers long-polls in flight with
 //! `204`, lets catch-up reads in flight finish, and cuts what is still open after
-//! [`Server::drain`] (default [`DEFAULT_DRAIN`], 10 s). `axum::serve` and other servers do not
+//! [`Server::drain`] (default 10 s). `axum::serve` and other servers do not
 //! drain the SSE responses: they never end on their own.
 //!
 //! **Metrics.** Recorded through the [`metrics`](::metrics) facade: the application installs
@@ -207,8 +207,8 @@
 //! - A fork offset of `-1` or of the form `0…0_0…0` means the start of the source stream.
 //!   The suite sends the reference server's own offset format for that; the protocol leaves
 //!   offsets a server did not issue undefined, so chord gives this one its obvious meaning.
-//! - With the write side on, an authorized request body of up to [`WRITE_BODY_LIMIT`]
-//!   (16 MiB) is read (the suite appends 10 MB at once).
+//! - With the write side on, an authorized request body of up to 16 MiB (the default
+//!   [`Streams::max_body`]) is read (the suite appends 10 MB at once).
 //!
 //! # Bounds on requests
 //!
@@ -218,12 +218,12 @@
 //! | bound | default | set by |
 //! | --- | --- | --- |
 //! | body of any request but an authorized write (reads, refused writes, write side off, methods not served) | never read; the answer has `Connection: close` | — |
-//! | body of an authorized write | 16 MiB ([`WRITE_BODY_LIMIT`]); a larger `Content-Length` answers 413 before a byte is read | [`Streams::max_body`] |
-//! | bytes of request bodies held at once, all requests together | 64 MiB ([`DEFAULT_BODY_BUDGET`]) | [`Streams::body_budget`] |
-//! | wait for room in that budget, then 503 with `Retry-After` | 5 s ([`DEFAULT_BODY_WAIT`]) | [`Streams::body_wait`] |
-//! | time a body may take to arrive, then 408 | 30 s ([`DEFAULT_BODY_TIMEOUT`]) | [`Streams::body_timeout`] |
+//! | body of an authorized write | 16 MiB; a larger `Content-Length` answers 413 before a byte is read | [`Streams::max_body`] |
+//! | bytes of request bodies held at once, all requests together | 64 MiB | [`Streams::body_budget`] |
+//! | wait for room in that budget, then 503 with `Retry-After` | 5 s | [`Streams::body_wait`] |
+//! | time a body may take to arrive, then 408 | 30 s | [`Streams::body_timeout`] |
 //! | request headers arriving, per connection | 30 s | [`Server`] |
-//! | bytes of messages a [`Memory`] holds, all its streams together | 1 GiB ([`DEFAULT_MAX_BYTES`]); a create or append beyond answers 507, refused whole | [`Memory::max_bytes`] |
+//! | bytes of messages a [`Memory`] holds, all its streams together | 1 GiB; a create or append beyond answers 507, refused whole | [`Memory::max_bytes`] |
 //! | `Stream-TTL` | 36,500 days ([`MAX_TTL`]); more answers 400 | — |
 //! | `Producer-Epoch`, `Producer-Seq` | 2^53 − 1; more answers 400 | — |
 //! | namespace or key | [`MAX_NAME`] bytes | — |
@@ -301,7 +301,8 @@
 //! [`Streams::sse_lifetime`] (60 s by default) and its client reconnects through the hook
 //! again, so a revoked reader stops within that. A browser's cache could answer a read
 //! without asking the server: without a read hook catch-up reads are
-//! `Cache-Control: private, max-age=60` ([`DEFAULT_CACHE_CONTROL`]), and a browser reuses
+//! `Cache-Control: private, max-age=60` (the default [`Streams::cache_control`]), and a
+//! browser reuses
 //! one for a minute; with one they are `private, no-cache` ([`AUTHORIZED_CACHE_CONTROL`]),
 //! and a browser revalidates before each reuse (a conditional request, through the hook,
 //! answered 304 when allowed and unchanged).
@@ -375,27 +376,15 @@ mod write;
 
 pub use self::auth::{Access, ReadKind, ReadRequest};
 pub use self::compaction::Compaction;
-pub use self::health::{
-    Health, Readiness, DEFAULT_MAX_FOLLOWER_LAG, DEFAULT_PROBE_TIMEOUT, HEALTH_ROUTE, READY_ROUTE,
-};
-pub use self::log::{
-    Log, LogBuilder, DEFAULT_FOLLOW_IDLE, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_CACHE_BYTES,
-    DEFAULT_TAIL_RECORDS,
-};
-pub use self::memory::{
-    Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAM_BYTES, MAX_TTL,
-};
+pub use self::health::{Health, Readiness, HEALTH_ROUTE, READY_ROUTE};
+pub use self::log::{Log, LogBuilder};
+pub use self::memory::{Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, MAX_TTL};
 pub use self::metrics::describe_metrics;
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::router::{
     default_cors, stream_path, Streams, AUTHORIZED_CACHE_CONTROL, BASE_OFFSET_HEADER,
-    DEFAULT_CACHE_CONTROL, DEFAULT_KEEP_ALIVE, DEFAULT_LONG_POLL, DEFAULT_SSE_LIFETIME,
     EXPOSED_HEADERS, MAX_NAME, ROUTE,
 };
-pub use self::server::{serve, Server, DEFAULT_DRAIN, DEFAULT_SEND_BUFFER};
-pub use self::write::{
-    WriteKind, WriteRequest, DEFAULT_BODY_BUDGET, DEFAULT_BODY_TIMEOUT, DEFAULT_BODY_WAIT,
-    WRITE_BODY_LIMIT,
-};
+pub use self::server::{serve, Server};
+pub use self::write::{WriteKind, WriteRequest};

@@ -15,10 +15,10 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 /// The default cap on each connection's kernel send buffer in [`Server`].
-pub const DEFAULT_SEND_BUFFER: usize = 64 * 1024;
+pub(crate) const DEFAULT_SEND_BUFFER: usize = 64 * 1024;
 
 /// The default [`Server::drain`] deadline.
-pub const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
 
 /// The drain signal, in every request's extensions as [`Server`] serves it: `true` once the
 /// server drains. SSE responses end at their next event boundary, long-polls answer at once.
@@ -81,6 +81,8 @@ pub struct Server {
 }
 
 impl Default for Server {
+    /// A server with the defaults: each connection's kernel send buffer capped at 64 KiB, and
+    /// a shutdown that waits up to 10 s for the responses in flight.
     fn default() -> Self {
         Server {
             send_buffer: Some(DEFAULT_SEND_BUFFER),
@@ -90,14 +92,14 @@ impl Default for Server {
 }
 
 impl Server {
-    /// A server with the defaults.
+    /// A server with the defaults (see [`Server::default`]).
     pub fn new() -> Server {
         Server::default()
     }
 
     /// Caps each connection's kernel send buffer at `bytes` (the kernel may double it for
     /// bookkeeping); `None` leaves the kernel's autotuning, which lets a stalled client hold
-    /// megabytes. Default [`DEFAULT_SEND_BUFFER`]: keep it above what a client far away needs
+    /// megabytes. Default `Some(64 KiB)`: keep it above what a client far away needs
     /// in flight (bandwidth times round trip).
     pub fn send_buffer(mut self, bytes: Option<usize>) -> Server {
         self.send_buffer = bytes;
@@ -105,7 +107,7 @@ impl Server {
     }
 
     /// How long a shutdown waits for the responses in flight to end before it cuts the
-    /// connections still open (default [`DEFAULT_DRAIN`]). SSE responses and long-polls end
+    /// connections still open (default 10 s). SSE responses and long-polls end
     /// at once when the drain starts; what the deadline bounds is catch-up reads in flight
     /// and clients slow to read what they were sent.
     pub fn drain(mut self, deadline: Duration) -> Server {

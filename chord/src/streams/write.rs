@@ -50,19 +50,19 @@ pub struct WriteRequest<'a> {
 
 /// The default [`Streams::max_body`](super::Streams::max_body): the largest request body the
 /// write side reads (16 MiB).
-pub const WRITE_BODY_LIMIT: usize = 16 << 20;
+pub(crate) const DEFAULT_MAX_BODY: usize = 16 << 20;
 
 /// The default [`Streams::body_budget`](super::Streams::body_budget): the bytes of request
 /// bodies a router holds at once, across all its requests (64 MiB).
-pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
+pub(crate) const DEFAULT_BODY_BUDGET: usize = 64 << 20;
 
 /// The default [`Streams::body_timeout`](super::Streams::body_timeout): how long a request
 /// body may take to arrive once its reading starts (30 s).
-pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The default [`Streams::body_wait`](super::Streams::body_wait): how long a request waits
 /// for room in the body budget before it is answered 503 (5 s).
-pub const DEFAULT_BODY_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_BODY_WAIT: Duration = Duration::from_secs(5);
 
 /// The room a body of unknown length reserves before its first byte is read.
 const FIRST_STEP: usize = 64 << 10;
@@ -85,7 +85,7 @@ pub(super) struct Bodies {
 impl Default for Bodies {
     fn default() -> Self {
         Bodies {
-            max: WRITE_BODY_LIMIT,
+            max: DEFAULT_MAX_BODY,
             timeout: DEFAULT_BODY_TIMEOUT,
             wait: DEFAULT_BODY_WAIT,
             budget: DEFAULT_BODY_BUDGET,

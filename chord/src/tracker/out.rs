@@ -10,11 +10,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::json_write::{write_last_str, write_uint};
 use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
 use crate::tracker::Trail;
-use crate::wire::table::{write_last_str, write_uint, CachedCell};
+use crate::wire::table::CachedCell;
 use crate::wire::Numbers;
 use crate::Encoder;
 

@@ -6,7 +6,8 @@ use crate::op::{serialize_op, Op, OpPath};
 use crate::path::{Path, Seg};
 use crate::wire::op::{PathRef, WireOp};
 
-use crate::wire::table::{write_last_str, write_path, write_uint, CachedCell, Form, Table};
+use crate::json_write::{write_last_str, write_uint};
+use crate::wire::table::{write_path, CachedCell, Form, Table};
 use crate::wire::Numbers;
 
 /// Encodes one stream's batches into wire form. Use one encoder per stream (per subscriber,

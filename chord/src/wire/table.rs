@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
+use crate::json_write::{plain, write_str, write_uint};
 use crate::path::Seg;
 use crate::wire::{MAX_IDS, MAX_ID_PATH_UNITS};
 
@@ -589,127 +590,6 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
     out.push(b']');
 }
 
-/// Writes `s` as a JSON string with serde_json's escaping (plain text is copied as is).
-#[inline]
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    if !plain(bytes) {
-        return write_escaped(out, s);
-    }
-    if bytes.len() <= SMALL {
-        return write_small(out, b"\"", bytes, b"\"");
-    }
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(bytes);
-    out.push(b'"');
-}
-
-/// `,"s"]`: a string as an op's last argument (an append's text), with serde_json's escaping.
-#[inline]
-pub(crate) fn write_last_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    if bytes.len() <= SMALL && plain(bytes) {
-        return write_small(out, b",\"", bytes, b"\"]");
-    }
-    out.push(b',');
-    write_str(out, s);
-    out.push(b']');
-}
-
-/// The longest string [`write_small`] writes.
-const SMALL: usize = 16;
-
-/// Writes `open`, `bytes` (plain, at most [`SMALL`]) and `close` (each of at most two bytes):
-/// assembled in a fixed-size buffer, the string as two overlapping copies of a fixed size,
-/// and copied with one copy of a known length, then the vector is cut back to what was meant.
-/// A loop, or a copy of `bytes.len()`, would call `memcpy` for the few bytes of a streamed
-/// token or a member's name in a path.
-#[inline(always)]
-fn write_small(out: &mut Vec<u8>, open: &[u8], bytes: &[u8], close: &[u8]) {
-    let (o, n) = (open.len(), bytes.len());
-    debug_assert!(n <= SMALL && o <= 2 && close.len() <= 2);
-    let mut buf = [0u8; SMALL + 4];
-    buf[..o].copy_from_slice(open);
-    if n >= 8 {
-        buf[o..o + 8].copy_from_slice(&bytes[..8]);
-        buf[o + n - 8..o + n].copy_from_slice(&bytes[n - 8..]);
-    } else if n >= 4 {
-        buf[o..o + 4].copy_from_slice(&bytes[..4]);
-        buf[o + n - 4..o + n].copy_from_slice(&bytes[n - 4..]);
-    } else if n > 0 {
-        buf[o] = bytes[0];
-        buf[o + n / 2] = bytes[n / 2];
-        buf[o + n - 1] = bytes[n - 1];
-    }
-    buf[o + n..o + n + close.len()].copy_from_slice(close);
-    let end = out.len() + o + n + close.len();
-    out.extend_from_slice(&buf);
-    out.truncate(end);
-}
-
-/// Whether a JSON string holds every byte of `bytes` as it is: none is a control character,
-/// `"` or `\`. Read eight bytes at a time (from four bytes on; a string
-/// shorter than eight as one word of two overlapping loads).
-#[inline(always)]
-fn plain(bytes: &[u8]) -> bool {
-    let n = bytes.len();
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or([0; 8]));
-    let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
-    if n >= 8 {
-        let mut at = 0;
-        while at + 8 <= n {
-            if special(word(at)) {
-                return false;
-            }
-            at += 8;
-        }
-        at == n || !special(word(n - 8))
-    } else if n >= 4 {
-        !special(u64::from(half(0)) | u64::from(half(n - 4)) << 32)
-    } else {
-        // (Below a half word, a byte at a time is cheaper than assembling one.)
-        !bytes.iter().any(|&b| needs_escape(b))
-    }
-}
-
-/// Whether JSON escapes byte `b` in a string: a control character, `"` or `\\`.
-#[inline]
-pub(crate) fn needs_escape(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
-}
-
-/// Whether one of the eight bytes of `w` is below 0x20, `"` or `\` (exact: the classic
-/// "has a byte less than" and "has a zero byte" tests, which answer any-byte questions
-/// without false positives).
-#[inline(always)]
-fn special(w: u64) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = ONES * 0x80;
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let below = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    (below | zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')))) != 0
-}
-
-/// A string that needs escapes, as serde_json escapes it.
-fn write_escaped(out: &mut Vec<u8>, s: &str) {
-    // Writing into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
-
-/// Writes an unsigned integer in decimal.
-#[inline]
-pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..10 => out.push(b'0' + n as u8),
-        10..100 => {
-            out.push(b'0' + (n / 10) as u8);
-            out.push(b'0' + (n % 10) as u8);
-        }
-        _ => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -718,46 +598,6 @@ mod tests {
 
     fn p(segs: Path) -> Path {
         segs
-    }
-
-    #[test]
-    fn strings_are_written_as_serde_json_writes_them() {
-        // Every length around the fixed-size path's bounds, plain, escaped and non-ASCII.
-        let fill = ["a", "\"", "\\", "\n", "\u{1}", "é", "😀", "\u{7f}"];
-        for piece in fill {
-            for n in 0..=20usize {
-                for at in [0, n / 2, n.saturating_sub(1)] {
-                    let s: String = (0..n).map(|i| if i == at { piece } else { "x" }).collect();
-                    let want = format!(",{}]", serde_json::to_string(&s).unwrap());
-                    let mut out = b"[".to_vec();
-                    write_last_str(&mut out, &s);
-                    assert_eq!(std::str::from_utf8(&out[1..]).unwrap(), want, "{s:?}");
-                    let mut out = Vec::new();
-                    write_str(&mut out, &s);
-                    assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn every_byte_at_every_place_is_judged_plain_as_json_says() {
-        // What JSON's grammar lets a string hold unescaped (RFC 8259, section 7).
-        let unescaped = |b: u8| b >= 0x20 && b != b'"' && b != b'\\';
-        for n in 0..=40usize {
-            for at in 0..n {
-                for b in 0..=255u8 {
-                    let mut bytes = vec![b'x'; n];
-                    bytes[at] = b;
-                    assert_eq!(plain(&bytes), unescaped(b), "byte {b:#04x} at {at} of {n}");
-                    // Beside bytes that are plain but have the high bit set.
-                    let mut high = vec![0xe9; n];
-                    high[at] = b;
-                    assert_eq!(plain(&high), unescaped(b), "{b:#04x} at {at} of {n}, high");
-                }
-            }
-            assert!(plain(&vec![b' '; n]), "{n} spaces");
-        }
     }
 
     #[test]

@@ -395,10 +395,12 @@ impl PostgresStore {
         Ok(PostgresTail::new(source, listener, address.clone(), after))
     }
 
-    /// Testing only: the server ends this store's writing session during its next write,
-    /// before the write reaches it or after it committed (`cut`), so that the append fails
-    /// either way. Not part of the API.
-    #[doc(hidden)]
+    /// For tests of what a database blip does to a producer: the server ends this store's
+    /// writing session during its next write, before the write reaches it or after it
+    /// committed (`cut`), so that the append fails either way. Nothing happens on a read-only
+    /// store. Only with the `test-util` feature.
+    #[cfg(feature = "test-util")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
     pub fn cut_next_write(&self, cut: Cut) {
         if let Some(writer) = &self.writer {
             lock(writer).cut = Some(cut);
@@ -946,7 +948,7 @@ struct Writer {
     /// The newest seq this store handed out (or, at open, the newest stored).
     last_seq: u64,
     grouped: bool,
-    /// A fault for the next write, for tests (see [`PostgresStore::cut_next_write`]).
+    /// A fault for the next write, for tests (see `PostgresStore::cut_next_write`).
     cut: Option<Cut>,
 }
 
@@ -978,8 +980,10 @@ struct Doubt {
     crc: Option<u32>,
 }
 
-/// A fault to inject into the next write (see [`PostgresStore::cut_next_write`]).
-#[doc(hidden)]
+/// A fault to inject into the next write (see `PostgresStore::cut_next_write`, with the
+/// `test-util` feature).
+// Without `test-util` nothing constructs it: the write below checks for a cut that never comes.
+#[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cut {
     /// The server ends the writer's session before the write reaches it: nothing is stored.

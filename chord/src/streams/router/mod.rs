@@ -35,16 +35,16 @@ pub const BASE_OFFSET_HEADER: &str = "chord-base-offset";
 pub const MAX_NAME: usize = 1024;
 
 /// The default [`Streams::long_poll`] timeout.
-pub const DEFAULT_LONG_POLL: Duration = Duration::from_secs(20);
+pub(crate) const DEFAULT_LONG_POLL: Duration = Duration::from_secs(20);
 
 /// The default [`Streams::sse_lifetime`].
-pub const DEFAULT_SSE_LIFETIME: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_SSE_LIFETIME: Duration = Duration::from_secs(60);
 
 /// The default interval of keep-alive comments on an idle SSE response.
-pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The default `Cache-Control` of catch-up and long-poll reads.
-pub const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";
+pub(crate) const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";
 
 /// The default `Cache-Control` of catch-up and long-poll reads once a read hook is set
 /// ([`Streams::reads`]): a browser may keep a read but asks the server again before each use
@@ -119,7 +119,12 @@ impl std::fmt::Debug for Streams {
 }
 
 impl Streams {
-    /// Serves `log`'s addresses, read-only, with the defaults.
+    /// Serves `log`'s addresses, read-only, with the defaults: long-polls of 20 s, SSE
+    /// responses of 60 s with a keep-alive comment every 15 s, no coalescing, catch-up reads
+    /// sent with `Cache-Control: private, max-age=60, stale-while-revalidate=300`, and the
+    /// [`default_cors`] policy. Once the write side is on: bodies of up to 16 MiB, 64 MiB of
+    /// them held at once, 30 s for a body to arrive, 5 s of waiting for room (see each
+    /// method).
     pub fn new<S: Store + Send + 'static>(log: &Log<S>) -> Streams {
         Streams {
             source: log.source(),
@@ -152,21 +157,20 @@ impl Streams {
         self
     }
 
-    /// How long a long-poll waits for a record before answering 204 (default
-    /// [`DEFAULT_LONG_POLL`]).
+    /// How long a long-poll waits for a record before answering 204 (default 20 s).
     pub fn long_poll(mut self, timeout: Duration) -> Streams {
         self.long_poll = timeout;
         self
     }
 
     /// How long an SSE response lasts before the server ends it and the client reconnects
-    /// from its offset (default [`DEFAULT_SSE_LIFETIME`], as the protocol advises).
+    /// from its offset (default 60 s, as the protocol advises).
     pub fn sse_lifetime(mut self, lifetime: Duration) -> Streams {
         self.sse_lifetime = lifetime;
         self
     }
 
-    /// Sends an SSE comment after `every` without an event (default [`DEFAULT_KEEP_ALIVE`]).
+    /// Sends an SSE comment after `every` without an event (default 15 s).
     pub fn keep_alive(mut self, every: Duration) -> Streams {
         self.keep_alive = every.max(Duration::from_millis(1));
         self
@@ -195,7 +199,8 @@ impl Streams {
     }
 
     /// The `Cache-Control` of catch-up and long-poll reads (default
-    /// [`DEFAULT_CACHE_CONTROL`], or [`AUTHORIZED_CACHE_CONTROL`] once a read hook is set;
+    /// `private, max-age=60, stale-while-revalidate=300`, or [`AUTHORIZED_CACHE_CONTROL`]
+    /// once a read hook is set;
     /// `public, ...` for streams every user may read). Set, it holds with a read hook too.
     pub fn cache_control(mut self, value: HeaderValue) -> Streams {
         self.cache_control = value;
@@ -325,8 +330,8 @@ impl Streams {
         self
     }
 
-    /// The largest request body an authorized write reads (default
-    /// [`WRITE_BODY_LIMIT`](super::WRITE_BODY_LIMIT), at most `u32::MAX`): a `Content-Length`
+    /// The largest request body an authorized write reads (default 16 MiB, at most
+    /// `u32::MAX`): a `Content-Length`
     /// over it answers 413 before a byte is read, and so does a body of unknown length once it
     /// passes it. No other request's body is ever read.
     pub fn max_body(mut self, bytes: usize) -> Streams {
@@ -335,7 +340,7 @@ impl Streams {
     }
 
     /// The bytes of request bodies the router holds at once, across all its requests
-    /// (default [`DEFAULT_BODY_BUDGET`](super::DEFAULT_BODY_BUDGET); clones of these
+    /// (default 64 MiB; clones of these
     /// `Streams`, and every router made from them, share one budget). A body's bytes are
     /// reserved before they are read: all of its `Content-Length` at once, waiting at most
     /// [`body_wait`](Streams::body_wait) for room; a body of unknown length 64 KiB first
@@ -363,7 +368,7 @@ impl Streams {
     }
 
     /// How long an authorized request's body may take to arrive once its reading starts
-    /// (default [`DEFAULT_BODY_TIMEOUT`](super::DEFAULT_BODY_TIMEOUT)); a slower one answers
+    /// (default 30 s); a slower one answers
     /// 408 and its connection closes.
     pub fn body_timeout(mut self, timeout: Duration) -> Streams {
         self.bodies.timeout = timeout;
@@ -371,8 +376,7 @@ impl Streams {
     }
 
     /// How long an authorized request waits for room in the
-    /// [`body_budget`](Streams::body_budget) before it answers 503 (default
-    /// [`DEFAULT_BODY_WAIT`](super::DEFAULT_BODY_WAIT)).
+    /// [`body_budget`](Streams::body_budget) before it answers 503 (default 5 s).
     pub fn body_wait(mut self, wait: Duration) -> Streams {
         self.bodies.wait = wait;
         self
