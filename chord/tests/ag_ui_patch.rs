@@ -71,18 +71,18 @@ fn push_is_an_add_at_the_end() {
 
 #[test]
 fn set_past_the_end_then_at_the_new_last_index() {
-    // The second `s` names the element the first one pushed: now a `replace`.
+    // The third `s` names the element the first one pushed: now a `replace`.
     check(
         json!({"xs": []}),
         &[
             Op::Set(path!["xs", 0], json!("a")),
-            Op::Set(path!["xs", 0], json!("b")),
-            Op::Set(path!["xs", 1], json!("c")),
+            Op::Set(path!["xs", 1], json!("b")),
+            Op::Set(path!["xs", 0], json!("c")),
         ],
         json!([
             {"op": "add", "path": "/xs/-", "value": "a"},
-            {"op": "replace", "path": "/xs/0", "value": "b"},
-            {"op": "add", "path": "/xs/-", "value": "c"},
+            {"op": "add", "path": "/xs/-", "value": "b"},
+            {"op": "replace", "path": "/xs/0", "value": "c"},
         ]),
     );
 }
@@ -124,16 +124,27 @@ fn delete_of_a_missing_member_says_nothing() {
 #[test]
 fn append_replaces_the_whole_new_string() {
     check(
-        json!({"answer": "Hel"}),
+        json!({"answer": "Hel", "n": 0}),
         &[
             Op::Append(path!["answer"], "lo".into()),
             Op::Append(path!["answer"], "".into()), // nothing changes: nothing said
+            Op::Set(path!["n"], json!(1)),
             Op::Append(path!["answer"], " 😀".into()),
         ],
         json!([
             {"op": "replace", "path": "/answer", "value": "Hello"},
+            {"op": "replace", "path": "/n", "value": 1},
             {"op": "replace", "path": "/answer", "value": "Hello 😀"},
         ]),
+    );
+    // Appends in a row: the last string once.
+    check(
+        json!({"answer": ""}),
+        &[
+            Op::Append(path!["answer"], "a".into()),
+            Op::Append(path!["answer"], "b".into()),
+        ],
+        json!([{"op": "replace", "path": "/answer", "value": "ab"}]),
     );
 }
 
@@ -146,6 +157,34 @@ fn truncate_counts_utf16_units_and_replaces_the_whole_new_string() {
             Op::Truncate(path!["log"], 0),
         ],
         json!([{"op": "replace", "path": "/log", "value": "ab"}]),
+    );
+}
+
+#[test]
+fn a_rolling_window_is_one_replace() {
+    // A `t` then an `a` of one string: the string is carried once, not twice.
+    check(
+        json!({"out": "abcdef"}),
+        &[
+            Op::Truncate(path!["out"], 2),
+            Op::Append(path!["out"], "gh".into()),
+        ],
+        json!([{"op": "replace", "path": "/out", "value": "cdefgh"}]),
+    );
+    // A new member written twice: one `add` of the last value.
+    check(
+        json!({"m": {}}),
+        &[
+            Op::Set(path!["m", "k"], json!(1)),
+            Op::Set(path!["m", "k"], json!(2)),
+            Op::Set(path!["m", "j"], json!(3)),
+            Op::Set(path!["m", "k"], json!(4)), // not the location just written: kept apart
+        ],
+        json!([
+            {"op": "add", "path": "/m/k", "value": 2},
+            {"op": "add", "path": "/m/j", "value": 3},
+            {"op": "replace", "path": "/m/k", "value": 4},
+        ]),
     );
 }
 
