@@ -54,9 +54,12 @@ pub fn measure<T: Tracked + Serialize>(mut run: ChordRun<T>, steps: usize) -> By
     b
 }
 
+/// A workload's name, its step count, and what measures that many steps of it.
+pub type Workload = (&'static str, usize, fn(usize) -> Bytes);
+
 /// The workloads measured, with their step counts: W1-W7 (W4 and W4L by `drop_front` and
 /// `push_str`, chord's window case) and the shapes S1-S5, as `BENCHMARKS.md` describes them.
-pub fn workloads() -> Vec<(&'static str, usize, fn(usize) -> Bytes)> {
+pub fn workloads() -> Vec<Workload> {
     vec![
         ("W1", 1000, |n| measure(chord_w1(), n)),
         ("W2", 100, |n| measure(chord_w2(), n)),
@@ -200,7 +203,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

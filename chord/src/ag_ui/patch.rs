@@ -37,6 +37,10 @@ use crate::path::{Path, Seg};
 /// [`json_patch::patch`] checks) to the value before the ops, the patch gives the value after
 /// them. Keys are escaped as RFC 6901 says (`~` as `~0`, `/` as `~1`).
 ///
+/// The ops are a tracker's own output, so the mirror is held to no
+/// [`Limits`](crate::Limits) (depth, sizes, work per batch): the patcher refuses only what
+/// cannot apply.
+///
 /// Cost: proportional to the ops' payloads and paths, like [`apply`](crate::apply), except
 /// that `a` and `t` carry the whole new string (RFC 6902 has no string edit: stream text
 /// that grows by appends as AG-UI text events instead). Memory: the mirror, one copy of the
