@@ -7,9 +7,11 @@
 //! into the JSON Patch of a `STATE_DELTA`, with no diffing of snapshots, and a patch that
 //! applies strictly to what the client holds.
 //!
-//! The operations are the [`json_patch`] crate's ([`json_patch::PatchOperation`]): the types
-//! Rust's JSON Patch users share (and the ones AG-UI SDKs in Rust build on), which also apply
-//! patches strictly. Serialized, a `Vec` of them is the RFC's JSON array.
+//! The operations are the [`json_patch`] crate's ([`json_patch::PatchOperation`]), Rust's
+//! common RFC 6902 types rather than ones of chord's own; the same crate applies patches
+//! strictly, which is how the tests check them. [`Patcher::patch`] returns a `Vec` of them,
+//! what an event's `delta` field holds, and what [`json_patch::patch`] takes; serialized, it
+//! is the RFC's JSON array (wrap it in [`json_patch::Patch`] for that crate's `Display`).
 //!
 //! ```
 //! use chord::{ag_ui::Patcher, track};
