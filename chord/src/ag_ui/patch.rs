@@ -94,8 +94,9 @@ impl Patcher {
     }
 
     /// The JSON Patch for one flush's ops (what [`Tracker::flush`](crate::Tracker::flush)
-    /// returned), and the mirror moved on to the value after them. Empty when the ops change
-    /// nothing a client can see.
+    /// returned), and the mirror moved on to the value after them. Empty for an empty flush,
+    /// and for ops that change nothing (an empty append, a truncate of 0, a delete of a
+    /// missing member).
     ///
     /// # Errors
     ///
@@ -184,18 +185,15 @@ fn describe(root: &Value, op: &Op, out: &mut Vec<PatchOperation>) {
         Op::Set(path, v) => {
             let (parent, last) = path.split_last();
             let value = v.clone();
-            out.push(match get(root, parent) {
+            match get(root, parent) {
                 Some(Value::Object(map)) if !map.contains_key(key(last).as_ref()) => {
-                    add(pointer(path), value)
+                    out.push(add(pointer(path), value));
                 }
                 Some(Value::Array(arr)) if matches!(last, Seg::Index(i) if *i == arr.len()) => {
-                    add(end(parent), value)
+                    out.push(add(end(parent), value));
                 }
-                _ => {
-                    push_replace(out, pointer(path), value);
-                    return;
-                }
-            });
+                _ => push_replace(out, pointer(path), value),
+            }
         }
         Op::Delete(path) => {
             let (parent, last) = path.split_last();
