@@ -81,8 +81,9 @@ impl<'a> CheckedBatch<'a> {
     ///
     /// [`Error::RecordTooLarge`] for text longer than [`MAX_RECORD_BYTES`](super::MAX_RECORD_BYTES)
     /// with its tag; [`Error::InvalidBatch`] for text that is not one line of parseable JSON
-    /// array text, or is tagged [`BASE`] without starting with an `r`; [`Error::Unrecoverable`]
-    /// for a batch that breaks the wire grammar, the decoder's rules or a static bound.
+    /// array text, or is tagged [`BASE`](super::BASE) without starting with an `r`;
+    /// [`Error::Unrecoverable`] for a batch that breaks the wire grammar, the decoder's rules
+    /// or a static bound.
     pub fn new(address: &Address, text: &'a str, tag: Option<&'a str>) -> Result<Self> {
         batch(address, text, tag)?;
         Ok(CheckedBatch { text, tag })
