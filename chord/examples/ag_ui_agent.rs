@@ -59,7 +59,7 @@ struct ToolRun {
 }
 
 /// The answer the agent streams, one token (a word and the space after it) at a time.
-const ANSWER: &str = "chord streams typed Rust state to AG-UI clients: each change is a patch \
+pub const ANSWER: &str = "chord streams typed Rust state to AG-UI clients: each change is a patch \
                       that applies, the answer's text goes out as text deltas, and a run \
                       survives a dropped connection.";
 
@@ -159,13 +159,13 @@ struct Options {
     delay: Duration,
 }
 
-fn options() -> Result<Options, String> {
+fn options(args: Vec<String>) -> Result<Options, String> {
     let mut options = Options {
         port: 8788,
         dir: None,
         delay: Duration::from_millis(20),
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
@@ -191,15 +191,29 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let options = match options() {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("ag_ui_agent: {e}");
-            std::process::exit(2)
-        }
-    };
+fn main() {
+    if let Err(e) = run(std::env::args().collect()) {
+        eprintln!("ag_ui_agent: {e}");
+        std::process::exit(2);
+    }
+}
+
+/// Runs the example with `args` as its command line (`args[0]`, the program's name, is
+/// skipped): parses the options, prints the URL once it accepts connections, and serves
+/// until SIGINT or SIGTERM. Tests call it in a child process of their own.
+///
+/// # Errors
+///
+/// A bad argument, the log that cannot be opened, the port that cannot be bound.
+pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
+    let options = options(args)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve(options))
+}
+
+async fn serve(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     let temp;
     let dir = match &options.dir {
         Some(dir) => {
@@ -223,6 +237,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port)).await?;
     let port = listener.local_addr()?.port();
     println!("http://127.0.0.1:{port}/");
+    std::io::Write::flush(&mut std::io::stdout())?;
     let shutdown = async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("a SIGTERM handler");
