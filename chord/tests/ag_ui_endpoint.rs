@@ -333,6 +333,65 @@ impl TestServer {
     }
 }
 
+/// A JSONL store the test can close while handles to it remain (a producer's thread may
+/// still hold one for a moment after its last write): closing drops it, which frees the
+/// file for the next server as a process exit would.
+#[derive(Clone)]
+struct Closable(Arc<Mutex<Option<JsonlStore>>>);
+
+impl Closable {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut JsonlStore) -> chord::store::Result<T>,
+    ) -> chord::store::Result<T> {
+        match self.0.lock().unwrap().as_mut() {
+            Some(store) => f(store),
+            None => Err(chord::store::Error::Io {
+                path: "closed".into(),
+                action: "use",
+                source: std::io::Error::other("the test closed the store"),
+            }),
+        }
+    }
+
+    fn close(&self) {
+        self.0.lock().unwrap().take();
+    }
+}
+
+impl Store for Closable {
+    fn append_checked(
+        &mut self,
+        a: &Address,
+        b: chord::store::CheckedBatch<'_>,
+    ) -> chord::store::Result<u64> {
+        self.with(|s| s.append_checked(a, b))
+    }
+    fn read_list(
+        &self,
+        a: &Address,
+        o: &chord::store::ReadOptions,
+    ) -> chord::store::Result<chord::store::Page> {
+        self.with(|s| s.read_list(a, o))
+    }
+    fn addresses(&self) -> chord::store::Result<Vec<Address>> {
+        self.with(|s| s.addresses())
+    }
+    fn sync(&mut self) -> chord::store::Result<Option<u64>> {
+        self.with(|s| s.sync())
+    }
+    fn durable_seq(&self) -> Option<u64> {
+        self.with(|s| Ok(s.durable_seq())).ok().flatten()
+    }
+    fn compact(
+        &mut self,
+        a: &Address,
+        keep: usize,
+    ) -> chord::store::Result<chord::store::Compacted> {
+        self.with(|s| s.compact(a, keep))
+    }
+}
+
 fn log_in(dir: &std::path::Path) -> Log<JsonlStore> {
     Log::new(JsonlStore::open(dir.join("runs.jsonl"), Durability::EveryAppend).unwrap())
 }
@@ -506,7 +565,9 @@ async fn a_client_dropped_mid_run_resumes_by_post_and_by_get_with_nothing_lost_o
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
     let dir = tempfile::tempdir().unwrap();
-    let log = log_in(dir.path());
+    let file = JsonlStore::open(dir.path().join("runs.jsonl"), Durability::EveryAppend).unwrap();
+    let closable = Closable(Arc::new(Mutex::new(Some(file))));
+    let log = Log::new(closable.clone());
     // A checkpoint every other record: the resume reads back to one, not to the run's start.
     let every = Checkpoint::EveryBatches(2);
     let server = serve_with(&log, Ending::Finish, None, every).await;
@@ -537,6 +598,7 @@ async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
         .iter()
         .filter(|r| r.tag.as_deref() == Some(CHECKPOINT));
     assert!(checkpoints.count() >= 3, "the log holds checkpoints");
+    closable.close();
     drop(log);
 
     // A new server on the same file, whose agent must not run.
