@@ -794,3 +794,39 @@ async fn a_refused_request_is_refused_before_its_body_is_read() {
     assert_eq!(events.last().unwrap().data["type"], "RUN_FINISHED");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_run_sends_keep_alive_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let app = AgUi::new(
+        &log,
+        move |_: &RunAgentInput, run: &mut Run<Steps, JsonlStore>| {
+            *run.state().tokens += 1;
+            run.flush()?;
+            gate.lock().unwrap().recv()?; // quiet until the test has seen a keep-alive
+            Ok::<(), AgentError>(())
+        },
+    )
+    .keep_alive(std::time::Duration::from_millis(20))
+    .router();
+    let server = serve_router(app).await;
+    let json = [("content-type", "application/json")];
+    let mut response = request(server.addr, "POST", "/", &json, Some(&input("t", "quiet"))).await;
+    while !response.pending.contains(": keep-alive\n\n") {
+        assert!(response.more().await, "the body ended before a keep-alive");
+    }
+    release.send(()).unwrap();
+    let mut client = Client::default();
+    while let Some(e) = response.event().await {
+        client.apply(&e);
+    }
+    assert_eq!(
+        client.ended,
+        Some(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "quiet"}))
+    );
+    assert_eq!(client.state, Some(json!({"tokens": 1, "done": []})));
+    server.stop().await;
+}
