@@ -162,17 +162,19 @@
 //! # A React page with the official client
 //!
 //! `@ag-ui/client`'s `HttpAgent` posts the input and applies the events to its own `state`
-//! and `messages`:
+//! and `messages`. `ResumableHttpAgent` (from the JavaScript package's `chord-replica/ag-ui`
+//! entry, below) is an `HttpAgent` that also resumes; the page shows the guide's `Research`
+//! state:
 //!
 //! ```text
-//! import { HttpAgent } from "@ag-ui/client";
+//! import { ResumableHttpAgent } from "chord-replica/ag-ui";
 //! import { useEffect, useState } from "react";
 //!
 //! export function Research() {
 //!   const [state, setState] = useState<any>({});
 //!   const [answer, setAnswer] = useState("");
 //!   useEffect(() => {
-//!     const agent = new HttpAgent({ url: "http://127.0.0.1:8788/" });
+//!     const agent = new ResumableHttpAgent({ url: "http://127.0.0.1:8788/", reconnect: { retries: 10 } });
 //!     agent.addMessage({ id: crypto.randomUUID(), role: "user", content: "What is AG-UI?" });
 //!     const { unsubscribe } = agent.subscribe({
 //!       onStateChanged: ({ state }) => setState(state),
@@ -197,9 +199,9 @@
 //! remember the last event `id` and, when the connection drops or the response ends before
 //! `RUN_FINISHED` or `RUN_ERROR`, post the same input again with `Last-Event-ID` after a
 //! backoff, feeding the new response's events to the same client: its state and messages end
-//! as if nothing had dropped. In the page above, `new ResumableHttpAgent({ url, reconnect: {
-//! retries: 10 } })` in place of `new HttpAgent({ url })` is the whole change; a run that
-//! cannot be resumed ends with a `RUN_ERROR` whose code is `RESUME_FAILED`. The repository's
+//! as if nothing had dropped (`agent.reconnects` counts the resumptions). With a plain
+//! `new HttpAgent({ url })` the page works the same but for the resumption; a run that cannot
+//! be resumed ends with a `RUN_ERROR` whose code is `RESUME_FAILED`. The repository's
 //! `js/README.md` (*AG-UI*) has the details and a fuller page. A browser's `EventSource` on
 //! `GET /runs/{threadId}/{runId}` resumes by itself.
 //!
