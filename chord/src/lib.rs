@@ -728,7 +728,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
-//! | `ag-ui` | `ag_ui`: chord state for AG-UI frontends; `ag_ui::Patcher` writes each flush as an RFC 6902 JSON Patch | what `streams` turns on, json-patch |
+//! | `ag-ui` | `ag_ui`: a run of a Rust agent served to [AG-UI](https://docs.ag-ui.com) clients from a chord log (state patches, text deltas, resumable event ids), and `ag_ui::Patcher` | `streams`, json-patch |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
 //! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
@@ -744,11 +744,14 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! - [`Encoder`], [`Decoder`], [`wire`]: the per-stream codec.
 //! - [`store`]: durable logs, recovery, [`store::LogWriter`] and [`store::Durable`].
 //! - `streams` (feature `streams`) and `replica` (feature `replica`): live replication.
-//! - `ag_ui` (feature `ag-ui`): AG-UI frontends, each flush as a JSON Patch.
+//! - `ag_ui` (feature `ag-ui`): AG-UI frontends, a chapter of its own.
 //! - [`Error`], [`ErrorKind`], [`Category`]: one error type, categorised.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+
+// The derive's generated code names `::chord`: so may this crate's own derived types.
+extern crate self as chord;
 
 #[cfg(feature = "ag-ui")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]

@@ -362,16 +362,16 @@ mod frame;
 mod generic;
 mod headers;
 mod health;
-mod log;
+pub(crate) mod log;
 mod memory;
 pub mod metrics;
 mod offset;
 mod requests;
 mod retention;
 mod router;
-mod server;
-mod sse;
-mod tail;
+pub(crate) mod server;
+pub(crate) mod sse;
+pub(crate) mod tail;
 mod write;
 
 pub use self::auth::{Access, ReadKind, ReadRequest};
@@ -382,6 +382,8 @@ pub use self::memory::{Backend, Memory, MemoryStream, TooManyBytes, TooManyStrea
 pub use self::metrics::describe_metrics;
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
+#[cfg(feature = "ag-ui")]
+pub(crate) use self::router::DEFAULT_KEEP_ALIVE;
 pub use self::router::{
     default_cors, stream_path, Streams, AUTHORIZED_CACHE_CONTROL, BASE_OFFSET_HEADER,
     EXPOSED_HEADERS, MAX_NAME, ROUTE,
