@@ -27,7 +27,7 @@ pub mod ts {
     };
 }
 
-use crate::tracker::{flush_assigned, to_json, with_seg, Before, Key, State};
+use crate::tracker::{flush_assigned, to_json, with_seg, Before, State};
 
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else
 /// each dirty field through `field`, which is called with the field's index.
@@ -41,21 +41,15 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     if let State::Assigned(before) = &node.state {
         return crate::tracker::flush_reassigned(value, before, path, out);
     }
-    // (A struct's children are its fields: the key is read only for the dirty ones, and
-    // most fields of a wide struct are clean.)
-    for (key, child) in node.children.iter_mut() {
-        if child.may_be_dirty() {
-            if let Key::Field(index) = *key {
-                field(index, child, path, out)?;
-                if out.reset {
-                    child.reset_flushed();
-                }
-            }
-        } else if out.reset {
-            child.present = None; // (the only thing a clean field may hold)
+    // Only the fields written since the last flush (most fields of a wide struct are
+    // clean), by the struct's written set.
+    node.fields_written(out.reset, |index, child| {
+        field(index, child, path, out)?;
+        if out.reset {
+            child.reset_flushed();
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Runs `f` with `segs` pushed onto `path` (an enum variant's place in its JSON).

@@ -27,7 +27,7 @@ pub use cx::{Cx, Fields};
 pub use fallback::{Fallbacks, FALLBACK_PATHS};
 pub use node::Node;
 pub(crate) use node::{
-    capped, flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State,
+    capped, flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, Scalar, State,
 };
 pub use out::Out;
 pub use trail::Trail;
@@ -248,6 +248,9 @@ impl<T: Tracked> Tracker<T> {
     pub fn rebase(&mut self) {
         self.base = true;
         self.forget();
+        // (Every node too: what they captured of the JSON the replicas held, a skipped
+        // field's presence, is not what the base batch sends.)
+        self.root = Node::under(&self.root.risk);
     }
 
     /// Accepts the changes recorded since the last flush without emitting them (for when the
@@ -353,6 +356,7 @@ impl<T: Tracked> Tracker<T> {
         self.pending.clear();
         self.base = true;
         self.forget();
+        self.root = Node::under(&self.root.risk);
         Err(e)
     }
 

@@ -6,7 +6,7 @@
 //! tracker's memory is proportional to what changed, never to the state's size.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -45,6 +45,97 @@ pub struct Node {
     pub(crate) wire: CachedCell,
     /// The tracker's [`Risk`], shared by all its nodes.
     pub(crate) risk: Risk,
+    /// Where a record here is noted for the flush: the written set of the struct whose field
+    /// this node is (none for the root, an element or a member, whose parents find them by
+    /// their list of touched children).
+    pub(crate) up: Up,
+}
+
+/// Which fields of one struct node were written since the last flush: a bit per field, set
+/// by the write (through the field node's [`Up`]) and cleared by the flush or reset that
+/// visits it, so that flush and reset visit the written fields alone and a struct of sixty
+/// fields costs what its changed fields cost. Shared (an `Arc`) between the struct's node
+/// and its fields' nodes: the write holds only the field's node.
+#[derive(Debug)]
+pub(crate) struct Written {
+    words: Box<[AtomicU64]>,
+    /// The struct node's own place: a field's write marks every struct above it.
+    up: Up,
+}
+
+impl Written {
+    fn new(count: usize, up: Up) -> Written {
+        Written {
+            words: (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            up,
+        }
+    }
+
+    /// Sets field `i`'s bit; whether it was clear.
+    #[inline]
+    fn set(&self, i: u32) -> bool {
+        let word = &self.words[(i / 64) as usize];
+        let bit = 1u64 << (i % 64);
+        let v = word.load(Ordering::Relaxed);
+        if v & bit != 0 {
+            return false;
+        }
+        word.store(v | bit, Ordering::Relaxed);
+        true
+    }
+
+    /// The written fields' indices, in order, clearing the bits when `clear`.
+    #[inline]
+    fn take(
+        &self,
+        clear: bool,
+        mut each: impl FnMut(usize) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        for (w, word) in self.words.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            if bits == 0 {
+                continue;
+            }
+            if clear {
+                word.store(0, Ordering::Relaxed);
+            }
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                each(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any field was written.
+    fn any(&self) -> bool {
+        self.words.iter().any(|w| w.load(Ordering::Relaxed) != 0)
+    }
+}
+
+/// A node's place in the written set of the struct above it (see [`Written`]).
+#[derive(Debug, Default)]
+pub(crate) struct Up(Option<(Arc<Written>, u32)>);
+
+impl Up {
+    /// Notes a record at the node: its bit and, up to the first one already set, those of
+    /// the structs above. (A set bit means every bit above it is set too: bits are cleared
+    /// from the top down, by the walk that visits them.)
+    #[inline]
+    pub(crate) fn mark(&self) {
+        let mut at = self;
+        while let Some((written, i)) = &at.0 {
+            if !written.set(*i) {
+                return;
+            }
+            at = &written.up;
+        }
+    }
+
+    fn share(&self) -> Up {
+        Up(self.0.as_ref().map(|(w, i)| (Arc::clone(w), *i)))
+    }
 }
 
 /// Whether a record made since the last flush may make the next flush fail: one flag per
@@ -102,6 +193,8 @@ pub(crate) struct Children {
     index: Option<ChildIndex>,
     /// The children are a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
+    /// With `fields`: which of them were written since the last flush.
+    pub(crate) written: Option<Arc<Written>>,
 }
 
 /// How many children a scan handles before an index is built.
@@ -294,7 +387,10 @@ impl Children {
     fn push(&mut self, key: Key, risk: &Risk) -> usize {
         let at = self.live;
         match self.list.get_mut(at) {
-            Some((spare, _)) => *spare = key,
+            Some((spare, node)) => {
+                *spare = key;
+                node.not_a_field(risk);
+            }
             None => self.list.push((key, Node::under(risk))),
         }
         self.added(at)
@@ -305,11 +401,15 @@ impl Children {
     fn push_member(&mut self, name: &str, risk: &Risk) -> usize {
         let at = self.live;
         match self.list.get_mut(at) {
-            Some((Key::Name(room), _)) => {
+            Some((Key::Name(room), node)) => {
                 room.clear();
                 room.push_str(name);
+                node.not_a_field(risk);
             }
-            Some((spare, _)) => *spare = Key::Name(name.to_owned()),
+            Some((spare, node)) => {
+                *spare = Key::Name(name.to_owned());
+                node.not_a_field(risk);
+            }
             None => self
                 .list
                 .push((Key::Name(name.to_owned()), Node::under(risk))),
@@ -331,16 +431,22 @@ impl Children {
     /// proxy is handed out, or when an enum changed variant).
     #[cold]
     #[inline(never)]
-    fn make_fields(&mut self, count: usize, risk: &Risk) {
+    fn make_fields(&mut self, count: usize, risk: &Risk, up: &Up) {
         self.clear();
-        self.list
-            .reserve_exact(count.saturating_sub(self.list.len()));
+        // (Fresh nodes, no spares: a field node's own fields' written set names its place,
+        // made for it here.)
+        self.list.clear();
+        self.live = 0;
+        self.list.reserve_exact(count);
+        let written = Arc::new(Written::new(count, up.share()));
         for i in 0..count {
-            self.push(Key::Field(u32::try_from(i).unwrap_or(u32::MAX)), risk);
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            let mut node = Node::under(risk);
+            node.up = Up(Some((Arc::clone(&written), i)));
+            self.list.push((Key::Field(i), node));
         }
-        // (A struct's children are its fields, with no spares: `Node::fields` hands out the
-        // whole list.)
-        self.drop_spares();
+        self.live = count;
+        self.written = Some(written);
         self.fields = true;
     }
 
@@ -348,6 +454,7 @@ impl Children {
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.fields = false;
+        self.written = None;
         if self.live > 0 {
             self.clear_list();
         }
@@ -378,6 +485,7 @@ impl Children {
         }
         self.index = None;
         self.fields = false;
+        self.written = None;
     }
 
     /// Drops the spare nodes (of a node that becomes a spare itself, or of a struct's fields).
@@ -442,10 +550,49 @@ pub(crate) enum Before {
     Existed,
     /// Present with this JSON.
     Value(Value),
+    /// Present with this value, kept typed: a reassigned `bool`, `char`, `()` or integer of
+    /// up to 64 bits.
+    Scalar(Scalar),
     /// Edited since the last flush, then reassigned: the ops that turned the accepted value
     /// into `.1` (recorded relative to this node, each path starting with [`HERE`]), and the
     /// value the reassignment replaced.
     Edited(Vec<Op>, Value),
+}
+
+/// The value of a leaf that JSON carries without a serializer: compared with the accepted
+/// one at flush without building a `Value` for either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scalar {
+    Unit,
+    Bool(bool),
+    Char(char),
+    Int(i64),
+    UInt(u64),
+}
+
+impl Scalar {
+    /// Whether every replica holds it exactly, so that its flush cannot fail: an integer
+    /// within ±(2^53 − 1), or any other scalar.
+    #[inline]
+    pub(crate) fn safe(self) -> bool {
+        use crate::tracker::js_safe::MAX_SAFE_INTEGER;
+        match self {
+            Scalar::Int(i) => i.unsigned_abs() <= MAX_SAFE_INTEGER,
+            Scalar::UInt(u) => u <= MAX_SAFE_INTEGER,
+            _ => true,
+        }
+    }
+
+    /// Its JSON.
+    pub(crate) fn value(self) -> Value {
+        match self {
+            Scalar::Unit => Value::Null,
+            Scalar::Bool(b) => Value::Bool(b),
+            Scalar::Char(c) => Value::String(c.to_string()),
+            Scalar::Int(i) => Value::from(i),
+            Scalar::UInt(u) => Value::from(u),
+        }
+    }
 }
 
 /// The placeholder first segment of ops recorded relative to a node; replaced by the node's
@@ -481,7 +628,23 @@ impl Node {
             fell_back: false,
             wire: Default::default(),
             risk: risk.clone(),
+            up: Up::default(),
         }
+    }
+
+    /// Makes a spare that was a struct's field a clean node of a keyed child (an element, a
+    /// member), whose records no struct's written set notes.
+    #[inline]
+    fn not_a_field(&mut self, risk: &Risk) {
+        if self.up.0.is_some() {
+            *self = Node::under(risk);
+        }
+    }
+
+    /// Notes a record at this node in the written sets of the structs above it.
+    #[inline]
+    pub(crate) fn mark_written(&self) {
+        self.up.mark();
     }
 
     /// Whether recording below this node is pointless because the node's own state already
@@ -497,6 +660,7 @@ impl Node {
     #[inline(always)]
     pub(crate) fn start(&mut self, state: State) {
         debug_assert!(matches!(self.state, State::Clean));
+        self.mark_written();
         std::mem::forget(std::mem::replace(&mut self.state, state));
     }
 
@@ -507,7 +671,7 @@ impl Node {
         if self.subsumes_children() {
             return None;
         }
-        self.touched = true;
+        self.touch();
         let at = match self.children.position(key.as_ref()) {
             Some(at) => at,
             None => self.children.push(key, &self.risk),
@@ -522,7 +686,7 @@ impl Node {
         if self.subsumes_children() {
             return None;
         }
-        self.touched = true;
+        self.touch();
         let at = match self.children.position(KeyRef::Name(name)) {
             Some(at) => at,
             None => self.children.push_member(name, &self.risk),
@@ -537,9 +701,31 @@ impl Node {
         self.touched = true;
         let c = &mut self.children;
         if !(c.fields && c.list.len() == count) {
-            c.make_fields(count, &self.risk);
+            c.make_fields(count, &self.risk, &self.up);
         }
         &mut c.list
+    }
+
+    /// Calls `each` with the index and node of every field written since the last flush, in
+    /// declaration order (a struct's node; none when no field was handed out), forgetting
+    /// that they were written when `clear`.
+    #[inline]
+    pub(crate) fn fields_written(
+        &mut self,
+        clear: bool,
+        mut each: impl FnMut(u32, &mut Node) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        let Children { list, written, .. } = &mut self.children;
+        match written {
+            Some(written) => written.take(clear, |i| {
+                let (key, node) = &mut list[i];
+                match *key {
+                    Key::Field(index) => each(index, node),
+                    _ => Ok(()),
+                }
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Forgets everything recorded (after a flush), keeping the allocations of struct field
@@ -595,6 +781,15 @@ impl Node {
     /// [`reset`](Node::reset) of the children that hold anything.
     #[inline(never)]
     fn reset_children(&mut self) {
+        let Children { list, written, .. } = &mut self.children;
+        if let Some(written) = written {
+            // A struct's fields: those written alone.
+            let _ = written.take(true, |i| {
+                list[i].1.reset();
+                Ok(())
+            });
+            return;
+        }
         for (_, child) in self.children.live_mut() {
             if child.touched
                 || !matches!(child.state, State::Clean)
@@ -623,7 +818,7 @@ impl Node {
         if self.subsumes_children() {
             return out;
         }
-        self.touched = true;
+        self.touch();
         let mut wanted_at: Vec<Option<usize>> = Vec::new();
         for (i, key) in keys.into_iter().enumerate() {
             let Some(key) = key else { continue };
@@ -655,8 +850,32 @@ impl Node {
 
     /// Whether anything is recorded here or below.
     pub(crate) fn is_dirty(&self) -> bool {
-        !matches!(self.state, State::Clean)
-            || (self.touched && self.children.iter().any(|(_, n)| n.is_dirty()))
+        if !matches!(self.state, State::Clean) {
+            return true;
+        }
+        if !self.touched {
+            return false;
+        }
+        match &self.children.written {
+            Some(written) => {
+                written.any() && {
+                    let mut dirty = false;
+                    let _ = written.take(false, |i| {
+                        dirty |= self.children.list[i].1.is_dirty();
+                        Ok(())
+                    });
+                    dirty
+                }
+            }
+            None => self.children.iter().any(|(_, n)| n.is_dirty()),
+        }
+    }
+
+    /// Notes that a child's node was handed out: something may be recorded below.
+    #[inline(always)]
+    fn touch(&mut self) {
+        self.touched = true;
+        self.mark_written();
     }
 
     /// Records a reassignment of the whole value at this node. `accepted` produces the JSON
@@ -665,6 +884,7 @@ impl Node {
     /// known, and flush sends the new value whole; see [`assign_tracked`](Node::assign_tracked)).
     pub(crate) fn assign(&mut self, accepted: impl FnOnce() -> Option<Value>) {
         self.risk.mark();
+        self.mark_written();
         if matches!(self.state, State::Assigned(_)) {
             return; // the first baseline stays: it is what the replica has
         }
@@ -687,6 +907,7 @@ impl Node {
     /// append and a few sets, not the whole struct.
     pub(crate) fn assign_tracked<T: Tracked + ?Sized>(&mut self, current: &T) {
         self.risk.mark();
+        self.mark_written();
         if matches!(self.state, State::Assigned(_)) {
             return;
         }
@@ -708,9 +929,42 @@ impl Node {
         self.state = State::Assigned(before);
         self.children.clear();
     }
+    /// Records a reassignment of a leaf whose value is `accepted`: one that cannot fail to
+    /// flush unless its new value is an integer beyond ±(2^53 − 1) (see
+    /// [`settle_scalar`](Node::settle_scalar)), so the risk is not marked.
+    #[inline]
+    pub(crate) fn assign_scalar(&mut self, accepted: Scalar) {
+        if matches!(self.state, State::Clean) && !self.touched {
+            self.start(State::Assigned(Before::Scalar(accepted)));
+            return;
+        }
+        self.mark_written();
+        if matches!(self.state, State::Assigned(_)) {
+            return;
+        }
+        let before = if self.is_dirty() {
+            self.risk.mark(); // (flushed through the general path)
+            Before::Existed
+        } else {
+            Before::Scalar(accepted)
+        };
+        self.state = State::Assigned(before);
+        self.children.clear();
+    }
+
+    /// After a leaf's reassignment recorded by [`assign_scalar`](Node::assign_scalar): a new
+    /// value that a replica may not hold exactly makes the flush one that may fail.
+    #[inline]
+    pub(crate) fn settle_scalar(&self, now: Scalar) {
+        if !now.safe() {
+            self.risk.mark();
+        }
+    }
+
     /// Records a reassignment where the accepted value is known to be absent or unknown.
     pub(crate) fn assign_before(&mut self, before: Before) {
         self.risk.mark();
+        self.mark_written();
         if matches!(self.state, State::Assigned(_)) {
             return;
         }
@@ -727,6 +981,9 @@ pub(crate) fn flush_assigned(
     after: Option<Value>,
     out: &mut Out<'_>,
 ) {
+    if let Before::Scalar(s) = before {
+        return flush_assigned(path, &Before::Value(s.value()), after, out);
+    }
     match (before, after) {
         (Before::Absent, None) => {}
         (_, None) => out.delete(path),
@@ -763,6 +1020,7 @@ pub(crate) fn flush_assigned(
             }
         }
         (Before::Absent | Before::Existed, Some(a)) => set(path, a, out),
+        (Before::Scalar(_), _) => unreachable!("turned into a value above"),
     }
 }
 

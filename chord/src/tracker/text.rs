@@ -67,6 +67,7 @@ pub(crate) fn record_rewrite(node: Option<&mut Node>, current: &str) {
         }
         _ => return,
     };
+    node.mark_written();
     node.state = State::Text(TextEdit::Baseline(accepted));
 }
 
@@ -75,7 +76,7 @@ pub(crate) fn record_rewrite(node: Option<&mut Node>, current: &str) {
 pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
     let Some(node) = node else { return };
     match &mut node.state {
-        State::Clean => node.state = State::Text(TextEdit::Baseline(old)),
+        State::Clean => node.start(State::Text(TextEdit::Baseline(old))),
         State::Text(TextEdit::Window { .. }) => {
             record_rewrite(Some(node), &old);
         }
