@@ -58,7 +58,10 @@ pub struct Node {
 /// and its fields' nodes: the write holds only the field's node.
 #[derive(Debug)]
 pub(crate) struct Written {
-    words: Box<[AtomicU64]>,
+    /// Fields 0..64.
+    first: AtomicU64,
+    /// Fields from 64 on, 64 a word (none, unallocated, for most structs).
+    more: Box<[AtomicU64]>,
     /// The struct node's own place: a field's write marks every struct above it.
     up: Up,
 }
@@ -66,7 +69,11 @@ pub(crate) struct Written {
 impl Written {
     fn new(count: usize, up: Up) -> Written {
         Written {
-            words: (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            first: AtomicU64::new(0),
+            more: (64..count.max(64))
+                .step_by(64)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             up,
         }
     }
@@ -74,7 +81,10 @@ impl Written {
     /// Sets field `i`'s bit; whether it was clear.
     #[inline]
     fn set(&self, i: u32) -> bool {
-        let word = &self.words[(i / 64) as usize];
+        let word = match (i / 64) as usize {
+            0 => &self.first,
+            w => &self.more[w - 1],
+        };
         let bit = 1u64 << (i % 64);
         let v = word.load(Ordering::Relaxed);
         if v & bit != 0 {
@@ -91,7 +101,7 @@ impl Written {
         clear: bool,
         mut each: impl FnMut(usize) -> crate::Result<()>,
     ) -> crate::Result<()> {
-        for (w, word) in self.words.iter().enumerate() {
+        for (w, word) in std::iter::once(&self.first).chain(&*self.more).enumerate() {
             let mut bits = word.load(Ordering::Relaxed);
             if bits == 0 {
                 continue;
@@ -110,7 +120,9 @@ impl Written {
 
     /// Whether any field was written.
     fn any(&self) -> bool {
-        self.words.iter().any(|w| w.load(Ordering::Relaxed) != 0)
+        std::iter::once(&self.first)
+            .chain(&*self.more)
+            .any(|w| w.load(Ordering::Relaxed) != 0)
     }
 }
 
