@@ -349,7 +349,7 @@ mod child_index_tests {
         );
         assert_eq!(children.list.len(), SPARE, "the other spares wait");
         // A struct's fields leave no spares behind.
-        children.make_fields(2, &risk);
+        children.make_fields(2, &risk, &Up::default());
         assert_eq!(children.list.len(), 2);
         assert_eq!(children.iter().count(), 2);
     }
