@@ -191,6 +191,10 @@ pub fn flush<T: Serialize + ?Sized>(
     out: &mut Out<'_>,
 ) -> Result<()> {
     match &node.state {
+        State::Assigned(before) if out.undoing() => {
+            crate::tracker::undo_assigned(path, before, out);
+            Ok(())
+        }
         State::Assigned(before) => {
             let after = to_json(value, path)?;
             match before {
@@ -224,6 +228,9 @@ fn flush_scalar<T: Serialize + ?Sized>(
     path: &mut Trail,
     out: &mut Out<'_>,
 ) -> Result<()> {
+    if out.undoing() {
+        return flush(value, node, path, out);
+    }
     match &node.state {
         // (A value beyond ±(2^53 − 1) goes through `to_json`, which counts it for the
         // JS-safe check.)

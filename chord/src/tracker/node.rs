@@ -926,11 +926,29 @@ impl Node {
         if !self.is_dirty() {
             return self.assign(|| serde_json::to_value(current).ok());
         }
-        let mut early = Vec::new();
         let mut here = Trail::of(vec![HERE]);
         // (Not fallbacks of a flush: the edits are kept, and the flush of the reassignment
         // counts what it sends.)
         let mut uncounted = Vec::new();
+        // The accepted value, when every record here knows what it replaced: the current
+        // value with each record undone. The reassignment is then compared with it, as one
+        // recorded on a clean node is: a value set back to what the replicas hold sends
+        // nothing, and a changed one the snapshot diff.
+        let mut restores = Vec::new();
+        let mut undo = Out::undo(&mut restores, &mut uncounted);
+        if current.__flush(self, &mut here, &mut undo).is_ok() && !undo.undo_failed() {
+            if let Some(accepted) = serde_json::to_value(current)
+                .ok()
+                .and_then(|v| restored(v, restores))
+            {
+                self.state = State::Assigned(Before::Value(accepted));
+                self.children.clear();
+                return;
+            }
+        }
+        let mut here = Trail::of(vec![HERE]);
+        uncounted.clear();
+        let mut early = Vec::new();
         let before = match (
             current.__flush(self, &mut here, &mut Out::ops(&mut early, &mut uncounted)),
             serde_json::to_value(current),
@@ -993,6 +1011,9 @@ pub(crate) fn flush_assigned(
     after: Option<Value>,
     out: &mut Out<'_>,
 ) {
+    if out.undoing() {
+        return undo_assigned(path, before, out);
+    }
     if let Before::Scalar(s) = before {
         return flush_assigned(path, &Before::Value(s.value()), after, out);
     }
@@ -1034,6 +1055,47 @@ pub(crate) fn flush_assigned(
         (Before::Absent | Before::Existed, Some(a)) => set(path, a, out),
         (Before::Scalar(_), _) => unreachable!("turned into a value above"),
     }
+}
+
+/// In an undo walk (see [`Out::undo`]): what restores the accepted value of a location
+/// reassigned since the last flush, when it is known.
+pub(crate) fn undo_assigned(path: &Trail, before: &Before, out: &mut Out<'_>) {
+    match before {
+        Before::Absent => out.restore(path, None),
+        Before::Value(v) => out.restore(path, Some(v.clone())),
+        Before::Scalar(s) => out.restore(path, Some(s.value())),
+        Before::Existed | Before::Edited(..) => out.cannot_undo(),
+    }
+}
+
+/// The accepted JSON of a location whose current JSON is `current`, given what restores it
+/// (see [`Out::undo`]); `None` when a restore does not fit `current`.
+fn restored(mut current: Value, restores: Vec<crate::tracker::out::Restore>) -> Option<Value> {
+    for (segs, value) in restores {
+        let Some((last, up)) = segs.split_last() else {
+            current = value?;
+            continue;
+        };
+        let mut at = &mut current;
+        for seg in up {
+            at = match (seg, at) {
+                (Seg::Key(k), Value::Object(m)) => m.get_mut(k.as_ref())?,
+                (Seg::Index(i), Value::Array(a)) => a.get_mut(*i)?,
+                _ => return None,
+            };
+        }
+        match (last, at, value) {
+            (Seg::Key(k), Value::Object(m), Some(v)) => {
+                m.insert(k.to_string(), v);
+            }
+            (Seg::Key(k), Value::Object(m), None) => {
+                m.remove(k.as_ref());
+            }
+            (Seg::Index(i), Value::Array(a), Some(v)) if *i < a.len() => a[*i] = v,
+            _ => return None,
+        }
+    }
+    Some(current)
 }
 
 /// Writes `ops`, or one `s` of `value` at `path` when that is smaller as JSON (never at the

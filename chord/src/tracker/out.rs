@@ -37,7 +37,19 @@ enum Sink<'a> {
         enc: &'a mut Encoder,
         buf: &'a mut Vec<u8>,
     },
+    /// The walk that finds the accepted value of a location reassigned after edits (see
+    /// [`Out::undo`]): each record there writes what restores the accepted value at its
+    /// path; a record that cannot (its accepted value is not known) writes an op, and the
+    /// walk has failed.
+    Undo {
+        restores: &'a mut Vec<Restore>,
+        failed: bool,
+    },
 }
+
+/// What restores the accepted value at a path relative to the walk's start (the path
+/// without its first segment): the accepted JSON there, or `None` where it was absent.
+pub(crate) type Restore = (Vec<Seg>, Option<Value>);
 
 impl<'a> Out<'a> {
     /// Collects ops; lists fallbacks in `fallbacks`.
@@ -63,6 +75,53 @@ impl<'a> Out<'a> {
         }
     }
 
+    /// Collects, into `restores`, what restores the accepted value of each record below the
+    /// node the walk starts at: the reverse of a flush, for a location reassigned after edits,
+    /// whose accepted value is then known and compared with the new one. Fails (see
+    /// [`undo_failed`](Out::undo_failed)) at a record whose accepted value is not known.
+    pub(crate) fn undo(
+        restores: &'a mut Vec<Restore>,
+        fallbacks: &'a mut Vec<(Path, u64)>,
+    ) -> Out<'a> {
+        Out {
+            sink: Sink::Undo {
+                restores,
+                failed: false,
+            },
+            reset: false,
+            fallbacks,
+        }
+    }
+
+    /// Whether this is an [`undo`](Out::undo) walk.
+    #[inline]
+    pub(crate) fn undoing(&self) -> bool {
+        matches!(self.sink, Sink::Undo { .. })
+    }
+
+    /// Whether an [`undo`](Out::undo) walk met a record it cannot reverse.
+    pub(crate) fn undo_failed(&self) -> bool {
+        matches!(self.sink, Sink::Undo { failed: true, .. })
+    }
+
+    /// In an [`undo`](Out::undo) walk, notes that the accepted value at `path` (the walk's
+    /// start first) was `value` (`None`: absent).
+    pub(crate) fn restore(&mut self, path: &Trail, value: Option<Value>) {
+        if let Sink::Undo { restores, .. } = &mut self.sink {
+            restores.push((
+                path.to_path().segments().iter().skip(1).cloned().collect(),
+                value,
+            ));
+        }
+    }
+
+    /// In an [`undo`](Out::undo) walk, notes a record it cannot reverse.
+    pub(crate) fn cannot_undo(&mut self) {
+        if let Sink::Undo { failed, .. } = &mut self.sink {
+            *failed = true;
+        }
+    }
+
     /// The same destination; `reset`: for a walk that forgets each node's record once
     /// written.
     pub(crate) fn resetting(self, reset: bool) -> Out<'a> {
@@ -74,6 +133,7 @@ impl<'a> Out<'a> {
         match &self.sink {
             Sink::Ops(ops) => ops.len(),
             Sink::Wire { buf, .. } => buf.len(),
+            Sink::Undo { .. } => 0,
         }
     }
 
@@ -83,6 +143,7 @@ impl<'a> Out<'a> {
         let bytes = match &self.sink {
             Sink::Ops(ops) => crate::diff::json_len(&ops[mark..]),
             Sink::Wire { buf, .. } => buf.len() - mark,
+            Sink::Undo { .. } => return,
         };
         self.fallbacks.push((path, bytes as u64));
     }
@@ -92,6 +153,7 @@ impl<'a> Out<'a> {
         match &mut self.sink {
             Sink::Ops(ops) => ops.push(op),
             Sink::Wire { enc, buf } => enc.write(&op, buf),
+            Sink::Undo { failed, .. } => *failed = true,
         }
     }
 
@@ -191,6 +253,7 @@ impl<'a> Out<'a> {
                 enc.head(buf, 'a', path, Some(wire));
                 write_last_str(buf, text);
             }
+            Sink::Undo { failed, .. } => *failed = true,
         }
     }
 
@@ -234,6 +297,7 @@ impl<'a> Out<'a> {
                 }
                 buf.extend_from_slice(b"]]");
             }
+            Sink::Undo { failed, .. } => *failed = true,
         }
         Ok(())
     }

@@ -87,6 +87,9 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
 /// Emits the ops for a string at `path`.
 #[inline]
 pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>) {
+    if out.undoing() {
+        return undo(current, &node.state, path, out);
+    }
     match &node.state {
         State::Clean => {}
         // The common case, appends only, written directly.
@@ -100,6 +103,25 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>)
         }
         state => flush_other(current, state, path, out),
     }
+}
+
+/// [`flush`] in an undo walk (see [`Out::undo`]): the accepted text restored.
+#[cold]
+fn undo(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
+    let accepted = match state {
+        State::Clean | State::Seq(_) => return,
+        State::Assigned(before) => return crate::tracker::undo_assigned(path, before, out),
+        State::Text(TextEdit::Window {
+            dropped,
+            tail_start,
+        }) => {
+            let mut accepted = dropped.clone();
+            accepted.push_str(&current[..*tail_start]);
+            accepted
+        }
+        State::Text(TextEdit::Baseline(before)) => before.clone(),
+    };
+    out.restore(path, Some(accepted.into()));
 }
 
 /// [`flush`] of anything but appends.
