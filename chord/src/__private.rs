@@ -43,13 +43,32 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     }
     // Only the fields written since the last flush (most fields of a wide struct are
     // clean), by the struct's written set.
-    node.fields_written(out.reset, |index, child| {
-        field(index, child, path, out)?;
-        if out.reset {
+    // (A field's index is its place in the list.)
+    let Some((list, written)) = node.written_fields() else {
+        return Ok(());
+    };
+    let reset = out.reset;
+    let mut bits = written.first(reset);
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let child = &mut list[i].1;
+        field(i as u32, child, path, out)?;
+        if reset {
             child.reset_flushed();
         }
-        Ok(())
-    })
+    }
+    if written.has_more() {
+        written.take_more(reset, |i| {
+            let child = &mut list[i].1;
+            field(i as u32, child, path, out)?;
+            if reset {
+                child.reset_flushed();
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Runs `f` with `segs` pushed onto `path` (an enum variant's place in its JSON).

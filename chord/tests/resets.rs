@@ -136,3 +136,62 @@ fn a_member_edited_then_inserted_back_as_it_was_sends_nothing() {
     s.players.insert("p3".into(), player("Ann", 10));
     assert_eq!(flush(&mut t, &mut replica), []);
 }
+
+#[derive(Tracked, Serialize, Clone, Debug, Default, PartialEq)]
+struct Scalars {
+    c: char,
+    b: bool,
+    i: i64,
+    u: u64,
+    small: i8,
+    unit: (),
+}
+
+/// A reassigned `char`, `bool` or integer is compared and written typed (no `Value`): its
+/// wire bytes are those of the encoded ops, with either number spelling, for negative
+/// numbers, the ends of the JavaScript-safe range and characters that need escaping.
+#[test]
+fn reassigned_scalars_write_the_encoders_bytes() {
+    use chord::wire::Numbers;
+    use chord::Encoder;
+    for numbers in [Numbers::Serde, Numbers::JavaScript] {
+        let mut by_ops = track(Scalars::default());
+        let mut straight = track(Scalars::default());
+        let (mut enc_ops, mut enc_wire) = (
+            Encoder::new().numbers(numbers),
+            Encoder::new().numbers(numbers),
+        );
+        let cases: [(char, bool, i64, u64, i8); 4] = [
+            ('"', true, -1, 0, i8::MIN),
+            (
+                'é',
+                false,
+                -9_007_199_254_740_991,
+                9_007_199_254_740_991,
+                -1,
+            ),
+            ('\n', true, 9_007_199_254_740_991, 10, i8::MAX),
+            ('😀', true, 0, 99, 0),
+        ];
+        for (c, b, i, u, small) in cases {
+            for t in [&mut by_ops, &mut straight] {
+                let mut s = t.state();
+                s.c.set(c);
+                s.b.set(b);
+                s.i.set(i);
+                s.u.set(u);
+                s.small.set(small);
+                s.unit.set(());
+            }
+            let ops = by_ops.flush().unwrap();
+            let mut wire = Vec::new();
+            straight.flush_into(&mut enc_wire, &mut wire).unwrap();
+            let want = if ops.is_empty() {
+                String::new()
+            } else {
+                enc_ops.encode(&ops).to_json()
+            };
+            assert_eq!(String::from_utf8(wire).unwrap(), want, "{numbers:?}");
+        }
+    }
+}

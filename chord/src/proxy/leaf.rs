@@ -236,7 +236,7 @@ fn flush_scalar<T: Serialize + ?Sized>(
         // JS-safe check.)
         State::Assigned(Before::Scalar(before)) if now.safe() => {
             if *before != now {
-                out.set_cached(&node.wire, path, now.value());
+                out.set_scalar(&node.wire, path, now);
             }
             Ok(())
         }

@@ -79,7 +79,7 @@ impl Written {
     }
 
     /// Sets field `i`'s bit; whether it was clear.
-    #[inline]
+    #[inline(always)]
     fn set(&self, i: u32) -> bool {
         let word = match (i / 64) as usize {
             0 => &self.first,
@@ -101,16 +101,61 @@ impl Written {
         clear: bool,
         mut each: impl FnMut(usize) -> crate::Result<()>,
     ) -> crate::Result<()> {
-        for (w, word) in std::iter::once(&self.first).chain(&*self.more).enumerate() {
+        // (The first word on its own: most structs have no more.)
+        #[inline(always)]
+        fn word(
+            word: &AtomicU64,
+            base: usize,
+            clear: bool,
+            each: &mut impl FnMut(usize) -> crate::Result<()>,
+        ) -> crate::Result<()> {
             let mut bits = word.load(Ordering::Relaxed);
-            if bits == 0 {
-                continue;
-            }
-            if clear {
+            if bits != 0 && clear {
                 word.store(0, Ordering::Relaxed);
             }
             while bits != 0 {
-                let i = w * 64 + bits.trailing_zeros() as usize;
+                let i = base + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                each(i)?;
+            }
+            Ok(())
+        }
+        word(&self.first, 0, clear, &mut each)?;
+        for (w, more) in self.more.iter().enumerate() {
+            word(more, (w + 1) * 64, clear, &mut each)?;
+        }
+        Ok(())
+    }
+
+    /// The bits of fields 0..64, cleared when `clear`.
+    #[inline(always)]
+    pub(crate) fn first(&self, clear: bool) -> u64 {
+        let bits = self.first.load(Ordering::Relaxed);
+        if bits != 0 && clear {
+            self.first.store(0, Ordering::Relaxed);
+        }
+        bits
+    }
+
+    /// Whether the struct has fields beyond the first 64.
+    #[inline(always)]
+    pub(crate) fn has_more(&self) -> bool {
+        !self.more.is_empty()
+    }
+
+    /// [`take`](Written::take) of the fields beyond the first 64.
+    pub(crate) fn take_more(
+        &self,
+        clear: bool,
+        mut each: impl FnMut(usize) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        for (w, word) in self.more.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            if bits != 0 && clear {
+                word.store(0, Ordering::Relaxed);
+            }
+            while bits != 0 {
+                let i = (w + 1) * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 each(i)?;
             }
@@ -134,7 +179,7 @@ impl Up {
     /// Notes a record at the node: its bit and, up to the first one already set, those of
     /// the structs above. (A set bit means every bit above it is set too: bits are cleared
     /// from the top down, by the walk that visits them.)
-    #[inline]
+    #[inline(always)]
     pub(crate) fn mark(&self) {
         let mut at = self;
         while let Some((written, i)) = &at.0 {
@@ -672,8 +717,8 @@ impl Node {
     #[inline(always)]
     pub(crate) fn start(&mut self, state: State) {
         debug_assert!(matches!(self.state, State::Clean));
-        self.mark_written();
         std::mem::forget(std::mem::replace(&mut self.state, state));
+        self.mark_written();
     }
 
     /// The child at `key`, created clean if absent; `None` when this node subsumes children.
@@ -718,26 +763,12 @@ impl Node {
         &mut c.list
     }
 
-    /// Calls `each` with the index and node of every field written since the last flush, in
-    /// declaration order (a struct's node; none when no field was handed out), forgetting
-    /// that they were written when `clear`.
-    #[inline]
-    pub(crate) fn fields_written(
-        &mut self,
-        clear: bool,
-        mut each: impl FnMut(u32, &mut Node) -> crate::Result<()>,
-    ) -> crate::Result<()> {
+    /// The fields of a struct's node and its written set (`None` when no field was handed
+    /// out since the node was made or reassigned).
+    #[inline(always)]
+    pub(crate) fn written_fields(&mut self) -> Option<(&mut [(Key, Node)], &Written)> {
         let Children { list, written, .. } = &mut self.children;
-        match written {
-            Some(written) => written.take(clear, |i| {
-                let (key, node) = &mut list[i];
-                match *key {
-                    Key::Field(index) => each(index, node),
-                    _ => Ok(()),
-                }
-            }),
-            None => Ok(()),
-        }
+        Some((list, written.as_deref()?))
     }
 
     /// Forgets everything recorded (after a flush), keeping the allocations of struct field

@@ -13,6 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
+use crate::tracker::Scalar;
 use crate::tracker::Trail;
 use crate::wire::table::{write_last_str, write_uint, CachedCell};
 use crate::wire::Numbers;
@@ -191,6 +192,36 @@ impl<'a> Out<'a> {
         }
     }
 
+    /// [`set_cached`](Out::set_cached) of a scalar leaf, written to the wire without building
+    /// a `Value` (integers are written exactly, as either number spelling writes them).
+    pub(crate) fn set_scalar(&mut self, wire: &CachedCell, path: &Trail, value: Scalar) {
+        match &mut self.sink {
+            Sink::Wire { enc, buf } if !path.is_empty() => {
+                enc.head(buf, 's', path, Some(wire));
+                match value {
+                    Scalar::Unit => buf.extend_from_slice(b",null]"),
+                    Scalar::Bool(true) => buf.extend_from_slice(b",true]"),
+                    Scalar::Bool(false) => buf.extend_from_slice(b",false]"),
+                    Scalar::Char(c) => write_last_str(buf, c.encode_utf8(&mut [0; 4])),
+                    Scalar::Int(i) => {
+                        buf.push(b',');
+                        if i < 0 {
+                            buf.push(b'-');
+                        }
+                        write_uint(buf, i.unsigned_abs());
+                        buf.push(b']');
+                    }
+                    Scalar::UInt(u) => {
+                        buf.push(b',');
+                        write_uint(buf, u);
+                        buf.push(b']');
+                    }
+                }
+            }
+            _ => self.set_cached(wire, path, value.value()),
+        }
+    }
+
     /// `["s", path, text]`, or `["r", text]` at the root: [`set`](Out::set) of a string,
     /// written to the wire without building a `Value`.
     pub(crate) fn set_text(&mut self, path: &Trail, text: &str) {
@@ -241,7 +272,8 @@ impl<'a> Out<'a> {
     }
 
     /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
-    #[inline]
+    /// (Always inline: a streaming flush's one op.)
+    #[inline(always)]
     pub(crate) fn append(&mut self, wire: &CachedCell, path: &Trail, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {
