@@ -917,8 +917,12 @@ impl Node {
     /// Notes that a child's node was handed out: something may be recorded below.
     #[inline(always)]
     fn touch(&mut self) {
-        self.touched = true;
-        self.mark_written();
+        // (Once a flush interval: a node with keyed children is touched only here, and its
+        // flush or reset, which its mark brings about, clears it.)
+        if !self.touched {
+            self.touched = true;
+            self.mark_written();
+        }
     }
 
     /// Records a reassignment of the whole value at this node. `accepted` produces the JSON
