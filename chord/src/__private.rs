@@ -45,7 +45,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     // clean), by the struct's written set.
     // (A field's index is its place in the list.)
     let Some((list, written)) = node.written_fields() else {
-        return Ok(());
+        return flush_one_field(node, path, out, &mut field);
     };
     let reset = out.reset;
     let mut bits = written.first(reset);
@@ -67,6 +67,27 @@ pub fn flush_struct<T: Serialize + ?Sized>(
             }
             Ok(())
         })?;
+    }
+    Ok(())
+}
+
+/// [`flush_struct`] of a struct with one field (or none), which has no written set: the
+/// field is visited when anything may be recorded there.
+#[inline(never)]
+fn flush_one_field(
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+    field: &mut impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+) -> Result<()> {
+    for (i, child) in node.children.iter_mut().enumerate() {
+        let child = &mut child.1;
+        if child.may_be_dirty() {
+            field(i as u32, child, path, out)?;
+            if out.reset {
+                child.reset_flushed();
+            }
+        }
     }
     Ok(())
 }

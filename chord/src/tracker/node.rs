@@ -495,6 +495,18 @@ impl Children {
         self.list.clear();
         self.live = 0;
         self.list.reserve_exact(count);
+        if count <= 1 {
+            // One field: it is written exactly when the struct is, so its node takes the
+            // struct's place in the written set above, and the struct needs none of its own
+            // (the flush looks at its one field).
+            let mut node = Node::under(risk);
+            node.up = up.share();
+            self.list
+                .extend((count == 1).then_some((Key::Field(0), node)));
+            self.live = count;
+            self.fields = true;
+            return;
+        }
         let written = Arc::new(Written::new(count, up.share()));
         for i in 0..count {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
@@ -763,8 +775,8 @@ impl Node {
         &mut c.list
     }
 
-    /// The fields of a struct's node and its written set (`None` when no field was handed
-    /// out since the node was made or reassigned).
+    /// The fields of a struct's node and its written set (`None` when the struct has one
+    /// field or none, or no field was handed out since the node was made or reassigned).
     #[inline(always)]
     pub(crate) fn written_fields(&mut self) -> Option<(&mut [(Key, Node)], &Written)> {
         let Children { list, written, .. } = &mut self.children;
