@@ -8,6 +8,7 @@ pub(crate) mod fallback;
 pub(crate) mod js_safe;
 mod node;
 mod out;
+mod scalar;
 pub(crate) mod seq;
 pub(crate) mod text;
 mod trail;

@@ -16,6 +16,7 @@ use crate::diff::{json_fits, json_len};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::edit::{SeqEdit, TextEdit};
+pub(crate) use crate::tracker::scalar::Scalar;
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::Trail;
@@ -626,42 +627,6 @@ pub(crate) enum Before {
     /// into `.1` (recorded relative to this node, each path starting with [`HERE`]), and the
     /// value the reassignment replaced.
     Edited(Vec<Op>, Value),
-}
-
-/// The value of a leaf that JSON carries without a serializer: compared with the accepted
-/// one at flush without building a `Value` for either.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scalar {
-    Unit,
-    Bool(bool),
-    Char(char),
-    Int(i64),
-    UInt(u64),
-}
-
-impl Scalar {
-    /// Whether every replica holds it exactly, so that its flush cannot fail: an integer
-    /// within ±(2^53 − 1), or any other scalar.
-    #[inline]
-    pub(crate) fn safe(self) -> bool {
-        use crate::tracker::js_safe::MAX_SAFE_INTEGER;
-        match self {
-            Scalar::Int(i) => i.unsigned_abs() <= MAX_SAFE_INTEGER,
-            Scalar::UInt(u) => u <= MAX_SAFE_INTEGER,
-            _ => true,
-        }
-    }
-
-    /// Its JSON.
-    pub(crate) fn value(self) -> Value {
-        match self {
-            Scalar::Unit => Value::Null,
-            Scalar::Bool(b) => Value::Bool(b),
-            Scalar::Char(c) => Value::String(c.to_string()),
-            Scalar::Int(i) => Value::from(i),
-            Scalar::UInt(u) => Value::from(u),
-        }
-    }
 }
 
 /// The placeholder first segment of ops recorded relative to a node; replaced by the node's

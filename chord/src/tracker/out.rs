@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
-use crate::tracker::Scalar;
+use crate::tracker::scalar::Scalar;
 use crate::tracker::Trail;
 use crate::wire::table::{write_last_str, write_uint, CachedCell};
 use crate::wire::Numbers;
