@@ -87,16 +87,13 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
 /// Emits the ops for a string at `path`. (Always inline: a streaming flush's one step.)
 #[inline(always)]
 pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>) {
-    if out.undoing() {
-        return undo(current, &node.state, path, out);
-    }
     match &node.state {
         State::Clean => {}
-        // The common case, appends only, written directly.
+        // The common case, appends only, written directly (an undo walk goes on below).
         State::Text(TextEdit::Window {
             dropped,
             tail_start,
-        }) if dropped.is_empty() && !path.is_empty() => {
+        }) if dropped.is_empty() && !path.is_empty() && !out.undoing() => {
             if *tail_start < current.len() {
                 out.append(&node.wire, path, &current[*tail_start..]);
             }
@@ -127,6 +124,9 @@ fn undo(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
 /// [`flush`] of anything but appends.
 #[inline(never)]
 fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
+    if out.undoing() {
+        return undo(current, state, path, out);
+    }
     match state {
         State::Clean | State::Seq(_) => {}
         State::Assigned(before) => {
