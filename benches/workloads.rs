@@ -1,5 +1,5 @@
 //! chord against the alternatives a Rust user would pick, side by side on the workloads of
-//! `testdata/bench/README.md` and the shapes S1-S5 of `BENCHMARKS.md`: muon (derive `Observe`, one `observe!` per step) and
+//! `testdata/bench/README.md` and the shapes S1-S6 of `BENCHMARKS.md`: muon (derive `Observe`, one `observe!` per step) and
 //! json-patch (`diff` of a clone taken before the step).
 //!
 //! ```sh
@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Ends with the run's table: the median per step of every library, chord over the floor
-//! (W1, W5 and the shapes S1-S5: the step's mutation on plain data and chord's ops written
+//! (W1, W5 and the shapes S1-S6: the step's mutation on plain data and chord's ops written
 //! into a reused buffer) and
 //! muon over chord. chord's step is `flush_into` a reused buffer; `W1-fresh`, `W3`, `W7` are a
 //! step on a fresh copy (the spec's form: the path goes inline), `W1`, `W3-steady`,

@@ -14,7 +14,7 @@ use crate::workloads::{
     entries, items, s1_entries, s1_index, s2_item, s2_step, s5_agent, s5_agents, w1_text, w4_next,
     w4_text, w4l_assigned, w4l_initial, w5_content, w5big_chunk, w5big_text, w5big_text_of,
     Emitted, Run, S1_STEPS, S1_TEXTS, S2_KEYS, S2_ROWS, S3_PICKS, S3_STEPS, S5_LINES, S5_STEPS,
-    TEXT40K, W5BIG_BYTES, W6_ENTRIES,
+    S6_STEPS, S6_STEPS_DATA, TEXT40K, W5BIG_BYTES, W6_ENTRIES,
 };
 
 /// muon's state types: `#[derive(Observe, Serialize)]`, the same JSON as `workloads::ch`'s.
@@ -594,6 +594,22 @@ pub fn muon_s1() -> MuonRun<mu::Transcript> {
     }
 }
 
+/// S6 in muon: one entry's text set to an unrelated 40-byte text.
+pub fn muon_s6() -> MuonRun<mu::Transcript> {
+    fn step(v: &mut mu::Transcript, i: usize) -> Json {
+        let (k, text) = &S6_STEPS_DATA[i % S6_STEPS];
+        let text = text.clone();
+        observe!(v => { v.transcript[*k].text = text; }).unwrap()
+    }
+    MuonRun {
+        v: mu::Transcript {
+            transcript: crate::workloads::s6_entries(),
+        },
+        mutate: step,
+        wire: Vec::new(),
+    }
+}
+
 /// S2 in muon: 100 keys removed and 100 inserted.
 pub fn muon_s2() -> MuonRun<mu::Table> {
     fn step(v: &mut mu::Table, i: usize) -> Json {
@@ -670,6 +686,18 @@ pub fn patch_s1() -> PatchRun {
         v: json!({ "transcript": transcript }),
         mutate: |v, i| {
             v["transcript"][s1_index(i)]["text"] = Value::String(S1_TEXTS[i % S1_STEPS].clone())
+        },
+    }
+}
+
+/// S6 in json-patch.
+pub fn patch_s6() -> PatchRun {
+    let transcript: Vec<Value> = crate::workloads::s6_entries();
+    PatchRun {
+        v: json!({ "transcript": transcript }),
+        mutate: |v, i| {
+            let (k, text) = &S6_STEPS_DATA[i % S6_STEPS];
+            v["transcript"][*k]["text"] = Value::String(text.clone())
         },
     }
 }

@@ -6,7 +6,7 @@ use crate::workloads::*;
 
 /// One workload in one library, as the benchmark runs it.
 pub struct Case {
-    /// `W1` ... `W7`, `W4r`, `W4L`, `W5big`, `W6big`, `W5-last500`, and the shapes `S1` ... `S5`.
+    /// `W1` ... `W7`, `W4r`, `W4L`, `W5big`, `W6big`, `W5-last500`, and the shapes `S1` ... `S6`.
     pub workload: &'static str,
     /// `floor`, `chord`, `chord-assign`, `chord-window`, `chord-deref`, `muon`, `json-patch`.
     pub lib: &'static str,
@@ -42,6 +42,7 @@ pub fn cases() -> Vec<Case> {
         S3_PICKS.len(),
         S5_KEYS.len(),
         S5_LINES.len(),
+        S6_STEPS_DATA.len(),
     );
     fn case(
         workload: &'static str,
@@ -198,6 +199,10 @@ pub fn cases() -> Vec<Case> {
         case("S5", "chord", S5_STEPS, || Box::new(chord_s5())),
         case("S5", "muon", S5_STEPS, || Box::new(muon_s5())),
         case("S5", "json-patch", S5_STEPS, || Box::new(patch_s5())),
+        case("S6", "floor", S6_STEPS, || Box::new(floor_s6())),
+        case("S6", "chord", S6_STEPS, || Box::new(chord_s6())),
+        case("S6", "muon", S6_STEPS, || Box::new(muon_s6())),
+        case("S6", "json-patch", S6_STEPS, || Box::new(patch_s6())),
     ]
 }
 
@@ -274,6 +279,29 @@ mod tests {
             assert_eq!(c.len(), f.len(), "S2 step {i}");
             assert_eq!(sorted_ops(c), sorted_ops(f), "S2 step {i}");
         });
+    }
+
+    /// S6 repeats an entry now and then (2,000 entries, 1,000 steps), whose path chord sends
+    /// as an id from then on: those steps are compared by their ops' values.
+    #[test]
+    fn s6_floor_writes_chord_ops() {
+        let (mut same, mut repeats) = (0, 0);
+        side_by_side(chord_s6(), floor_s6(), S6_STEPS, |i, c, f| {
+            if c == f {
+                same += 1;
+                return;
+            }
+            repeats += 1;
+            let ops =
+                |wire: &str| -> Vec<serde_json::Value> { serde_json::from_str(wire).unwrap() };
+            let (c, f) = (ops(c), ops(f));
+            let set = c.iter().find(|op| op[0] == "s").expect("a set");
+            assert_eq!(set[2], f[0][2], "S6 step {i}: the same text set");
+        });
+        assert!(
+            same > 500,
+            "S6: {same} steps write the floor's bytes, {repeats} repeat"
+        );
     }
 
     #[test]

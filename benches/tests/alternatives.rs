@@ -26,6 +26,7 @@ fn alternatives_emit_correct_updates() {
                 | "S3"
                 | "S4"
                 | "S5"
+                | "S6"
         );
         // (The floor is no library: it writes a fixed op, not the workload's update.)
         if !small || case.lib.starts_with("chord") || case.lib == "floor" {
@@ -65,6 +66,7 @@ fn check_muon(name: &str, workload: &str, steps: usize) {
         "S3" => go(name, muon_s3(), steps),
         "S4" => go(name, muon_s4(), steps),
         "S5" => go(name, muon_s5(), steps),
+        "S6" => go(name, muon_s6(), steps),
         other => panic!("{other}"),
     }
 }
@@ -83,6 +85,7 @@ fn check_patch(name: &str, workload: &str, steps: usize) {
         "S3" => patch_s3(),
         "S4" => patch_s4(),
         "S5" => patch_s5(),
+        "S6" => patch_s6(),
         other => panic!("{other}"),
     };
     let mut replica: Value = run.v.clone();

@@ -1,4 +1,4 @@
-//! chord's side of the shapes S1-S5: each step's ops, checked against what the step did (the
+//! chord's side of the shapes S1-S6: each step's ops, checked against what the step did (the
 //! element, keys, fields, counter and agent it touched, taken from the workload's inputs), and
 //! every wire batch decoded and applied to a replica that must end equal to the state. The
 //! muon side is checked by `tests/alternatives.rs`.
@@ -38,7 +38,7 @@ fn stream<T: Tracked + Serialize>(
 #[test]
 fn every_shape_is_a_case_in_both_libraries() {
     let cases = cases();
-    for shape in ["S1", "S2", "S3", "S4", "S5"] {
+    for shape in ["S1", "S2", "S3", "S4", "S5", "S6"] {
         for lib in ["chord", "muon"] {
             assert!(
                 cases.iter().any(|c| c.workload == shape && c.lib == lib),
@@ -63,6 +63,19 @@ fn s1_check(i: usize, ops: &[Op]) {
 #[test]
 fn s1_one_set_of_the_element_text() {
     stream("S1", chord_s1(), S1_STEPS, s1_check);
+}
+
+/// S6: one `s` of the entry's new text, the entry and text taken from the workload's inputs.
+#[test]
+fn s6_one_set_of_the_entry_text() {
+    stream("S6", chord_s6(), S6_STEPS, |i, ops| {
+        let (k, text) = &S6_STEPS_DATA[i];
+        assert_eq!(
+            ops,
+            [Op::Set(path!["transcript", *k, "text"], json!(text))],
+            "S6 step {i}"
+        );
+    });
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub mod ts {
     };
 }
 
-use crate::tracker::{flush_assigned, to_json, with_seg, Before, Key, State};
+use crate::tracker::{flush_assigned, to_json, with_seg, Before, State};
 
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else
 /// each dirty field through `field`, which is called with the field's index.
@@ -41,18 +41,52 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     if let State::Assigned(before) = &node.state {
         return crate::tracker::flush_reassigned(value, before, path, out);
     }
-    // (A struct's children are its fields: the key is read only for the dirty ones, and
-    // most fields of a wide struct are clean.)
-    for (key, child) in node.children.iter_mut() {
-        if child.may_be_dirty() {
-            if let Key::Field(index) = *key {
-                field(index, child, path, out)?;
-                if out.reset {
-                    child.reset_flushed();
-                }
+    // Only the fields written since the last flush (most fields of a wide struct are
+    // clean), by the struct's written set.
+    // (A field's index is its place in the list.)
+    let Some((list, written)) = node.written_fields() else {
+        return flush_one_field(node, path, out, &mut field);
+    };
+    let reset = out.reset;
+    let mut bits = written.first(reset);
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let child = &mut list[i].1;
+        field(i as u32, child, path, out)?;
+        if reset {
+            child.reset_flushed();
+        }
+    }
+    if written.has_more() {
+        written.take_more(reset, |i| {
+            let child = &mut list[i].1;
+            field(i as u32, child, path, out)?;
+            if reset {
+                child.reset_flushed();
             }
-        } else if out.reset {
-            child.present = None; // (the only thing a clean field may hold)
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// [`flush_struct`] of a struct with one field (or none), which has no written set: the
+/// field is visited when anything may be recorded there.
+#[inline(never)]
+fn flush_one_field(
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+    field: &mut impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+) -> Result<()> {
+    for (i, child) in node.children.iter_mut().enumerate() {
+        let child = &mut child.1;
+        if child.may_be_dirty() {
+            field(i as u32, child, path, out)?;
+            if out.reset {
+                child.reset_flushed();
+            }
         }
     }
     Ok(())

@@ -103,6 +103,34 @@ pub(crate) fn overlap(prev: &str, next: &str, cfg: &OverlapConfig) -> usize {
     overlap_at_least(prev, next, cfg, 0)
 }
 
+/// The most places [`may_overlap`] compares at before it leaves the answer to the search.
+const FEW_PLACES: usize = 64;
+
+/// Whether an overlap of at least `min` bytes (`min` > 0), or one that is all of `next`,
+/// may exist: `false` only when none does. An overlap is no longer than `next`, so it starts at one of the places from
+/// `prev.len() - next.len()` to `prev.len() - min`; when there are few of them (a short
+/// `next`, the short text a `set` replaces an unrelated one with), each is compared,
+/// starting with its first byte, and the search with its substring searcher's set-up is
+/// left out when none matches. (Any byte offset is compared, character boundary or not: a
+/// superset of the overlaps the search looks for.)
+#[inline]
+fn may_overlap(prev: &[u8], next: &[u8], min: usize) -> bool {
+    // `next` whole at the end of `prev` (text dropped from the front, nothing appended):
+    // worth sending whatever its length, as no text follows it.
+    if prev.ends_with(next) {
+        return true;
+    }
+    // (Shorter than `min` either: every overlap is shorter than `min`.)
+    let (Some(last), true) = (prev.len().checked_sub(min), next.len() >= min) else {
+        return false;
+    };
+    let first = prev.len().saturating_sub(next.len());
+    if last - first >= FEW_PLACES {
+        return true;
+    }
+    (first..=last).any(|i| prev[i] == next[0] && prev[i..] == next[..prev.len() - i])
+}
+
 /// [`overlap`] for a caller that has no use for an overlap shorter than `min` bytes (one that
 /// a `s` beats): the same answer when that is at least `min`, and otherwise some answer below
 /// `min` (0 or the overlap itself).
@@ -116,6 +144,9 @@ pub(crate) fn overlap(prev: &str, next: &str, cfg: &OverlapConfig) -> usize {
 pub(crate) fn overlap_at_least(prev: &str, next: &str, cfg: &OverlapConfig, min: usize) -> usize {
     if next.starts_with(prev) {
         return prev.len();
+    }
+    if min > 0 && !may_overlap(prev.as_bytes(), next.as_bytes(), min) {
+        return 0;
     }
     let start = tail_start(prev, cfg.scan);
     if start == prev.len() || next.is_empty() {
@@ -650,6 +681,19 @@ mod tests {
                 n == full || (n == 0 && full < min),
                 "{} for a minimum of {} (overlap {})", n, min, full
             );
+        }
+
+        /// The quick check says "none" only when no overlap reaches the minimum.
+        #[test]
+        fn no_overlap_of_the_minimum_when_the_quick_check_says_none(
+            (prev, next) in prop_oneof![pair(), (text(), text())],
+            min in 1usize..80,
+        ) {
+            let best = brute(&prev, &next, usize::MAX);
+            if !may_overlap(prev.as_bytes(), next.as_bytes(), min) {
+                prop_assert!(best < min, "an overlap of {} for a minimum of {}", best, min);
+                prop_assert!(best < next.len(), "all of the next text overlaps");
+            }
         }
 
         #[test]

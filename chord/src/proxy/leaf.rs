@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, Before, Cx, Node, State, Tracked, Trail};
+use crate::tracker::{flush_assigned, to_json, Before, Cx, Node, Scalar, State, Tracked, Trail};
 
 /// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
 /// marked `#[chord(opaque)]`. Assigning it (`set`, `+=` and the other compound assignments,
@@ -26,6 +26,9 @@ pub struct LeafProxy<'a, T> {
     v: &'a mut T,
     cx: Cx<'a>,
     json: fn(&T) -> Option<Value>,
+    /// For a `bool`, `char`, `()` or integer of up to 64 bits: its value kept typed, whose
+    /// reassignment is recorded without a `Value` and cannot fail to flush.
+    typed: Option<fn(&T) -> Scalar>,
 }
 
 fn json_of<T: Serialize>(v: &T) -> Option<Value> {
@@ -39,6 +42,17 @@ impl<'a, T: Serialize> LeafProxy<'a, T> {
             v,
             cx,
             json: json_of::<T>,
+            typed: None,
+        }
+    }
+
+    /// A leaf whose value `typed` reads as a [`Scalar`].
+    fn scalar(v: &'a mut T, cx: Cx<'a>, typed: fn(&T) -> Scalar) -> Self {
+        LeafProxy {
+            v,
+            cx,
+            json: json_of::<T>,
+            typed: Some(typed),
         }
     }
 }
@@ -47,13 +61,35 @@ impl<'a, T> LeafProxy<'a, T> {
     /// A leaf whose JSON is written by `json` (a field with `#[serde(with = "...")]`).
     #[doc(hidden)]
     pub fn with_json(v: &'a mut T, cx: Cx<'a>, json: fn(&T) -> Option<Value>) -> Self {
-        LeafProxy { v, cx, json }
+        LeafProxy {
+            v,
+            cx,
+            json,
+            typed: None,
+        }
     }
 
+    /// Records a reassignment about to happen (the value is still the old one); then
+    /// [`settle`](LeafProxy::settle) once the new value is in place.
+    #[inline]
     fn record(&mut self) {
         if let Some(node) = self.cx.node.as_deref_mut() {
-            let (v, json) = (&*self.v, self.json);
-            node.assign(|| json(v));
+            let v = &*self.v;
+            match self.typed {
+                Some(typed) => node.assign_scalar(typed(v)),
+                None => {
+                    let json = self.json;
+                    node.assign(|| json(v));
+                }
+            }
+        }
+    }
+
+    /// After a reassignment: a scalar's new value decides whether the flush may fail.
+    #[inline]
+    fn settle(&mut self) {
+        if let (Some(node), Some(typed)) = (self.cx.node.as_deref(), self.typed) {
+            node.settle_scalar(typed(self.v));
         }
     }
 
@@ -61,18 +97,23 @@ impl<'a, T> LeafProxy<'a, T> {
     pub fn set(&mut self, value: T) {
         self.record();
         *self.v = value;
+        self.settle();
     }
 
     /// Replaces the value, returning the old one (`std::mem::replace`).
     pub fn replace(&mut self, value: T) -> T {
         self.record();
-        std::mem::replace(self.v, value)
+        let old = std::mem::replace(self.v, value);
+        self.settle();
+        old
     }
 
     /// Changes the value in place; it is compared with the accepted value at flush.
     pub fn update<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
         self.record();
-        f(self.v)
+        let r = f(self.v);
+        self.settle();
+        r
     }
 }
 
@@ -87,6 +128,10 @@ impl<T> DerefMut for LeafProxy<'_, T> {
     /// Any change through `&mut T`: the value's JSON is taken now and compared at flush.
     fn deref_mut(&mut self) -> &mut T {
         self.record();
+        // (The new value is not seen: the flush may fail.)
+        if let Some(node) = self.cx.node.as_deref() {
+            node.risk.mark();
+        }
         self.v
     }
 }
@@ -126,6 +171,7 @@ macro_rules! compound {
             fn $method(&mut self, rhs: R) {
                 self.record();
                 std::ops::$trait::$method(self.v, rhs);
+                self.settle();
             }
         }
     )*};
@@ -145,6 +191,10 @@ pub fn flush<T: Serialize + ?Sized>(
     out: &mut Out<'_>,
 ) -> Result<()> {
     match &node.state {
+        State::Assigned(before) if out.undoing() => {
+            crate::tracker::undo_assigned(path, before, out);
+            Ok(())
+        }
         State::Assigned(before) => {
             let after = to_json(value, path)?;
             match before {
@@ -155,11 +205,43 @@ pub fn flush<T: Serialize + ?Sized>(
                         out.set_cached(&node.wire, path, after);
                     }
                 }
+                Before::Scalar(before) => {
+                    if before.value() != after {
+                        out.set_cached(&node.wire, path, after);
+                    }
+                }
                 _ => flush_assigned(path, before, Some(after), out),
             }
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// Emits the ops for a scalar leaf at `path`, `now` its value: compared with the accepted
+/// value typed, when it was kept so, and sent as one `s` when it differs.
+#[inline]
+fn flush_scalar<T: Serialize + ?Sized>(
+    now: Scalar,
+    value: &T,
+    node: &mut Node,
+    path: &mut Trail,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    if out.undoing() {
+        return flush(value, node, path, out);
+    }
+    match &node.state {
+        // (A value beyond ±(2^53 − 1) goes through `to_json`, which counts it for the
+        // JS-safe check.)
+        State::Assigned(Before::Scalar(before)) if now.safe() => {
+            if *before != now {
+                out.set_scalar(&node.wire, path, now);
+            }
+            Ok(())
+        }
+        State::Clean => Ok(()),
+        _ => flush(value, node, path, out),
     }
 }
 
@@ -172,6 +254,48 @@ fn comparable(a: &Value, b: &Value) -> bool {
             | (Value::Object(_), Value::Object(_))
     )
 }
+
+/// The leaves kept typed as [`Scalar`]s, with the variant each is kept as.
+macro_rules! scalars {
+    ($($t:ty => $v:ident $(as $w:ty)?),*) => {$(
+        impl Tracked for $t {
+            type Proxy<'a> = LeafProxy<'a, $t>;
+
+            fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> LeafProxy<'a, $t> {
+                LeafProxy::scalar(self, cx, |v| scalars!(@of $v v $($w)?))
+            }
+
+            #[inline]
+            fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+                let v = self;
+                flush_scalar(scalars!(@of $v v $($w)?), self, node, path, out)
+            }
+
+            fn __assign<'a>(proxy: &mut LeafProxy<'a, $t>, value: Self) where Self: 'a {
+                proxy.set(value);
+            }
+        }
+    )*};
+    (@of Unit $v:ident) => { { let _ = $v; Scalar::Unit } };
+    (@of $variant:ident $v:ident) => { Scalar::$variant(*$v) };
+    (@of $variant:ident $v:ident $w:ty) => { Scalar::$variant(*$v as $w) };
+}
+
+scalars!(
+    bool => Bool,
+    char => Char,
+    () => Unit,
+    i8 => Int as i64,
+    i16 => Int as i64,
+    i32 => Int as i64,
+    i64 => Int,
+    isize => Int as i64,
+    u8 => UInt as u64,
+    u16 => UInt as u64,
+    u32 => UInt as u64,
+    u64 => UInt,
+    usize => UInt as u64
+);
 
 macro_rules! leaves {
     ($($t:ty),*) => {$(
@@ -193,25 +317,7 @@ macro_rules! leaves {
     )*};
 }
 
-leaves!(
-    bool,
-    char,
-    (),
-    i8,
-    i16,
-    i32,
-    i64,
-    i128,
-    isize,
-    u8,
-    u16,
-    u32,
-    u64,
-    u128,
-    usize,
-    f32,
-    f64
-);
+leaves!(i128, u128, f32, f64);
 
 /// A `BTreeSet` is tracked as one value (its JSON is a sorted array): a change is compared
 /// with the accepted array at flush.

@@ -373,7 +373,9 @@ fn flush_members<M: MapLike>(
             State::Assigned(before) => match (before, current) {
                 // A member new or set whole: its `s` (what `flush_assigned` sends for it)
                 // written without building a `Value`.
-                (Before::Absent | Before::Existed, Some(v)) => out.set_checked(p, v),
+                (Before::Absent | Before::Existed, Some(v)) if !out.undoing() => {
+                    out.set_checked(p, v)
+                }
                 (before, current) => {
                     let after = current.map(|v| to_json(v, p)).transpose()?;
                     flush_assigned(p, before, after, out);

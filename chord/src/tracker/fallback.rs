@@ -101,6 +101,7 @@ impl Fallbacks {
 pub(crate) fn fell_back(node: Option<&mut Node>) {
     if let Some(node) = node {
         node.fell_back = true;
+        node.mark_written();
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod fallback;
 pub(crate) mod js_safe;
 mod node;
 mod out;
+mod scalar;
 pub(crate) mod seq;
 pub(crate) mod text;
 mod trail;
@@ -27,7 +28,8 @@ pub use cx::{Cx, Fields};
 pub use fallback::{Fallbacks, FALLBACK_PATHS};
 pub use node::Node;
 pub(crate) use node::{
-    capped, flush_assigned, flush_reassigned, with_seg, Before, Key, Risk, State,
+    capped, flush_assigned, flush_reassigned, undo_assigned, with_seg, Before, Key, Risk, Scalar,
+    State,
 };
 pub use out::Out;
 pub use trail::Trail;
@@ -248,6 +250,9 @@ impl<T: Tracked> Tracker<T> {
     pub fn rebase(&mut self) {
         self.base = true;
         self.forget();
+        // (Every node too: what they captured of the JSON the replicas held, a skipped
+        // field's presence, is not what the base batch sends.)
+        self.root = Node::under(&self.root.risk);
     }
 
     /// Accepts the changes recorded since the last flush without emitting them (for when the
@@ -353,6 +358,7 @@ impl<T: Tracked> Tracker<T> {
         self.pending.clear();
         self.base = true;
         self.forget();
+        self.root = Node::under(&self.root.risk);
         Err(e)
     }
 

@@ -6,7 +6,7 @@
 //! tracker's memory is proportional to what changed, never to the state's size.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -16,6 +16,7 @@ use crate::diff::{json_fits, json_len};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg};
 use crate::tracker::edit::{SeqEdit, TextEdit};
+pub(crate) use crate::tracker::scalar::Scalar;
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::Trail;
@@ -45,6 +46,154 @@ pub struct Node {
     pub(crate) wire: CachedCell,
     /// The tracker's [`Risk`], shared by all its nodes.
     pub(crate) risk: Risk,
+    /// Where a record here is noted for the flush: the written set of the struct whose field
+    /// this node is (none for the root, an element or a member, whose parents find them by
+    /// their list of touched children).
+    pub(crate) up: Up,
+}
+
+/// Which fields of one struct node were written since the last flush: a bit per field, set
+/// by the write (through the field node's [`Up`]) and cleared by the flush or reset that
+/// visits it, so that flush and reset visit the written fields alone and a struct of sixty
+/// fields costs what its changed fields cost. Shared (an `Arc`) between the struct's node
+/// and its fields' nodes: the write holds only the field's node.
+#[derive(Debug)]
+pub(crate) struct Written {
+    /// Fields 0..64.
+    first: AtomicU64,
+    /// Fields from 64 on, 64 a word (none, unallocated, for most structs).
+    more: Box<[AtomicU64]>,
+    /// The struct node's own place: a field's write marks every struct above it.
+    up: Up,
+}
+
+impl Written {
+    fn new(count: usize, up: Up) -> Written {
+        Written {
+            first: AtomicU64::new(0),
+            more: (64..count.max(64))
+                .step_by(64)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            up,
+        }
+    }
+
+    /// Sets field `i`'s bit; whether it was clear.
+    #[inline(always)]
+    fn set(&self, i: u32) -> bool {
+        let word = match (i / 64) as usize {
+            0 => &self.first,
+            w => &self.more[w - 1],
+        };
+        let bit = 1u64 << (i % 64);
+        let v = word.load(Ordering::Relaxed);
+        if v & bit != 0 {
+            return false;
+        }
+        word.store(v | bit, Ordering::Relaxed);
+        true
+    }
+
+    /// The written fields' indices, in order, clearing the bits when `clear`.
+    #[inline]
+    fn take(
+        &self,
+        clear: bool,
+        mut each: impl FnMut(usize) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        // (The first word on its own: most structs have no more.)
+        #[inline(always)]
+        fn word(
+            word: &AtomicU64,
+            base: usize,
+            clear: bool,
+            each: &mut impl FnMut(usize) -> crate::Result<()>,
+        ) -> crate::Result<()> {
+            let mut bits = word.load(Ordering::Relaxed);
+            if bits != 0 && clear {
+                word.store(0, Ordering::Relaxed);
+            }
+            while bits != 0 {
+                let i = base + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                each(i)?;
+            }
+            Ok(())
+        }
+        word(&self.first, 0, clear, &mut each)?;
+        for (w, more) in self.more.iter().enumerate() {
+            word(more, (w + 1) * 64, clear, &mut each)?;
+        }
+        Ok(())
+    }
+
+    /// The bits of fields 0..64, cleared when `clear`.
+    #[inline(always)]
+    pub(crate) fn first(&self, clear: bool) -> u64 {
+        let bits = self.first.load(Ordering::Relaxed);
+        if bits != 0 && clear {
+            self.first.store(0, Ordering::Relaxed);
+        }
+        bits
+    }
+
+    /// Whether the struct has fields beyond the first 64.
+    #[inline(always)]
+    pub(crate) fn has_more(&self) -> bool {
+        !self.more.is_empty()
+    }
+
+    /// [`take`](Written::take) of the fields beyond the first 64.
+    pub(crate) fn take_more(
+        &self,
+        clear: bool,
+        mut each: impl FnMut(usize) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        for (w, word) in self.more.iter().enumerate() {
+            let mut bits = word.load(Ordering::Relaxed);
+            if bits != 0 && clear {
+                word.store(0, Ordering::Relaxed);
+            }
+            while bits != 0 {
+                let i = (w + 1) * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                each(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any field was written.
+    fn any(&self) -> bool {
+        std::iter::once(&self.first)
+            .chain(&*self.more)
+            .any(|w| w.load(Ordering::Relaxed) != 0)
+    }
+}
+
+/// A node's place in the written set of the struct above it (see [`Written`]).
+#[derive(Debug, Default)]
+pub(crate) struct Up(Option<(Arc<Written>, u32)>);
+
+impl Up {
+    /// Notes a record at the node: its bit and, up to the first one already set, those of
+    /// the structs above. (A set bit means every bit above it is set too: bits are cleared
+    /// from the top down, by the walk that visits them.)
+    #[inline(always)]
+    pub(crate) fn mark(&self) {
+        let mut at = self;
+        while let Some((written, i)) = &at.0 {
+            if !written.set(*i) {
+                return;
+            }
+            at = &written.up;
+        }
+    }
+
+    fn share(&self) -> Up {
+        Up(self.0.as_ref().map(|(w, i)| (Arc::clone(w), *i)))
+    }
 }
 
 /// Whether a record made since the last flush may make the next flush fail: one flag per
@@ -102,6 +251,8 @@ pub(crate) struct Children {
     index: Option<ChildIndex>,
     /// The children are a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
+    /// With `fields`: which of them were written since the last flush.
+    pub(crate) written: Option<Arc<Written>>,
 }
 
 /// How many children a scan handles before an index is built.
@@ -244,7 +395,7 @@ mod child_index_tests {
         );
         assert_eq!(children.list.len(), SPARE, "the other spares wait");
         // A struct's fields leave no spares behind.
-        children.make_fields(2, &risk);
+        children.make_fields(2, &risk, &Up::default());
         assert_eq!(children.list.len(), 2);
         assert_eq!(children.iter().count(), 2);
     }
@@ -294,7 +445,10 @@ impl Children {
     fn push(&mut self, key: Key, risk: &Risk) -> usize {
         let at = self.live;
         match self.list.get_mut(at) {
-            Some((spare, _)) => *spare = key,
+            Some((spare, node)) => {
+                *spare = key;
+                node.not_a_field(risk);
+            }
             None => self.list.push((key, Node::under(risk))),
         }
         self.added(at)
@@ -305,11 +459,15 @@ impl Children {
     fn push_member(&mut self, name: &str, risk: &Risk) -> usize {
         let at = self.live;
         match self.list.get_mut(at) {
-            Some((Key::Name(room), _)) => {
+            Some((Key::Name(room), node)) => {
                 room.clear();
                 room.push_str(name);
+                node.not_a_field(risk);
             }
-            Some((spare, _)) => *spare = Key::Name(name.to_owned()),
+            Some((spare, node)) => {
+                *spare = Key::Name(name.to_owned());
+                node.not_a_field(risk);
+            }
             None => self
                 .list
                 .push((Key::Name(name.to_owned()), Node::under(risk))),
@@ -331,16 +489,34 @@ impl Children {
     /// proxy is handed out, or when an enum changed variant).
     #[cold]
     #[inline(never)]
-    fn make_fields(&mut self, count: usize, risk: &Risk) {
+    fn make_fields(&mut self, count: usize, risk: &Risk, up: &Up) {
         self.clear();
-        self.list
-            .reserve_exact(count.saturating_sub(self.list.len()));
-        for i in 0..count {
-            self.push(Key::Field(u32::try_from(i).unwrap_or(u32::MAX)), risk);
+        // (Fresh nodes, no spares: a field node's own fields' written set names its place,
+        // made for it here.)
+        self.list.clear();
+        self.live = 0;
+        self.list.reserve_exact(count);
+        if count <= 1 {
+            // One field: it is written exactly when the struct is, so its node takes the
+            // struct's place in the written set above, and the struct needs none of its own
+            // (the flush looks at its one field).
+            let mut node = Node::under(risk);
+            node.up = up.share();
+            self.list
+                .extend((count == 1).then_some((Key::Field(0), node)));
+            self.live = count;
+            self.fields = true;
+            return;
         }
-        // (A struct's children are its fields, with no spares: `Node::fields` hands out the
-        // whole list.)
-        self.drop_spares();
+        let written = Arc::new(Written::new(count, up.share()));
+        for i in 0..count {
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            let mut node = Node::under(risk);
+            node.up = Up(Some((Arc::clone(&written), i)));
+            self.list.push((Key::Field(i), node));
+        }
+        self.live = count;
+        self.written = Some(written);
         self.fields = true;
     }
 
@@ -348,6 +524,7 @@ impl Children {
     #[inline]
     pub(crate) fn clear(&mut self) {
         self.fields = false;
+        self.written = None;
         if self.live > 0 {
             self.clear_list();
         }
@@ -378,6 +555,7 @@ impl Children {
         }
         self.index = None;
         self.fields = false;
+        self.written = None;
     }
 
     /// Drops the spare nodes (of a node that becomes a spare itself, or of a struct's fields).
@@ -442,6 +620,9 @@ pub(crate) enum Before {
     Existed,
     /// Present with this JSON.
     Value(Value),
+    /// Present with this value, kept typed: a reassigned `bool`, `char`, `()` or integer of
+    /// up to 64 bits.
+    Scalar(Scalar),
     /// Edited since the last flush, then reassigned: the ops that turned the accepted value
     /// into `.1` (recorded relative to this node, each path starting with [`HERE`]), and the
     /// value the reassignment replaced.
@@ -481,7 +662,23 @@ impl Node {
             fell_back: false,
             wire: Default::default(),
             risk: risk.clone(),
+            up: Up::default(),
         }
+    }
+
+    /// Makes a spare that was a struct's field a clean node of a keyed child (an element, a
+    /// member), whose records no struct's written set notes.
+    #[inline]
+    fn not_a_field(&mut self, risk: &Risk) {
+        if self.up.0.is_some() {
+            *self = Node::under(risk);
+        }
+    }
+
+    /// Notes a record at this node in the written sets of the structs above it.
+    #[inline]
+    pub(crate) fn mark_written(&self) {
+        self.up.mark();
     }
 
     /// Whether recording below this node is pointless because the node's own state already
@@ -498,6 +695,7 @@ impl Node {
     pub(crate) fn start(&mut self, state: State) {
         debug_assert!(matches!(self.state, State::Clean));
         std::mem::forget(std::mem::replace(&mut self.state, state));
+        self.mark_written();
     }
 
     /// The child at `key`, created clean if absent; `None` when this node subsumes children.
@@ -507,7 +705,7 @@ impl Node {
         if self.subsumes_children() {
             return None;
         }
-        self.touched = true;
+        self.touch();
         let at = match self.children.position(key.as_ref()) {
             Some(at) => at,
             None => self.children.push(key, &self.risk),
@@ -522,7 +720,7 @@ impl Node {
         if self.subsumes_children() {
             return None;
         }
-        self.touched = true;
+        self.touch();
         let at = match self.children.position(KeyRef::Name(name)) {
             Some(at) => at,
             None => self.children.push_member(name, &self.risk),
@@ -537,9 +735,17 @@ impl Node {
         self.touched = true;
         let c = &mut self.children;
         if !(c.fields && c.list.len() == count) {
-            c.make_fields(count, &self.risk);
+            c.make_fields(count, &self.risk, &self.up);
         }
         &mut c.list
+    }
+
+    /// The fields of a struct's node and its written set (`None` when the struct has one
+    /// field or none, or no field was handed out since the node was made or reassigned).
+    #[inline(always)]
+    pub(crate) fn written_fields(&mut self) -> Option<(&mut [(Key, Node)], &Written)> {
+        let Children { list, written, .. } = &mut self.children;
+        Some((list, written.as_deref()?))
     }
 
     /// Forgets everything recorded (after a flush), keeping the allocations of struct field
@@ -595,6 +801,15 @@ impl Node {
     /// [`reset`](Node::reset) of the children that hold anything.
     #[inline(never)]
     fn reset_children(&mut self) {
+        let Children { list, written, .. } = &mut self.children;
+        if let Some(written) = written {
+            // A struct's fields: those written alone.
+            let _ = written.take(true, |i| {
+                list[i].1.reset();
+                Ok(())
+            });
+            return;
+        }
         for (_, child) in self.children.live_mut() {
             if child.touched
                 || !matches!(child.state, State::Clean)
@@ -623,7 +838,7 @@ impl Node {
         if self.subsumes_children() {
             return out;
         }
-        self.touched = true;
+        self.touch();
         let mut wanted_at: Vec<Option<usize>> = Vec::new();
         for (i, key) in keys.into_iter().enumerate() {
             let Some(key) = key else { continue };
@@ -655,8 +870,36 @@ impl Node {
 
     /// Whether anything is recorded here or below.
     pub(crate) fn is_dirty(&self) -> bool {
-        !matches!(self.state, State::Clean)
-            || (self.touched && self.children.iter().any(|(_, n)| n.is_dirty()))
+        if !matches!(self.state, State::Clean) {
+            return true;
+        }
+        if !self.touched {
+            return false;
+        }
+        match &self.children.written {
+            Some(written) => {
+                written.any() && {
+                    let mut dirty = false;
+                    let _ = written.take(false, |i| {
+                        dirty |= self.children.list[i].1.is_dirty();
+                        Ok(())
+                    });
+                    dirty
+                }
+            }
+            None => self.children.iter().any(|(_, n)| n.is_dirty()),
+        }
+    }
+
+    /// Notes that a child's node was handed out: something may be recorded below.
+    #[inline(always)]
+    fn touch(&mut self) {
+        // (Once a flush interval: a node with keyed children is touched only here, and its
+        // flush or reset, which its mark brings about, clears it.)
+        if !self.touched {
+            self.touched = true;
+            self.mark_written();
+        }
     }
 
     /// Records a reassignment of the whole value at this node. `accepted` produces the JSON
@@ -665,6 +908,7 @@ impl Node {
     /// known, and flush sends the new value whole; see [`assign_tracked`](Node::assign_tracked)).
     pub(crate) fn assign(&mut self, accepted: impl FnOnce() -> Option<Value>) {
         self.risk.mark();
+        self.mark_written();
         if matches!(self.state, State::Assigned(_)) {
             return; // the first baseline stays: it is what the replica has
         }
@@ -687,17 +931,36 @@ impl Node {
     /// append and a few sets, not the whole struct.
     pub(crate) fn assign_tracked<T: Tracked + ?Sized>(&mut self, current: &T) {
         self.risk.mark();
+        self.mark_written();
         if matches!(self.state, State::Assigned(_)) {
             return;
         }
         if !self.is_dirty() {
             return self.assign(|| serde_json::to_value(current).ok());
         }
-        let mut early = Vec::new();
         let mut here = Trail::of(vec![HERE]);
         // (Not fallbacks of a flush: the edits are kept, and the flush of the reassignment
         // counts what it sends.)
         let mut uncounted = Vec::new();
+        // The accepted value, when every record here knows what it replaced: the current
+        // value with each record undone. The reassignment is then compared with it, as one
+        // recorded on a clean node is: a value set back to what the replicas hold sends
+        // nothing, and a changed one the snapshot diff.
+        let mut restores = Vec::new();
+        let mut undo = Out::undo(&mut restores, &mut uncounted);
+        if current.__flush(self, &mut here, &mut undo).is_ok() && !undo.undo_failed() {
+            if let Some(accepted) = serde_json::to_value(current)
+                .ok()
+                .and_then(|v| restored(v, restores))
+            {
+                self.state = State::Assigned(Before::Value(accepted));
+                self.children.clear();
+                return;
+            }
+        }
+        let mut here = Trail::of(vec![HERE]);
+        uncounted.clear();
+        let mut early = Vec::new();
         let before = match (
             current.__flush(self, &mut here, &mut Out::ops(&mut early, &mut uncounted)),
             serde_json::to_value(current),
@@ -708,9 +971,42 @@ impl Node {
         self.state = State::Assigned(before);
         self.children.clear();
     }
+    /// Records a reassignment of a leaf whose value is `accepted`: one that cannot fail to
+    /// flush unless its new value is an integer beyond ±(2^53 − 1) (see
+    /// [`settle_scalar`](Node::settle_scalar)), so the risk is not marked.
+    #[inline]
+    pub(crate) fn assign_scalar(&mut self, accepted: Scalar) {
+        if matches!(self.state, State::Clean) && !self.touched {
+            self.start(State::Assigned(Before::Scalar(accepted)));
+            return;
+        }
+        self.mark_written();
+        if matches!(self.state, State::Assigned(_)) {
+            return;
+        }
+        let before = if self.is_dirty() {
+            self.risk.mark(); // (flushed through the general path)
+            Before::Existed
+        } else {
+            Before::Scalar(accepted)
+        };
+        self.state = State::Assigned(before);
+        self.children.clear();
+    }
+
+    /// After a leaf's reassignment recorded by [`assign_scalar`](Node::assign_scalar): a new
+    /// value that a replica may not hold exactly makes the flush one that may fail.
+    #[inline]
+    pub(crate) fn settle_scalar(&self, now: Scalar) {
+        if !now.safe() {
+            self.risk.mark();
+        }
+    }
+
     /// Records a reassignment where the accepted value is known to be absent or unknown.
     pub(crate) fn assign_before(&mut self, before: Before) {
         self.risk.mark();
+        self.mark_written();
         if matches!(self.state, State::Assigned(_)) {
             return;
         }
@@ -727,6 +1023,12 @@ pub(crate) fn flush_assigned(
     after: Option<Value>,
     out: &mut Out<'_>,
 ) {
+    if out.undoing() {
+        return undo_assigned(path, before, out);
+    }
+    if let Before::Scalar(s) = before {
+        return flush_assigned(path, &Before::Value(s.value()), after, out);
+    }
     match (before, after) {
         (Before::Absent, None) => {}
         (_, None) => out.delete(path),
@@ -763,7 +1065,49 @@ pub(crate) fn flush_assigned(
             }
         }
         (Before::Absent | Before::Existed, Some(a)) => set(path, a, out),
+        (Before::Scalar(_), _) => unreachable!("turned into a value above"),
     }
+}
+
+/// In an undo walk (see [`Out::undo`]): what restores the accepted value of a location
+/// reassigned since the last flush, when it is known.
+pub(crate) fn undo_assigned(path: &Trail, before: &Before, out: &mut Out<'_>) {
+    match before {
+        Before::Absent => out.restore(path, None),
+        Before::Value(v) => out.restore(path, Some(v.clone())),
+        Before::Scalar(s) => out.restore(path, Some(s.value())),
+        Before::Existed | Before::Edited(..) => out.cannot_undo(),
+    }
+}
+
+/// The accepted JSON of a location whose current JSON is `current`, given what restores it
+/// (see [`Out::undo`]); `None` when a restore does not fit `current`.
+fn restored(mut current: Value, restores: Vec<crate::tracker::out::Restore>) -> Option<Value> {
+    for (segs, value) in restores {
+        let Some((last, up)) = segs.split_last() else {
+            current = value?;
+            continue;
+        };
+        let mut at = &mut current;
+        for seg in up {
+            at = match (seg, at) {
+                (Seg::Key(k), Value::Object(m)) => m.get_mut(k.as_ref())?,
+                (Seg::Index(i), Value::Array(a)) => a.get_mut(*i)?,
+                _ => return None,
+            };
+        }
+        match (last, at, value) {
+            (Seg::Key(k), Value::Object(m), Some(v)) => {
+                m.insert(k.to_string(), v);
+            }
+            (Seg::Key(k), Value::Object(m), None) => {
+                m.remove(k.as_ref());
+            }
+            (Seg::Index(i), Value::Array(a), Some(v)) if *i < a.len() => a[*i] = v,
+            _ => return None,
+        }
+    }
+    Some(current)
 }
 
 /// Writes `ops`, or one `s` of `value` at `path` when that is smaller as JSON (never at the

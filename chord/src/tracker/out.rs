@@ -14,6 +14,7 @@ use crate::json_write::{write_last_str, write_uint};
 use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
+use crate::tracker::scalar::Scalar;
 use crate::tracker::Trail;
 use crate::wire::table::CachedCell;
 use crate::wire::Numbers;
@@ -38,7 +39,19 @@ enum Sink<'a> {
         enc: &'a mut Encoder,
         buf: &'a mut Vec<u8>,
     },
+    /// The walk that finds the accepted value of a location reassigned after edits (see
+    /// [`Out::undo`]): each record there writes what restores the accepted value at its
+    /// path; a record that cannot (its accepted value is not known) writes an op, and the
+    /// walk has failed.
+    Undo {
+        restores: &'a mut Vec<Restore>,
+        failed: bool,
+    },
 }
+
+/// What restores the accepted value at a path relative to the walk's start (the path
+/// without its first segment): the accepted JSON there, or `None` where it was absent.
+pub(crate) type Restore = (Vec<Seg>, Option<Value>);
 
 impl<'a> Out<'a> {
     /// Collects ops; lists fallbacks in `fallbacks`.
@@ -64,6 +77,53 @@ impl<'a> Out<'a> {
         }
     }
 
+    /// Collects, into `restores`, what restores the accepted value of each record below the
+    /// node the walk starts at: the reverse of a flush, for a location reassigned after edits,
+    /// whose accepted value is then known and compared with the new one. Fails (see
+    /// [`undo_failed`](Out::undo_failed)) at a record whose accepted value is not known.
+    pub(crate) fn undo(
+        restores: &'a mut Vec<Restore>,
+        fallbacks: &'a mut Vec<(Path, u64)>,
+    ) -> Out<'a> {
+        Out {
+            sink: Sink::Undo {
+                restores,
+                failed: false,
+            },
+            reset: false,
+            fallbacks,
+        }
+    }
+
+    /// Whether this is an [`undo`](Out::undo) walk.
+    #[inline]
+    pub(crate) fn undoing(&self) -> bool {
+        matches!(self.sink, Sink::Undo { .. })
+    }
+
+    /// Whether an [`undo`](Out::undo) walk met a record it cannot reverse.
+    pub(crate) fn undo_failed(&self) -> bool {
+        matches!(self.sink, Sink::Undo { failed: true, .. })
+    }
+
+    /// In an [`undo`](Out::undo) walk, notes that the accepted value at `path` (the walk's
+    /// start first) was `value` (`None`: absent).
+    pub(crate) fn restore(&mut self, path: &Trail, value: Option<Value>) {
+        if let Sink::Undo { restores, .. } = &mut self.sink {
+            restores.push((
+                path.to_path().segments().iter().skip(1).cloned().collect(),
+                value,
+            ));
+        }
+    }
+
+    /// In an [`undo`](Out::undo) walk, notes a record it cannot reverse.
+    pub(crate) fn cannot_undo(&mut self) {
+        if let Sink::Undo { failed, .. } = &mut self.sink {
+            *failed = true;
+        }
+    }
+
     /// The same destination; `reset`: for a walk that forgets each node's record once
     /// written.
     pub(crate) fn resetting(self, reset: bool) -> Out<'a> {
@@ -75,6 +135,7 @@ impl<'a> Out<'a> {
         match &self.sink {
             Sink::Ops(ops) => ops.len(),
             Sink::Wire { buf, .. } => buf.len(),
+            Sink::Undo { .. } => 0,
         }
     }
 
@@ -84,6 +145,7 @@ impl<'a> Out<'a> {
         let bytes = match &self.sink {
             Sink::Ops(ops) => crate::diff::json_len(&ops[mark..]),
             Sink::Wire { buf, .. } => buf.len() - mark,
+            Sink::Undo { .. } => return,
         };
         self.fallbacks.push((path, bytes as u64));
     }
@@ -93,6 +155,7 @@ impl<'a> Out<'a> {
         match &mut self.sink {
             Sink::Ops(ops) => ops.push(op),
             Sink::Wire { enc, buf } => enc.write(&op, buf),
+            Sink::Undo { failed, .. } => *failed = true,
         }
     }
 
@@ -127,6 +190,36 @@ impl<'a> Out<'a> {
                 Some(p) => Op::Set(p, value),
                 None => Op::Replace(value),
             }),
+        }
+    }
+
+    /// [`set_cached`](Out::set_cached) of a scalar leaf, written to the wire without building
+    /// a `Value` (integers are written exactly, as either number spelling writes them).
+    pub(crate) fn set_scalar(&mut self, wire: &CachedCell, path: &Trail, value: Scalar) {
+        match &mut self.sink {
+            Sink::Wire { enc, buf } if !path.is_empty() => {
+                enc.head(buf, 's', path, Some(wire));
+                match value {
+                    Scalar::Unit => buf.extend_from_slice(b",null]"),
+                    Scalar::Bool(true) => buf.extend_from_slice(b",true]"),
+                    Scalar::Bool(false) => buf.extend_from_slice(b",false]"),
+                    Scalar::Char(c) => write_last_str(buf, c.encode_utf8(&mut [0; 4])),
+                    Scalar::Int(i) => {
+                        buf.push(b',');
+                        if i < 0 {
+                            buf.push(b'-');
+                        }
+                        write_uint(buf, i.unsigned_abs());
+                        buf.push(b']');
+                    }
+                    Scalar::UInt(u) => {
+                        buf.push(b',');
+                        write_uint(buf, u);
+                        buf.push(b']');
+                    }
+                }
+            }
+            _ => self.set_cached(wire, path, value.value()),
         }
     }
 
@@ -180,7 +273,8 @@ impl<'a> Out<'a> {
     }
 
     /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
-    #[inline]
+    /// (Always inline: a streaming flush's one op.)
+    #[inline(always)]
     pub(crate) fn append(&mut self, wire: &CachedCell, path: &Trail, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {
@@ -192,6 +286,7 @@ impl<'a> Out<'a> {
                 enc.head(buf, 'a', path, Some(wire));
                 write_last_str(buf, text);
             }
+            Sink::Undo { failed, .. } => *failed = true,
         }
     }
 
@@ -235,6 +330,7 @@ impl<'a> Out<'a> {
                 }
                 buf.extend_from_slice(b"]]");
             }
+            Sink::Undo { failed, .. } => *failed = true,
         }
         Ok(())
     }

@@ -143,9 +143,50 @@ pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
         State::Assigned(before) => return flush_reassigned(items, before, path, out),
         State::Text(_) => return Ok(()),
         State::Clean => {}
+        State::Seq(edit) if out.undoing() => {
+            undo_spliced(items, edit, node, path, out);
+            return Ok(());
+        }
         State::Seq(_) => return flush_spliced(items, node, path, out),
     }
     flush_elements(items, node, path, out)
+}
+
+/// [`flush`] of an array with splices in an undo walk (see [`Out::undo`]): when the splices
+/// only inserted (every accepted element is still there, in order) and no element was
+/// edited, the accepted array is the current one without the inserted elements.
+#[cold]
+fn undo_spliced<T: Tracked, S: Items<T> + ?Sized>(
+    items: &S,
+    edit: &crate::tracker::edit::SeqEdit,
+    node: &Node,
+    path: &Trail,
+    out: &mut Out<'_>,
+) {
+    use crate::tracker::edit::Run;
+    let edited = node.touched && node.children.iter().any(|(_, c)| c.is_dirty());
+    let mut next = 0; // the accepted index the next kept run must start at
+    let mut accepted = Vec::with_capacity(edit.accepted_len);
+    let mut at = 0; // the current index of the run
+    for run in &edit.runs {
+        if let Run::Kept { start, len } = *run {
+            if start != next {
+                return out.cannot_undo();
+            }
+            for i in at..at + len {
+                match items.at(i).map(serde_json::to_value) {
+                    Some(Ok(v)) => accepted.push(v),
+                    _ => return out.cannot_undo(),
+                }
+            }
+            next += len;
+        }
+        at += run.len();
+    }
+    if edited || next != edit.accepted_len {
+        return out.cannot_undo();
+    }
+    out.restore(path, Some(serde_json::Value::Array(accepted)));
 }
 
 /// [`flush`] of an array with splices recorded. (Out of line: a streaming flush edits inside

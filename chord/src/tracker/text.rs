@@ -67,6 +67,7 @@ pub(crate) fn record_rewrite(node: Option<&mut Node>, current: &str) {
         }
         _ => return,
     };
+    node.mark_written();
     node.state = State::Text(TextEdit::Baseline(accepted));
 }
 
@@ -75,7 +76,7 @@ pub(crate) fn record_rewrite(node: Option<&mut Node>, current: &str) {
 pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
     let Some(node) = node else { return };
     match &mut node.state {
-        State::Clean => node.state = State::Text(TextEdit::Baseline(old)),
+        State::Clean => node.start(State::Text(TextEdit::Baseline(old))),
         State::Text(TextEdit::Window { .. }) => {
             record_rewrite(Some(node), &old);
         }
@@ -83,16 +84,16 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
     }
 }
 
-/// Emits the ops for a string at `path`.
-#[inline]
+/// Emits the ops for a string at `path`. (Always inline: a streaming flush's one step.)
+#[inline(always)]
 pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>) {
     match &node.state {
         State::Clean => {}
-        // The common case, appends only, written directly.
+        // The common case, appends only, written directly (an undo walk goes on below).
         State::Text(TextEdit::Window {
             dropped,
             tail_start,
-        }) if dropped.is_empty() && !path.is_empty() => {
+        }) if dropped.is_empty() && !path.is_empty() && !out.undoing() => {
             if *tail_start < current.len() {
                 out.append(&node.wire, path, &current[*tail_start..]);
             }
@@ -101,9 +102,31 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>)
     }
 }
 
+/// [`flush`] in an undo walk (see [`Out::undo`]): the accepted text restored.
+#[cold]
+fn undo(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
+    let accepted = match state {
+        State::Clean | State::Seq(_) => return,
+        State::Assigned(before) => return crate::tracker::undo_assigned(path, before, out),
+        State::Text(TextEdit::Window {
+            dropped,
+            tail_start,
+        }) => {
+            let mut accepted = dropped.clone();
+            accepted.push_str(&current[..*tail_start]);
+            accepted
+        }
+        State::Text(TextEdit::Baseline(before)) => before.clone(),
+    };
+    out.restore(path, Some(accepted.into()));
+}
+
 /// [`flush`] of anything but appends.
 #[inline(never)]
 fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
+    if out.undoing() {
+        return undo(current, state, path, out);
+    }
     match state {
         State::Clean | State::Seq(_) => {}
         State::Assigned(before) => {

@@ -806,6 +806,32 @@ pub fn s5_agents<T>(agent: impl Fn(String, Vec<String>) -> T) -> Vec<(String, T)
         .collect()
 }
 
+/// Entries in S6's transcript.
+pub const S6_ENTRIES: usize = 10_000;
+/// Steps in S6.
+pub const S6_STEPS: usize = 1_000;
+/// The bytes of each of S6's new texts.
+pub const S6_TEXT_BYTES: usize = 40;
+
+/// S6's steps: the entry whose text step `i` sets (4,000 + a seeded number below 2,000) and
+/// the new text, 40 bytes of `text50k` at an offset that moves by 41 bytes a step (an
+/// unrelated short text, not an edit of the entry's own).
+pub static S6_STEPS_DATA: LazyLock<Vec<(usize, String)>> = LazyLock::new(|| {
+    let mut seed = 0x5eed_0006;
+    (0..S6_STEPS)
+        .map(|i| {
+            let k = 4_000 + (splitmix64(&mut seed) % 2_000) as usize;
+            let at = (i * 41) % (50_000 - S6_TEXT_BYTES);
+            (k, TEXT50K[at..at + S6_TEXT_BYTES].to_owned())
+        })
+        .collect()
+});
+
+/// S6's initial transcript: W6's 1,000 entries cycled to 10,000.
+pub fn s6_entries<T: serde::de::DeserializeOwned>() -> Vec<T> {
+    entries(S6_ENTRIES)
+}
+
 // S1: reassign one element's 40-byte text in a 10,000-entry transcript.
 
 /// S1 in chord, by `set`.
@@ -824,6 +850,21 @@ pub fn chord_s1_deref() -> ChordRun<ch::Transcript> {
         let text = S1_TEXTS[i % S1_STEPS].clone();
         *t.state().transcript.at(s1_index(i)).text = text;
     })
+}
+
+// S6: `set` an unrelated 40-byte text on one entry of a 10,000-entry transcript.
+
+/// S6 in chord, by `set`.
+pub fn chord_s6() -> ChordRun<ch::Transcript> {
+    ChordRun::new(
+        ch::Transcript {
+            transcript: s6_entries(),
+        },
+        |t, i| {
+            let (k, text) = &S6_STEPS_DATA[i % S6_STEPS];
+            t.state().transcript.at(*k).text.set(text.clone());
+        },
+    )
 }
 
 // S2: a map of 10,000, 100 removed and 100 inserted per step.
@@ -953,6 +994,29 @@ pub fn floor_s1() -> ShapeFloor<ch::Transcript> {
             entry.text = S1_TEXTS[i % S1_STEPS].clone();
             wire.extend_from_slice(br#"[["s",["transcript","#);
             put(wire, &k);
+            wire.extend_from_slice(br#","text"],"#);
+            put(wire, entry.text.as_str());
+            wire.extend_from_slice(b"]]");
+            1
+        },
+    }
+}
+
+/// S6's floor: the entry's text assigned, and the `s` op chord sends, the path inline (a
+/// path sent before has an id only when the same entry comes up again, which the floor
+/// leaves to chord): `[["s",["transcript",k,"text"],"<text>"]]`.
+pub fn floor_s6() -> ShapeFloor<ch::Transcript> {
+    ShapeFloor {
+        state: ch::Transcript {
+            transcript: s6_entries(),
+        },
+        wire: Vec::new(),
+        step: |s, wire, i| {
+            let (k, text) = &S6_STEPS_DATA[i % S6_STEPS];
+            let entry = &mut s.transcript[*k];
+            entry.text = text.clone();
+            wire.extend_from_slice(br#"[["s",["transcript","#);
+            put(wire, k);
             wire.extend_from_slice(br#","text"],"#);
             put(wire, entry.text.as_str());
             wire.extend_from_slice(b"]]");
