@@ -747,6 +747,9 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "ag-ui")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
+pub mod ag_ui;
 mod apply;
 mod diff;
 mod error;

@@ -326,8 +326,10 @@ impl<'l> Applier<'l> {
         self.undo.rollback(target);
     }
 
-    /// Applies one op on its own, its error given its position and path.
-    fn one(&mut self, target: &mut Option<Value>, i: usize, op: Op) -> Result<()> {
+    /// Applies one op on its own, its error given its position and path. Never held in a run
+    /// of deletes, so a caller that looks at the document between ops (the AG-UI patcher)
+    /// sees each op's effect at once; [`rollback`](Applier::rollback) still undoes them all.
+    pub(crate) fn one(&mut self, target: &mut Option<Value>, i: usize, op: Op) -> Result<()> {
         let path = op.path().cloned();
         validate::check_paths(&op)
             .and_then(|()| step(target, op, self.limits, &mut self.budget, &mut self.undo))
