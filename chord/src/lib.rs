@@ -747,6 +747,9 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+// The derive's generated code names `::chord`: so may this crate's own derived types.
+extern crate self as chord;
+
 #[cfg(feature = "ag-ui")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
 pub mod ag_ui;

@@ -33,7 +33,19 @@
 //! assert_eq!(&client, patcher.value());
 //! ```
 
+mod endpoint;
+mod events;
 mod patch;
 mod pointer;
+mod run;
+mod view;
 
+pub use self::endpoint::{
+    AgUi, AgentError, RunRequest, RunRequestKind, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT,
+    DEFAULT_CHECKPOINT, DEFAULT_LIFETIME, DEFAULT_NAMESPACE,
+};
+pub use self::events::{
+    Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
+};
 pub use self::patch::{PatchError, Patcher};
+pub use self::run::{Envelope, MessageId, Outcome, Run, TextMessage};

@@ -23,10 +23,10 @@ use super::metrics::{Ended, SseOpen};
 use super::server::Draining;
 
 /// A boxed future a feed polls (a store read, a wait for a change).
-pub(super) type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub(crate) type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// What a [`Feed`] has for its reader.
-pub(super) enum Next {
+pub(crate) enum Next {
     /// Whole events with at least one `data` event: the coalescing window opens.
     Data(Bytes),
     /// Whole events without data (a `control` event alone).
@@ -37,21 +37,21 @@ pub(super) enum Next {
 }
 
 /// The events one SSE reader has not had yet.
-pub(super) trait Feed: Send + Unpin + 'static {
+pub(crate) trait Feed: Send + Unpin + 'static {
     /// The next events, or `Pending` (with `cx`'s waker registered) until there are some.
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next>;
 }
 
 /// A stream's change counter as a feed waits on it: [`poll_changed`](Changes::poll_changed)
 /// resolves once the counter moved past the value last [`seen`](Changes::seen).
-pub(super) struct Changes {
+pub(crate) struct Changes {
     rx: Option<watch::Receiver<u64>>,
     /// The wait in flight; it holds the receiver until it resolves.
     wait: Option<Pending<Option<watch::Receiver<u64>>>>,
 }
 
 impl Changes {
-    pub(super) fn new(rx: watch::Receiver<u64>) -> Changes {
+    pub(crate) fn new(rx: watch::Receiver<u64>) -> Changes {
         Changes {
             rx: Some(rx),
             wait: None,
@@ -59,13 +59,13 @@ impl Changes {
     }
 
     /// Whether a wait is in flight (a poll returned `Pending`).
-    pub(super) fn waiting(&self) -> bool {
+    pub(crate) fn waiting(&self) -> bool {
         self.wait.is_some()
     }
 
     /// Marks the current value seen: the next wait is for a newer one. Called before each
     /// read, so no change slips between the read and the wait.
-    pub(super) fn seen(&mut self) {
+    pub(crate) fn seen(&mut self) {
         if let Some(rx) = self.rx.as_mut() {
             rx.borrow_and_update();
         }
@@ -73,7 +73,7 @@ impl Changes {
 
     /// `Ready(true)` once the value changed since [`seen`](Changes::seen), `Ready(false)` once
     /// its sender is gone.
-    pub(super) fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+    pub(crate) fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         let wait = match self.wait.as_mut() {
             Some(wait) => wait,
             None => {
@@ -96,20 +96,20 @@ impl Changes {
 
 /// The timing of an SSE response.
 #[derive(Clone, Debug)]
-pub(super) struct Timing {
+pub(crate) struct Timing {
     /// How long the response lasts.
-    pub(super) lifetime: Duration,
+    pub(crate) lifetime: Duration,
     /// The quiet interval after which a keep-alive comment goes.
-    pub(super) keep_alive: Duration,
+    pub(crate) keep_alive: Duration,
     /// At most one `data` event per this window (zero: no window).
-    pub(super) coalesce: Duration,
+    pub(crate) coalesce: Duration,
     /// The server's drain signal, when a [`Server`](super::Server) serves the response.
-    pub(super) drain: Option<Draining>,
+    pub(crate) drain: Option<Draining>,
 }
 
 /// The body of one SSE response: what `feed` yields, with the lifetime, keep-alives and the
 /// coalescing window applied.
-pub(super) struct SseBody<F> {
+pub(crate) struct SseBody<F> {
     feed: F,
     timing: Timing,
     end: Pin<Box<Sleep>>,
@@ -127,7 +127,7 @@ pub(super) struct SseBody<F> {
 }
 
 impl<F: Feed> SseBody<F> {
-    pub(super) fn new(feed: F, timing: Timing) -> SseBody<F> {
+    pub(crate) fn new(feed: F, timing: Timing) -> SseBody<F> {
         let now = Instant::now();
         let drain = timing
             .drain
@@ -232,7 +232,7 @@ impl<F: Feed> http_body::Body for SseBody<F> {
 }
 
 /// The headers of every SSE response (set last: they replace a `Content-Type` set before).
-pub(super) fn headers(h: &mut HeaderMap) {
+pub(crate) fn headers(h: &mut HeaderMap) {
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),

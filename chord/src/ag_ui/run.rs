@@ -1,0 +1,221 @@
+//! A run as it is stored: the tracked [`Envelope`] at one address of a durable log, and the
+//! producer's handle on it, [`Run`].
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{Address, Checkpoint, Durable, LogWriter, Store};
+use crate::streams::Log;
+use crate::{Proxy, Tracked};
+
+/// One run, as its log stores it: the ids, the user's state `T` (what `STATE_SNAPSHOT` and
+/// `STATE_DELTA` carry), the assistant's text messages, and how the run ended.
+///
+/// It is a tracked value like any other, so a message's text is stored as appends (one `a`
+/// op per token) and sent as `TEXT_MESSAGE_CONTENT` deltas, never inside a state delta. As
+/// JSON: `{"threadId", "runId", "state", "messages": [{"id", "role", "content", "ended"}],
+/// "outcome": {"status": "running" | "finished" | "error", "message"?}}`.
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope<T> {
+    /// The conversation.
+    pub thread_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The user's state.
+    pub state: T,
+    /// The text messages of the run, in the order they started.
+    pub messages: Vec<TextMessage>,
+    /// How the run ended, if it has.
+    pub outcome: Outcome,
+}
+
+/// A text message of a run.
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct TextMessage {
+    /// Its id, unique in the conversation.
+    pub id: String,
+    /// Its author: `assistant`.
+    pub role: String,
+    /// Its text so far.
+    pub content: String,
+    /// Whether it is complete.
+    pub ended: bool,
+}
+
+/// How a run ended, if it has.
+#[derive(Tracked, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum Outcome {
+    /// Not yet ended.
+    #[default]
+    Running,
+    /// Ended well: `RUN_FINISHED`.
+    Finished,
+    /// Failed: `RUN_ERROR`.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
+
+/// A text message's id, as [`Run::start_message`] hands it out.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MessageId(String);
+
+impl MessageId {
+    /// The id as the events carry it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for MessageId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The producer's handle on a run: mutate the state through [`state`](Run::state), stream
+/// text with [`start_message`](Run::start_message), [`append`](Run::append) and
+/// [`end_message`](Run::end_message), and [`flush`](Run::flush) to store what changed as
+/// one record of the run's log, which every client of the run is then sent as events.
+///
+/// The endpoint writes the run's first record (`RUN_STARTED`, the first `STATE_SNAPSHOT`)
+/// before the agent is called, and its last (the outcome: `RUN_FINISHED`, or `RUN_ERROR` when
+/// the agent returns an error or panics) after it returns; messages still open are ended
+/// then.
+pub struct Run<T: Tracked, S: Store> {
+    durable: Durable<Envelope<T>, Log<S>>,
+    /// Each message's index in the envelope, by id.
+    index: HashMap<MessageId, usize>,
+}
+
+impl<T: Tracked + Serialize, S: Store> Run<T, S> {
+    /// A new run at `address`, not stored yet: its first [`flush`](Run::flush) writes it whole.
+    pub(crate) fn new(
+        log: &Log<S>,
+        checkpoint: Checkpoint,
+        address: Address,
+        thread_id: &str,
+        run_id: &str,
+        state: T,
+    ) -> Run<T, S> {
+        let envelope = Envelope {
+            thread_id: thread_id.to_owned(),
+            run_id: run_id.to_owned(),
+            state,
+            messages: Vec::new(),
+            outcome: Outcome::Running,
+        };
+        let writer = LogWriter::new(log.clone(), checkpoint);
+        Run {
+            durable: Durable::new(envelope, writer, address),
+            index: HashMap::new(),
+        }
+    }
+
+    /// The proxy through which to change the state (see [`Tracker::state`](crate::Tracker::state)).
+    pub fn state(&mut self) -> Proxy<'_, T> {
+        self.durable.state().state
+    }
+
+    /// The state, for reading.
+    pub fn get(&self) -> &T {
+        &self.durable.get().state
+    }
+
+    /// The whole envelope, for reading.
+    pub fn envelope(&self) -> &Envelope<T> {
+        self.durable.get()
+    }
+
+    /// The conversation's id.
+    pub fn thread_id(&self) -> &str {
+        &self.durable.get().thread_id
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.durable.get().run_id
+    }
+
+    /// The address of the run's log.
+    pub fn address(&self) -> &Address {
+        self.durable.address()
+    }
+
+    /// Starts an assistant text message (`TEXT_MESSAGE_START` at the next flush) and returns
+    /// its id: `<runId>-<n>`, unique in the conversation as the run id is.
+    pub fn start_message(&mut self) -> MessageId {
+        let n = self.durable.get().messages.len();
+        let id = MessageId(format!("{}-{}", self.run_id(), n + 1));
+        self.durable.state().messages.push(TextMessage {
+            id: id.0.clone(),
+            role: "assistant".to_owned(),
+            content: String::new(),
+            ended: false,
+        });
+        self.index.insert(id.clone(), n);
+        id
+    }
+
+    /// Appends text to a message (`TEXT_MESSAGE_CONTENT` at the next flush, all of a flush's
+    /// appends together). Text appended to an ended message, or to an id this run did not
+    /// hand out, is dropped, and so is empty text.
+    pub fn append(&mut self, id: &MessageId, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let Some(&i) = self.index.get(id) else {
+            return;
+        };
+        if self.durable.get().messages[i].ended {
+            return;
+        }
+        let mut envelope = self.durable.state();
+        if let Some(mut message) = envelope.messages.get_mut(i) {
+            message.content.push_str(text);
+        }
+    }
+
+    /// Ends a message (`TEXT_MESSAGE_END` at the next flush).
+    pub fn end_message(&mut self, id: &MessageId) {
+        let Some(&i) = self.index.get(id) else {
+            return;
+        };
+        let mut envelope = self.durable.state();
+        if let Some(mut message) = envelope.messages.get_mut(i) {
+            message.ended.set(true);
+        }
+    }
+
+    /// Stores what changed since the last flush as one record of the run's log: the events
+    /// its clients are sent next. Returns the record's seq, `None` when nothing changed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Durable::flush`].
+    pub fn flush(&mut self) -> crate::store::Result<Option<u64>> {
+        self.durable.flush()
+    }
+
+    /// Ends every open message and sets the outcome, then flushes: the run's last record.
+    pub(crate) fn end(&mut self, outcome: Outcome) -> crate::store::Result<Option<u64>> {
+        let open: Vec<usize> = (self.durable.get().messages.iter().enumerate())
+            .filter(|(_, m)| !m.ended)
+            .map(|(i, _)| i)
+            .collect();
+        {
+            let mut envelope = self.durable.state();
+            for i in open {
+                if let Some(mut message) = envelope.messages.get_mut(i) {
+                    message.ended.set(true);
+                }
+            }
+            envelope.outcome.set(outcome);
+        }
+        self.durable.flush()
+    }
+}
