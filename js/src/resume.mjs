@@ -87,24 +87,25 @@ function encodeEvent(event, withId) {
 }
 
 /**
- * Wraps `fetch` so that an event stream's response resumes where it broke. The first
- * response is returned as soon as its headers arrive, with a body made of the upstream's
- * complete events (written back as `id:`/`event:`/`data:` lines; comments such as
- * keep-alives are left out). When the connection drops, or the body ends, before an event
- * `isTerminal` accepts (by default AG-UI's `RUN_FINISHED` or `RUN_ERROR`), the same request
- * is sent again with a `Last-Event-ID` header naming the last event id received, and the new
- * response's events continue the body: the reader sees one stream, each event once, and
- * never an event cut in two. A request that fails, or answers 408, 425, 429 or 5xx, is sent
- * again after a backoff (doubling from `backoffMin` to `backoffMax` ms); after `retries`
- * attempts in a row that brought no event, or at once on any other answer (a 4xx, a body
- * that is not an event stream), the body fails with a {@link ResumeError}, or, if
- * `giveUp(error)` returns a string, ends with one last event of that data instead (a body
- * that fails makes some readers, `@ag-ui/client`'s among them, leave a rejected promise
- * unhandled). Aborting the request's `signal` ends it at once with the abort's error.
+ * Wraps `fetch` so that an event stream's response resumes where it broke. The response is
+ * returned as soon as its headers arrive, with a body made of the upstream's complete events
+ * (written back as `id:`/`event:`/`data:` lines; comments such as keep-alives are left out).
+ * When the connection drops, or the body ends, before an event `isTerminal` accepts (by
+ * default AG-UI's `RUN_FINISHED` or `RUN_ERROR`), the same request is sent again with a
+ * `Last-Event-ID` header naming the last event id received, and the new response's events
+ * continue the body: the reader sees one stream, each event once, never an event cut in two.
+ *
+ * A request that fails, or answers 408, 425, 429 or 5xx, is sent again after a backoff
+ * (doubling from `backoffMin` to `backoffMax` ms), the first request included: once its
+ * attempts run out, its error or answer is the caller's, and any other answer to it (a 4xx,
+ * a body that is not an event stream) is returned as it is. After the body has started,
+ * `retries` attempts in a row that bring no event, or any other answer, end the body with a
+ * {@link ResumeError}, or, if `giveUp(error)` returns a string, with one last event of that
+ * data (a body that fails makes some readers, `@ag-ui/client`'s among them, leave a rejected
+ * promise unhandled). Aborting the request's `signal` ends it at once with the abort's error.
  *
  * The request must be one that can be sent twice: a URL (or `Request` without a stream
- * body) and `init` whose body is a string, bytes, a `Blob` or form data. A response that is
- * not an event stream, or not `ok`, is returned as it is.
+ * body) and `init` whose body is a string, bytes, a `Blob` or form data.
  *
  * @param {import('../ag-ui.d.ts').ResumeOptions} [options]
  * @returns {(input: string | URL | Request, init?: RequestInit) => Promise<Response>}
@@ -136,9 +137,25 @@ export function resumableFetch(options = {}) {
       if (lastEventId !== '') headers.set('Last-Event-ID', lastEventId);
       return inner(template !== null ? template.clone() : input, { ...init, headers });
     };
-    const first = await send('');
-    if (!first.ok || first.body === null || !isEventStream(first)) return first;
     const signal = init.signal ?? template?.signal;
+    // The first request too is sent again when it fails or answers a status worth asking
+    // again for (sending it twice starts one run: the server knows the run by its ids); once
+    // the attempts run out, its last error or answer is the caller's.
+    let first;
+    for (let attempt = 1; ; attempt++) {
+      let failure;
+      try {
+        first = await send('');
+      } catch (error) {
+        if (signal?.aborted || isAbort(error) || attempt > retries) throw error;
+        failure = error;
+      }
+      if (failure === undefined && (!RETRIED_STATUSES.has(first.status) || attempt > retries)) break;
+      if (failure === undefined) await first.body?.cancel().catch(() => {});
+      await sleep(Math.min(backoffMax, backoffMin * 2 ** (attempt - 1)), signal);
+      onReconnect?.({ lastEventId: '', attempt, error: failure ?? new ResumeError(`HTTP ${first.status}`, { status: first.status }) });
+    }
+    if (!first.ok || first.body === null || !isEventStream(first)) return first;
     const encoder = new TextEncoder();
     let reader = first.body.getReader();
     let parser = new EventParser({ maxEvent });

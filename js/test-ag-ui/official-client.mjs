@@ -44,7 +44,7 @@ agent.subscribe({
   onEvent: ({ event }) => void seen.push(event),
   onRunFailed: ({ error }) => void failures.push(error),
   onStateChanged: () => void (callbacks.stateChanged = (callbacks.stateChanged ?? 0) + 1),
-  onTextMessageContentEvent: ({ textMessageBuffer }) => void (callbacks.lastBuffer = textMessageBuffer),
+  onTextMessageEndEvent: ({ textMessageBuffer }) => void (callbacks.lastBuffer = textMessageBuffer),
 });
 const runId = `run-${process.pid}-${Date.now()}`;
 const { newMessages } = await agent.runAgent({ runId });

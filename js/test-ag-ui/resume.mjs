@@ -115,19 +115,19 @@ const report = { mode };
 if (mode === 'cuts') {
   // The size of a whole answer, through the proxy without a cut.
   const measure = await proxy([]);
-  const plain = await runResumable(measure.url, `measure-${process.pid}`);
+  const plain = await runResumable(measure.url, `run-m-${process.pid}`);
   measure.server.close();
   assert.equal(plain.agent.reconnects, 0);
   const total = measure.connections[0].passed;
   report.total = total;
-  report.uninterrupted = await compare('uninterrupted', plain, url, `measure-${process.pid}`);
+  report.uninterrupted = await compare('uninterrupted', plain, url, `run-m-${process.pid}`);
   // One cut at each of several points (headers only, mid-run, near the end), then a run
   // cut three times.
   const plans = [[37], [Math.floor(total * 0.15)], [Math.floor(total * 0.5) + 7], [total - 40], [Math.floor(total * 0.2), 150, 900]];
   report.cuts = [];
   for (const [i, cuts] of plans.entries()) {
     const p = await proxy(cuts.map((cut) => ({ cut })));
-    const runId = `cut-${i}-${process.pid}`;
+    const runId = `run-${i}-${process.pid}`;
     const got = await runResumable(p.url, runId);
     p.server.close();
     const seen = await compare(`cuts ${cuts}`, got, url, runId);
@@ -135,7 +135,7 @@ if (mode === 'cuts') {
     report.cuts.push({ cuts, ...seen });
   }
   // The GET view after an id, mid-record included, is the whole view's rest.
-  const runId = `measure-${process.pid}`;
+  const runId = `run-m-${process.pid}`;
   const view = await readView(url, 'resume-thread', runId);
   for (const at of [0, 1, 2, Math.floor(view.length / 2), view.length - 2]) {
     const rest = await readView(url, 'resume-thread', runId, view[at].id);
