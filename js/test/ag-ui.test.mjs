@@ -272,3 +272,23 @@ test('a clone resumes too, with its own count', async () => {
   assert.equal(agent.reconnects, 0);
   assert.equal(clone.messages[0].content, 'The answer is 42 €😀\ndone.');
 });
+
+test('the first request is sent again when it fails or answers 503; a 4xx is the caller\'s', async () => {
+  const whole = await run(fakeEndpoint());
+  const endpoint = fakeEndpoint([{ refuse: true }, { status: 503 }, { cutAt: 500 }, {}]);
+  const got = await run(endpoint);
+  assert.deepEqual(got.events, whole.events);
+  assert.deepEqual(got.state, whole.state);
+  assert.equal(got.reconnects, 3);
+  assert.deepEqual(endpoint.requests.map((r) => r.headers.get('last-event-id') !== null), [false, false, false, true]);
+  // Refused every time: the run fails with the connection's error, as without resuming.
+  const down = fakeEndpoint(Array(5).fill({ refuse: true }));
+  const agent = new ResumableHttpAgent({ url: 'http://agent.test/', fetch: down.fetch, reconnect: { retries: 2, backoffMin: 0, backoffMax: 0 } });
+  await assert.rejects(agent.runAgent({ runId: 'r' }, SILENT), /fetch failed/);
+  assert.equal(down.requests.length, 3);
+  // A 400 is answered to the client as it is, once.
+  const bad = fakeEndpoint([{ status: 400 }, {}]);
+  const agent2 = new ResumableHttpAgent({ url: 'http://agent.test/', fetch: bad.fetch, reconnect: { backoffMin: 0, backoffMax: 0 } });
+  await assert.rejects(agent2.runAgent({ runId: 'r' }, SILENT), /HTTP 400/);
+  assert.equal(bad.requests.length, 1);
+});
