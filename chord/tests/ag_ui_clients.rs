@@ -6,6 +6,8 @@
 //! - `chord-replica/ag-ui`'s `ResumableHttpAgent` (js/test-ag-ui/resume.mjs) through a proxy
 //!   that cuts the connection mid-run, and across a restart of the server on the same log:
 //!   each resumed client ends with the events, state and text of an uninterrupted reader;
+//! - js/README.md's React page with that client (js/test-ag-ui/react-page.mjs), rendered in
+//!   Node through a proxy that cuts once: it shows the producer's plan, tools and answer;
 //! - the AG-UI conformance validator, `ag-ui-validate` 0.4.0 (Python), with
 //!   `--features shared-state`: no error-level finding.
 //!
@@ -217,6 +219,22 @@ fn the_official_client_runs_the_example() {
         Some(ag_ui_agent::ANSWER.split_inclusive(' ').count() as u64),
         "{types}"
     );
+}
+
+#[test]
+fn the_readme_react_page_shows_the_run() {
+    if !node_ready("the_readme_react_page_shows_the_run") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let example = Example::start(dir.path(), 0, 10);
+    let seen = report(
+        "react-page.mjs",
+        node("react-page.mjs", &[&example.url]),
+        None,
+    );
+    assert_eq!(seen["answer"], ag_ui_agent::ANSWER);
+    assert_eq!(seen["connections"], 2, "cut once, resumed once: {seen}");
 }
 
 #[test]

@@ -12,60 +12,15 @@
 // Prints one JSON line (what it saw) and exits 0, or says what failed and exits 1.
 
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 
 import { ResumableHttpAgent } from '../ag-ui.mjs';
-import { checkLifecycle, collectWire, getJson, readView, textOf } from './shared.mjs';
+import { checkLifecycle, collectWire, getJson, proxy, readView, textOf } from './shared.mjs';
 
 const [mode, url] = process.argv.slice(2);
 const answer = process.env.CHORD_AG_UI_ANSWER;
 assert.ok((mode === 'cuts' || mode === 'restart') && url && answer, 'usage: CHORD_AG_UI_ANSWER=... node resume.mjs cuts|restart URL');
 const target = new URL(url);
-
-/**
- * A TCP proxy to the example. Each connection takes the next plan from `plans` (none: pass
- * everything): `{ cut: n }` passes n bytes of the answer, then closes both sides;
- * `{ hold: n, onHold }` passes n bytes, then stops passing until the server side closes.
- */
-function proxy(plans) {
-  const connections = [];
-  const server = net.createServer((client) => {
-    const plan = plans.shift() ?? {};
-    const record = { plan, passed: 0 };
-    connections.push(record);
-    const upstream = net.connect(Number(target.port), target.hostname);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', close);
-    upstream.on('error', close);
-    client.on('close', close);
-    upstream.on('close', close);
-    client.pipe(upstream);
-    const budget = plan.cut ?? plan.hold ?? Infinity;
-    let holding = false;
-    upstream.on('data', (chunk) => {
-      if (holding) return;
-      const room = budget - record.passed;
-      const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
-      record.passed += part.length;
-      client.write(part);
-      if (record.passed < budget) return;
-      if (plan.cut !== undefined) {
-        // Cut after the bytes are written: the client sees them, then the connection ends.
-        client.end(() => close());
-      } else if (plan.hold !== undefined) {
-        holding = true;
-        plan.onHold?.();
-      }
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ server, connections, url: `http://127.0.0.1:${server.address().port}${target.pathname}` })),
-  );
-}
 
 /** Runs a ResumableHttpAgent at `agentUrl`; returns what it ended with. */
 async function runResumable(agentUrl, runId, reconnect) {
@@ -114,7 +69,7 @@ async function compare(name, got, base, runId) {
 const report = { mode };
 if (mode === 'cuts') {
   // The size of a whole answer, through the proxy without a cut.
-  const measure = await proxy([]);
+  const measure = await proxy(target, []);
   const plain = await runResumable(measure.url, `run-m-${process.pid}`);
   measure.server.close();
   assert.equal(plain.agent.reconnects, 0);
@@ -126,7 +81,7 @@ if (mode === 'cuts') {
   const plans = [[37], [Math.floor(total * 0.15)], [Math.floor(total * 0.5) + 7], [total - 40], [Math.floor(total * 0.2), 150, 900]];
   report.cuts = [];
   for (const [i, cuts] of plans.entries()) {
-    const p = await proxy(cuts.map((cut) => ({ cut })));
+    const p = await proxy(target, cuts.map((cut) => ({ cut })));
     const runId = `run-${i}-${process.pid}`;
     const got = await runResumable(p.url, runId);
     p.server.close();
@@ -149,7 +104,7 @@ if (mode === 'cuts') {
 } else {
   let held;
   const finished = new Promise((resolve) => (held = resolve));
-  const p = await proxy([{ hold: 600, onHold: () => held() }]);
+  const p = await proxy(target, [{ hold: 600, onHold: () => held() }]);
   const runId = `restart-${process.pid}`;
   const running = runResumable(p.url, runId, { retries: 60, backoffMin: 50, backoffMax: 250 });
   await finished;

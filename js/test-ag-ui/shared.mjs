@@ -2,6 +2,7 @@
 // schemas made strict, the lifecycle checks, a run's view read whole.
 
 import assert from 'node:assert/strict';
+import net from 'node:net';
 
 import { EventParser } from '../chord-replica.mjs';
 
@@ -126,4 +127,51 @@ export async function readView(base, threadId, runId, lastEventId) {
     for (const { id, data } of parser.push(chunk)) events.push({ id, event: JSON.parse(data) });
   }
   return events;
+}
+
+/**
+ * A TCP proxy to `target` (a URL). Each connection takes the next plan from `plans` (none: pass
+ * everything): `{ cut: n }` passes n bytes of the answer, then closes both sides;
+ * `{ hold: n, onHold }` passes n bytes, then stops passing until the server side closes.
+ */
+export function proxy(target, plans) {
+  const connections = [];
+  const server = net.createServer((client) => {
+    const plan = plans.shift() ?? {};
+    const record = { plan, passed: 0 };
+    connections.push(record);
+    const upstream = net.connect(Number(target.port), target.hostname);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close);
+    upstream.on('error', close);
+    client.on('close', close);
+    upstream.on('close', close);
+    // What the client sent (its request, for tests that read the run's ids from it).
+    record.request = '';
+    client.on('data', (chunk) => void (record.request += chunk.toString('utf8')));
+    client.pipe(upstream);
+    const budget = plan.cut ?? plan.hold ?? Infinity;
+    let holding = false;
+    upstream.on('data', (chunk) => {
+      if (holding) return;
+      const room = budget - record.passed;
+      const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+      record.passed += part.length;
+      client.write(part);
+      if (record.passed < budget) return;
+      if (plan.cut !== undefined) {
+        // Cut after the bytes are written: the client sees them, then the connection ends.
+        client.end(() => close());
+      } else if (plan.hold !== undefined) {
+        holding = true;
+        plan.onHold?.();
+      }
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, connections, url: `http://127.0.0.1:${server.address().port}${target.pathname}` })),
+  );
 }
