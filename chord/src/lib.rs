@@ -727,6 +727,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
+//! | `ag-ui` | `ag_ui`: a run of a Rust agent served to [AG-UI](https://docs.ag-ui.com) clients from a chord log (state patches, text deltas, resumable event ids), and `ag_ui::Patcher` | `streams`, json-patch |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
 //! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
@@ -742,6 +743,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! - [`Encoder`], [`Decoder`], [`wire`]: the per-stream codec.
 //! - [`store`]: durable logs, recovery, [`store::LogWriter`] and [`store::Durable`].
 //! - `streams` (feature `streams`) and `replica` (feature `replica`): live replication.
+//! - `ag_ui` (feature `ag-ui`): AG-UI frontends, a chapter of its own.
 //! - [`Error`], [`ErrorKind`], [`Category`]: one error type, categorised.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]

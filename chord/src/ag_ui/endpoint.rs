@@ -435,7 +435,8 @@ where
     };
     match start {
         Ok(Ok(())) => {}
-        Ok(Err(r)) | Err(r) => return r,
+        Ok(Err(r)) => return *r,
+        Err(r) => return r,
     }
     events(shared, address, last, draining).await
 }
@@ -447,7 +448,7 @@ fn start_or_join<T, S>(
     address: Address,
     input: RunAgentInput,
     resuming: bool,
-) -> Result<(), Response>
+) -> Result<(), Box<Response>>
 where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
@@ -463,13 +464,13 @@ where
     match shared.source.tail(&address, want) {
         Ok(Some(_)) => return Ok(()),
         Ok(None) => {}
-        Err(e) => return Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, e)),
+        Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
     }
     if resuming {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::BAD_REQUEST,
             "unknown Last-Event-ID: this server has no such run",
-        ));
+        )));
     }
     let state = (shared.app.init)(&input);
     let mut run = Run::new(
@@ -481,10 +482,10 @@ where
         state,
     );
     if let Err(e) = run.flush() {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             format_args!("storing the run's start: {e}"),
-        ));
+        )));
     }
     running.insert(address.clone());
     drop(running);
@@ -666,7 +667,8 @@ where
     };
     let start = match start {
         Ok(Ok(start)) => start,
-        Ok(Err(r)) | Err(r) => return r,
+        Ok(Err(r)) => return *r,
+        Err(r) => return r,
     };
     let timing = Timing {
         lifetime: shared.app.lifetime,
@@ -695,7 +697,7 @@ fn start_at<T, S>(
     shared: &Shared<T, S>,
     address: &Address,
     last: Option<EventId>,
-) -> Result<Start, Response>
+) -> Result<Start, Box<Response>>
 where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
@@ -706,8 +708,8 @@ where
     };
     let tail = match shared.source.tail(address, want) {
         Ok(Some(tail)) => tail,
-        Ok(None) => return Err(refuse(StatusCode::NOT_FOUND, "no such run")),
-        Err(e) => return Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, e)),
+        Ok(None) => return Err(Box::new(refuse(StatusCode::NOT_FOUND, "no such run"))),
+        Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
     };
     orphan(shared, address);
     let Some(last) = last else {
@@ -759,13 +761,13 @@ fn resume<S: Store>(
     log: &Log<S>,
     address: &Address,
     last: EventId,
-) -> Result<(View, String), Response> {
-    let failed = |e: &dyn std::fmt::Display| refuse(StatusCode::INTERNAL_SERVER_ERROR, e);
+) -> Result<(View, String), Box<Response>> {
+    let failed = |e: &dyn std::fmt::Display| Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e));
     let unknown = || {
-        refuse(
+        Box::new(refuse(
             StatusCode::BAD_REQUEST,
             "unknown Last-Event-ID: the run has no such event",
-        )
+        ))
     };
     // The record itself.
     let at = ReadOptions::asc().cursor(last.seq.checked_sub(1)).limit(1);
@@ -791,11 +793,11 @@ fn resume<S: Store>(
         before.extend(page.records);
         if based || page.next_cursor.is_none() {
             if !based && !before.is_empty() {
-                return Err(refuse(
+                return Err(Box::new(refuse(
                     StatusCode::GONE,
                     "the run's records before this Last-Event-ID were compacted away: \
                      start again without it",
-                ));
+                )));
             }
             break;
         }

@@ -1,4 +1,203 @@
-//! chord state for [AG-UI](https://docs.ag-ui.com) frontends.
+//! chord state for [AG-UI](https://docs.ag-ui.com) frontends: a Rust agent with a typed,
+//! tracked state feeds any AG-UI client (the official `@ag-ui/client`, CopilotKit, ...) with
+//! state patches that always apply, the answer's text as text deltas, and runs that survive a
+//! dropped connection or a restarted server.
+//!
+//! AG-UI is an event protocol: a client posts a [`RunAgentInput`] and reads Server-Sent
+//! Events: `RUN_STARTED`, the state as one `STATE_SNAPSHOT` then `STATE_DELTA`s (RFC 6902
+//! JSON Patches), the assistant's text as `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
+//! `TEXT_MESSAGE_END`, and `RUN_FINISHED` or `RUN_ERROR`. This module serves exactly that
+//! from a chord log: [`AgUi`] is the axum router, [`Run`] the agent's handle on its run,
+//! [`Patcher`] the converter from a flush's ops to a JSON Patch.
+//!
+//! # A typed state
+//!
+//! The state is any `#[derive(Tracked)]` type (with `Serialize`): what the page shows beside
+//! the answer, a plan, tool calls and their output. It is sent as the state; the answer's
+//! text is not part of it (see [the run's log](#the-runs-log)).
+//!
+//! ```
+//! use chord::Tracked;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Tracked, Serialize, Deserialize, Default)]
+//! struct Research {
+//!     plan: Vec<Step>,
+//!     sources: Vec<String>,
+//! }
+//!
+//! #[derive(Tracked, Serialize, Deserialize)]
+//! struct Step {
+//!     title: String,
+//!     done: bool,
+//! }
+//! ```
+//!
+//! # The handler
+//!
+//! [`AgUi::new`] takes the log the runs are written to and the agent: a function called, on
+//! a blocking thread, with the input and the run's [`Run`] handle. It changes the state
+//! through [`Run::state`], streams text with [`Run::start_message`], [`Run::append`] and
+//! [`Run::end_message`], and stores what changed with [`Run::flush`]: each flush is one
+//! record of the run's log and the events its clients are sent next. When the agent returns
+//! `Ok` the run ends with `RUN_FINISHED`; when it returns an error, or panics, with
+//! `RUN_ERROR` saying why. Open messages are ended either way.
+//!
+//! ```no_run
+//! use chord::ag_ui::{AgUi, AgentError, Run, RunAgentInput};
+//! use chord::store::{Durability, JsonlStore};
+//! use chord::streams::{serve, Log};
+//! # use chord::Tracked;
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(Tracked, Serialize, Deserialize, Default)]
+//! # struct Research { plan: Vec<Step>, sources: Vec<String> }
+//! # #[derive(Tracked, Serialize, Deserialize)]
+//! # struct Step { title: String, done: bool }
+//!
+//! fn agent(input: &RunAgentInput, run: &mut Run<Research, JsonlStore>) -> Result<(), AgentError> {
+//!     run.state().plan.push(Step { title: "search".into(), done: false });
+//!     run.flush()?; // STATE_DELTA [{"op":"add","path":"/plan/-","value":{...}}]
+//!     run.state().sources.push("https://docs.ag-ui.com".into());
+//!     if let Some(mut step) = run.state().plan.get_mut(0) {
+//!         step.done.set(true);
+//!     }
+//!     run.flush()?;
+//!     let answer = run.start_message();
+//!     for token in ["AG-UI ", "is ", "an ", "event ", "protocol."] {
+//!         run.append(&answer, token); // TEXT_MESSAGE_CONTENT, never a state delta
+//!         run.flush()?;
+//!     }
+//!     Ok(()) // RUN_FINISHED
+//! }
+//!
+//! # async fn main_() -> Result<(), Box<dyn std::error::Error>> {
+//! let log = Log::new(JsonlStore::open("runs.jsonl", Durability::EveryAppend)?);
+//! let app = AgUi::new(&log, agent).router(); // POST /, GET /runs/{threadId}/{runId}
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8788").await?;
+//! serve(listener, app, std::future::pending()).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `chord/examples/ag_ui_agent.rs` in the repository is a whole scripted agent (a plan, tool
+//! calls with their output, an answer token by token), run with
+//! `cargo run -p chord-delta --example ag_ui_agent --features ag-ui -- --port 8788`.
+//!
+//! **Routes.**
+//!
+//! | route | answer |
+//! | --- | --- |
+//! | `POST /` with a `RunAgentInput` | a new run (`threadId`, `runId` not seen before) is started and its events answered from `RUN_STARTED`; an existing one is not started again: its events are answered, after `Last-Event-ID` when sent |
+//! | `GET /runs/{threadId}/{runId}` | the run's events, after `Last-Event-ID` when sent (what `EventSource` sends on reconnecting); 404 if no such run |
+//! | `GET /runs/{threadId}/{runId}/state` | the run's current state as JSON; 404 if no such run |
+//!
+//! Event streams are `text/event-stream` with `Cache-Control: no-cache` and
+//! `X-Accel-Buffering: no` (a proxy does not hold them back); each record's events are
+//! written and flushed as the record is stored, a `: keep-alive` comment goes after 15 s of
+//! quiet ([`AgUi::keep_alive`]), and the response ends after the run's terminal event.
+//!
+//! **Bad input** is refused with a plain-text reason, never a panic, and starts nothing:
+//! `415` for a body that is not `application/json`, `413` for one over
+//! [`AgUi::body_limit`] (1 MiB by default; a larger `Content-Length` is refused before a byte
+//! is read), `408` for one that does not arrive within [`AgUi::body_timeout`], `400` for JSON
+//! that is not a `RunAgentInput` (the reason names the field and position) or has an empty,
+//! overlong or control-character id ([`RunAgentInput::check`]), and for a malformed or unknown
+//! `Last-Event-ID`. Unknown fields of the input are ignored, so a newer client is not refused.
+//!
+//! **Authorization.** [`AgUi::authorize`] takes a hook like
+//! [`Streams::reads`](crate::streams::Streams::reads): it sees each request's head
+//! ([`RunRequest`]: what it asks, the run its URL names, the URI and headers) before any of
+//! its body is read, and answers an [`Access`](crate::streams::Access). A refusal is a `401`
+//! or `403` and closes the connection. The router adds no CORS layer: a page on another
+//! origin needs one (`tower_http::cors::CorsLayer` around the router) that allows the
+//! `content-type` and `last-event-id` request headers.
+//!
+//! # The run's log
+//!
+//! A run is stored in the log at `Address::new("ag-ui/" + threadId, runId)`
+//! ([`AgUi::namespace`]) as one tracked value, its [`Envelope`]: the ids, the state, the text
+//! messages, the [`Outcome`]. The event stream is a view of that log, not a channel of its
+//! own: each record's ops turn into events, read by a mirror of the envelope (one per
+//! response: a copy of the state and of the messages' text):
+//!
+//! - the first record (the whole envelope) is `RUN_STARTED`, `STATE_SNAPSHOT`, and the text
+//!   events of any message it holds;
+//! - the state's ops of a record are one `STATE_DELTA`, built by a [`Patcher`] (below);
+//! - a new message is `TEXT_MESSAGE_START` (and `TEXT_MESSAGE_CONTENT` of any text it starts
+//!   with), an append to its text a `TEXT_MESSAGE_CONTENT` with exactly the appended text, the
+//!   message ended a `TEXT_MESSAGE_END`: the text is stored as appends and sent once, never
+//!   inside a state delta;
+//! - the outcome is `RUN_FINISHED` or `RUN_ERROR`;
+//! - a checkpoint (the whole envelope again, written by the [`checkpoint`](AgUi::checkpoint)
+//!   policy so that a resume reads back a bounded stretch) equal to the mirror gives nothing;
+//!   one that differs gives what differs.
+//!
+//! Every stream of a run is made from the same records by the same rules, so every client is
+//! sent the same events, whenever it connects.
+//!
+//! # Resume
+//!
+//! AG-UI itself has no resume: a client whose connection drops loses the run. Here each
+//! event's SSE `id` names its place in the log, `<offset>:<k>`: the record's offset (as
+//! [`Offset`](crate::streams::Offset) spells it, 16 hexadecimal digits) and the event's index
+//! among that record's events. A client that reconnects with `Last-Event-ID: <offset>:<k>`
+//! is sent the events after it: the rest of that record's, then the later records'. It is
+//! not sent `RUN_STARTED` again (it is still in its run), and text in flight goes on from
+//! the next token: no event twice, none missing. It reconnects either way:
+//!
+//! - `POST /` with the same `RunAgentInput` (the same `threadId` and `runId`) and the
+//!   `Last-Event-ID` header: the run exists, so no second agent starts;
+//! - `GET /runs/{threadId}/{runId}` with the header: what a browser's `EventSource` does by
+//!   itself when its connection drops.
+//!
+//! The log is the truth, so a resume works on another server over the same log, or on this
+//! one after a restart: the view is rebuilt from the last checkpoint before the id. A run
+//! whose agent was running when its server stopped cannot go on; over a store only this
+//! process writes (a JSONL file, SQLite), the next request for it ends it with a `RUN_ERROR`
+//! saying so. An id that names no event of the run is a `400`; one whose records were
+//! compacted away a `410` (start again without it). A response also ends without a terminal
+//! event when the server drains ([`Server`](crate::streams::Server)) or after
+//! [`AgUi::lifetime`]: the client resumes from its last id.
+//!
+//! # A React page with the official client
+//!
+//! `@ag-ui/client`'s `HttpAgent` posts the input and applies the events to its own `state`
+//! and `messages`:
+//!
+//! ```text
+//! import { HttpAgent } from "@ag-ui/client";
+//! import { useEffect, useState } from "react";
+//!
+//! export function Research() {
+//!   const [state, setState] = useState<any>({});
+//!   const [answer, setAnswer] = useState("");
+//!   useEffect(() => {
+//!     const agent = new HttpAgent({ url: "http://127.0.0.1:8788/" });
+//!     agent.addMessage({ id: crypto.randomUUID(), role: "user", content: "What is AG-UI?" });
+//!     const { unsubscribe } = agent.subscribe({
+//!       onStateChanged: ({ state }) => setState(state),
+//!       onMessagesChanged: ({ messages }) =>
+//!         setAnswer(messages.filter((m) => m.role === "assistant").map((m) => m.content).join("")),
+//!     });
+//!     agent.runAgent();
+//!     return unsubscribe;
+//!   }, []);
+//!   return (
+//!     <main>
+//!       <ol>{(state.plan ?? []).map((s: any) => <li key={s.title}>{s.done ? "✓" : "…"} {s.title}</li>)}</ol>
+//!       <p>{answer}</p>
+//!     </main>
+//!   );
+//! }
+//! ```
+//!
+//! **Resuming from the page** (the JavaScript side of the clients work, `js/` in the
+//! repository; this paragraph is completed there): `HttpAgent` does not resume by itself. A
+//! page keeps the last event `id` it received, and on a dropped connection posts the same
+//! input again with `Last-Event-ID` set (or opens an `EventSource` on
+//! `/runs/{threadId}/{runId}`), feeding the events after it to the same agent.
+//!
+//! # Patches
 //!
 //! AG-UI carries an agent's shared state as one `STATE_SNAPSHOT` event followed by
 //! `STATE_DELTA` events, each an [RFC 6902](https://www.rfc-editor.org/rfc/rfc6902) JSON

@@ -30,6 +30,9 @@ use crate::path::{Path, Seg};
 /// | `a`, `t` | `replace` of the whole new string (nothing if the string is unchanged) |
 /// | `p` | per element, with the counts clamped as chord clamps them: a `replace` for each element both removed and inserted, then a `remove` for each further element removed or an `add` for each further one inserted (`/-` at the end); one `replace` of the whole array when the splice rewrites all of it with more than one element |
 ///
+/// A write of the location the operation just before it wrote is folded into that one (a
+/// `t` then an `a` of one string, as a rolling window does, is one `replace`).
+///
 /// Applied strictly (every path exists, every `add` has its parent; what
 /// [`json_patch::patch`] checks) to the value before the ops, the patch gives the value after
 /// them. Keys are escaped as RFC 6901 says (`~` as `~0`, `/` as `~1`).
@@ -146,14 +149,13 @@ fn convert(
     op: &Op,
     out: &mut Vec<PatchOperation>,
 ) -> Result<(), PatchError> {
-    let before = out.len();
     if let Some(root) = doc.as_ref() {
         describe(root, op, out);
     }
-    if let Err(source) = applier.one(doc, i, op.clone()) {
-        out.truncate(before);
-        return Err(PatchError::new(i, op, source));
-    }
+    // On error the caller drops `out` whole, so what was written for this op goes too.
+    applier
+        .one(doc, i, op.clone())
+        .map_err(|source| PatchError::new(i, op, source))?;
     // `a` and `t` say the whole new string, which exists only now.
     if let (Op::Append(path, _) | Op::Truncate(path, _), Some(root)) = (op, doc.as_ref()) {
         let unchanged = match op {
@@ -162,7 +164,7 @@ fn convert(
         };
         if !unchanged {
             if let Some(s) = get(root, path) {
-                out.push(replace(pointer(path), s.clone()));
+                push_replace(out, pointer(path), s.clone());
             }
         }
     }
@@ -174,7 +176,7 @@ fn convert(
 /// written here, and the applier then refuses it.
 fn describe(root: &Value, op: &Op, out: &mut Vec<PatchOperation>) {
     match op {
-        Op::Replace(v) => out.push(replace(PointerBuf::new(), v.clone())),
+        Op::Replace(v) => push_replace(out, PointerBuf::new(), v.clone()),
         Op::Set(path, v) => {
             let (parent, last) = path.split_last();
             let value = v.clone();
@@ -185,7 +187,10 @@ fn describe(root: &Value, op: &Op, out: &mut Vec<PatchOperation>) {
                 Some(Value::Array(arr)) if matches!(last, Seg::Index(i) if *i == arr.len()) => {
                     add(end(parent), value)
                 }
-                _ => replace(pointer(path), value),
+                _ => {
+                    push_replace(out, pointer(path), value);
+                    return;
+                }
             });
         }
         Op::Delete(path) => {
@@ -227,11 +232,11 @@ fn splice(
     let paired = removed.min(items.len());
     if index == 0 && removed == len && removed.max(items.len()) > 1 {
         // The whole array rewritten: one operation says it with no more than the items.
-        out.push(replace(pointer(path), Value::Array(items.to_vec())));
+        push_replace(out, pointer(path), Value::Array(items.to_vec()));
         return;
     }
     for (k, item) in items[..paired].iter().enumerate() {
-        out.push(replace(element(path, index + k), item.clone()));
+        push_replace(out, element(path, index + k), item.clone());
     }
     for _ in paired..removed {
         out.push(remove(element(path, index + paired)));
@@ -264,6 +269,22 @@ fn key(seg: &Seg) -> std::borrow::Cow<'_, str> {
     match seg {
         Seg::Key(k) => std::borrow::Cow::Borrowed(k.as_ref()),
         Seg::Index(i) => std::borrow::Cow::Owned(i.to_string()),
+    }
+}
+
+/// Writes a `replace` of `path`, or, when the operation just before it wrote that same
+/// path (an `add` or a `replace`), gives that one the new value instead: the two say no more
+/// than the second value does, and a `t` then an `a` of one string (a rolling window) then
+/// carries the string once.
+fn push_replace(out: &mut Vec<PatchOperation>, path: PointerBuf, value: Value) {
+    match out.last_mut() {
+        Some(PatchOperation::Add(AddOperation { path: p, value: v }))
+        | Some(PatchOperation::Replace(ReplaceOperation { path: p, value: v }))
+            if *p == path =>
+        {
+            *v = value;
+        }
+        _ => out.push(replace(path, value)),
     }
 }
 

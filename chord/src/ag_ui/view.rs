@@ -361,7 +361,7 @@ mod tests {
             vec![
                 Op::Set(crate::path!["state", "n"], json!(2)),
                 Op::Splice {
-                    path: crate::path!["messages"],
+                    path: crate::path!["messages"].into(),
                     index: 0,
                     remove: 0,
                     items: vec![
