@@ -5,7 +5,9 @@
 //!   client's state at the end equals the producer's and its text equals the answer;
 //! - `chord-replica/ag-ui`'s `ResumableHttpAgent` (js/test-ag-ui/resume.mjs) through a proxy
 //!   that cuts the connection mid-run, and across a restart of the server on the same log:
-//!   each resumed client ends with the events, state and text of an uninterrupted reader;
+//!   each resumed client ends with the events, state and text of an uninterrupted reader; one
+//!   whose server was killed mid-answer (its producer with it) ends with the restarted
+//!   server's `RUN_ERROR`, having seen each event of the run's log once;
 //! - js/README.md's React page with that client (js/test-ag-ui/react-page.mjs), rendered in
 //!   Node through a proxy that cuts once: it shows the producer's plan, tools and answer;
 //! - the AG-UI conformance validator, `ag-ui-validate` 0.4.0 (Python), with
@@ -287,6 +289,38 @@ fn a_client_resumes_from_a_restarted_server() {
     assert!(
         seen["restart"]["reconnects"].as_u64() >= Some(2),
         "the client's attempts while the server was down: {seen}"
+    );
+}
+
+#[test]
+fn a_run_whose_server_was_killed_mid_run_ends_with_run_error() {
+    if !node_ready("a_run_whose_server_was_killed_mid_run_ends_with_run_error") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Slow steps: the run is far from over when the server is killed.
+    let mut example = Example::start(dir.path(), 0, 100);
+    let mut child = node("resume.mjs", &["killed", &example.url]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    if line.trim() != "HOLDING" {
+        let _ = child.kill();
+        panic!("resume.mjs killed said {line:?} instead of HOLDING");
+    }
+    let port = example.port;
+    // The producer dies with the server, mid-run.
+    example.kill();
+    std::thread::sleep(Duration::from_millis(200));
+    let _restarted = Example::start(dir.path(), port, 100);
+    let seen = report("resume.mjs killed", child, Some(stdout));
+    let killed = &seen["killed"];
+    assert!(killed["reconnects"].as_u64() >= Some(1), "{seen}");
+    // Killed mid-answer: part of the text had gone out, not all of it.
+    let text = killed["text"].as_u64().unwrap_or_default();
+    assert!(
+        text > 0 && text < ag_ui_agent::ANSWER.len() as u64,
+        "the run was not mid-answer when killed: {seen}"
     );
 }
 

@@ -8,7 +8,12 @@
 //   CHORD_AG_UI_ANSWER='...' node js/test-ag-ui/resume.mjs restart URL
 //     holds the connection after a few events, prints `FINISHED` once the run is over on the
 //     server, then expects the server killed and started again on the same port and log
-//     (the test does both): the client resumes from the restarted server.
+//     (the test does both): the client resumes from the restarted server;
+//   CHORD_AG_UI_ANSWER='...' node js/test-ag-ui/resume.mjs killed URL
+//     holds the connection after a few events and prints `HOLDING` while the run goes on;
+//     the test kills the server then (the run's producer with it) and starts it again: the
+//     client resumes and ends with the RUN_ERROR the restarted server gives a run whose
+//     producer is gone, having seen each event of the run's log once.
 // Prints one JSON line (what it saw) and exits 0, or says what failed and exits 1.
 
 import assert from 'node:assert/strict';
@@ -19,7 +24,7 @@ import { checkLifecycle, collectWire, getJson, proxy, readView, textOf } from '.
 
 const [mode, url] = process.argv.slice(2);
 const answer = process.env.CHORD_AG_UI_ANSWER;
-assert.ok((mode === 'cuts' || mode === 'restart') && url && answer, 'usage: CHORD_AG_UI_ANSWER=... node resume.mjs cuts|restart URL');
+assert.ok(['cuts', 'restart', 'killed'].includes(mode) && url && answer, 'usage: CHORD_AG_UI_ANSWER=... node resume.mjs cuts|restart|killed URL');
 const target = new URL(url);
 
 /** Runs a ResumableHttpAgent at `agentUrl`; returns what it ended with. */
@@ -101,6 +106,32 @@ if (mode === 'cuts') {
     assert.equal(response.status, 400, `Last-Event-ID ${bad}: ${response.status}`);
     assert.ok((await response.text()).length > 0, 'a 400 says why');
   }
+} else if (mode === 'killed') {
+  let held;
+  const holding = new Promise((resolve) => (held = resolve));
+  // Held mid-answer: a text message is in flight when the server dies.
+  const p = await proxy(target, [{ hold: 2500, onHold: () => held() }]);
+  const runId = `killed-${process.pid}`;
+  const running = runResumable(p.url, runId, { retries: 60, backoffMin: 50, backoffMax: 250 });
+  await holding;
+  process.stdout.write('HOLDING\n');
+  const got = await running;
+  p.server.close();
+  const { agent, events } = got;
+  assert.ok(agent.reconnects >= 1, 'the client never reconnected');
+  // The restarted server's view of the run: what the log held, then its RUN_ERROR.
+  const view = await readView(url, agent.threadId, runId);
+  assert.ok(isDeepStrictEqual(events, view.map((v) => v.event)), `the client's events differ from the run's:\n${JSON.stringify(events.map((e) => e.type))}\n${JSON.stringify(view.map((v) => v.event.type))}`);
+  const last = events.at(-1);
+  assert.equal(last.type, 'RUN_ERROR', `the run ended with ${JSON.stringify(last)}`);
+  assert.ok(!events.some((e) => e.type === 'RUN_FINISHED'), 'a run whose producer was killed finished');
+  assert.equal(events.filter((e) => e.type === 'RUN_STARTED').length, 1);
+  const state = await getJson(new URL(`runs/${agent.threadId}/${runId}/state`, url));
+  assert.ok(isDeepStrictEqual(agent.state, state), `state ${JSON.stringify(agent.state)} is not the log's ${JSON.stringify(state)}`);
+  // The text so far is a beginning of the answer.
+  const text = agent.messages.filter((m) => m.role === 'assistant').map((m) => m.content).join('');
+  assert.ok(answer.startsWith(text), `text ${JSON.stringify(text)}`);
+  report.killed = { events: events.length, reconnects: agent.reconnects, error: last.message, text: text.length };
 } else {
   let held;
   const finished = new Promise((resolve) => (held = resolve));
