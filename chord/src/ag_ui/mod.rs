@@ -191,11 +191,17 @@
 //! }
 //! ```
 //!
-//! **Resuming from the page** (the JavaScript side of the clients work, `js/` in the
-//! repository; this paragraph is completed there): `HttpAgent` does not resume by itself. A
-//! page keeps the last event `id` it received, and on a dropped connection posts the same
-//! input again with `Last-Event-ID` set (or opens an `EventSource` on
-//! `/runs/{threadId}/{runId}`), feeding the events after it to the same agent.
+//! **Resuming from the page.** `HttpAgent` ends a run whose connection dropped. The
+//! JavaScript package's `chord-replica/ag-ui` entry has `ResumableHttpAgent`, an `HttpAgent`
+//! (same constructor, same subscribers, `@ag-ui/client` as a peer dependency) whose requests
+//! remember the last event `id` and, when the connection drops or the response ends before
+//! `RUN_FINISHED` or `RUN_ERROR`, post the same input again with `Last-Event-ID` after a
+//! backoff, feeding the new response's events to the same client: its state and messages end
+//! as if nothing had dropped. In the page above, `new ResumableHttpAgent({ url, reconnect: {
+//! retries: 10 } })` in place of `new HttpAgent({ url })` is the whole change; a run that
+//! cannot be resumed ends with a `RUN_ERROR` whose code is `RESUME_FAILED`. The repository's
+//! `js/README.md` (*AG-UI*) has the details and a fuller page. A browser's `EventSource` on
+//! `GET /runs/{threadId}/{runId}` resumes by itself.
 //!
 //! # Patches
 //!
