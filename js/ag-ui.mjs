@@ -4,8 +4,8 @@
 // chord serves a run's events as a view of its durable log, each with an SSE `id:`; a POST of
 // the same RunAgentInput with a `Last-Event-ID` header answers the events after that id (no
 // second RUN_STARTED, no second producer). HttpAgent reads past `id:` lines and stops at a
-// dropped connection; ResumableHttpAgent gives it a `fetch` that reconnects, so the agent's state
-// and messages end as if the connection had never dropped.
+// dropped connection; ResumableHttpAgent gives it a `fetch` that resumes, so the agent's
+// state and messages end as if the connection had never dropped.
 //
 //   import { ResumableHttpAgent } from 'chord-replica/ag-ui';
 //
