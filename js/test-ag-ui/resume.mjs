@@ -81,9 +81,9 @@ if (mode === 'cuts') {
   const total = measure.connections[0].passed;
   report.total = total;
   report.uninterrupted = await compare('uninterrupted', plain, url, `run-m-${process.pid}`);
-  // One cut at each of several points (headers only, mid-run, near the end), then a run
+  // One cut at each of several points (in the headers, mid-run, inside RUN_FINISHED), then a run
   // cut three times.
-  const plans = [[37], [Math.floor(total * 0.15)], [Math.floor(total * 0.5) + 7], [total - 40], [Math.floor(total * 0.2), 150, 900]];
+  const plans = [[37], [Math.floor(total * 0.15)], [Math.floor(total * 0.5) + 7], [total - 70], [Math.floor(total * 0.2), 150, 900]];
   report.cuts = [];
   for (const [i, cuts] of plans.entries()) {
     const p = await proxy(target, cuts.map((cut) => ({ cut })));
