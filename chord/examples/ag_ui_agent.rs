@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use chord::ag_ui::{AgUi, AgentError, Run, RunAgentInput};
 use chord::store::{Durability, JsonlStore, Store};
-use chord::streams::{Log, Server};
+use chord::streams::{LogBuilder, Retention, Server};
 use chord::Tracked;
 use serde::{Deserialize, Serialize};
 
@@ -226,7 +226,11 @@ async fn serve(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let store = JsonlStore::open(dir.join("runs.jsonl"), Durability::EveryAppend)?;
-    let log = Log::new(store);
+    // Every run stays resumable from any of its events: the log keeps 64 checkpoints of each
+    // run (a run's checkpoint comes every 256 KiB of its changes).
+    let log = LogBuilder::new()
+        .retention(Retention::Bases(64))
+        .build(store);
     let delay = options.delay;
     let app = AgUi::new(
         &log,

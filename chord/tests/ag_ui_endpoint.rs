@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use chord::ag_ui::{AgUi, AgentError, Event, Run, RunAgentInput};
 use chord::store::{recover, Address, Checkpoint, Durability, JsonlStore, Store, CHECKPOINT};
-use chord::streams::{Log, Server};
+use chord::streams::{Log, LogBuilder, Retention, Server};
 use chord::Tracked;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -567,7 +567,10 @@ async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = JsonlStore::open(dir.path().join("runs.jsonl"), Durability::EveryAppend).unwrap();
     let closable = Closable(Arc::new(Mutex::new(Some(file))));
-    let log = Log::new(closable.clone());
+    // Retention covers the whole run (a resume reads back to the checkpoint before its id).
+    let log = LogBuilder::new()
+        .retention(Retention::Bases(64))
+        .build(closable.clone());
     // A checkpoint every other record: the resume reads back to one, not to the run's start.
     let every = Checkpoint::EveryBatches(2);
     let server = serve_with(&log, Ending::Finish, None, every).await;
@@ -602,7 +605,10 @@ async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
     drop(log);
 
     // A new server on the same file, whose agent must not run.
-    let log = log_in(dir.path());
+    let file = JsonlStore::open(dir.path().join("runs.jsonl"), Durability::EveryAppend).unwrap();
+    let log = LogBuilder::new()
+        .retention(Retention::Bases(64))
+        .build(file);
     let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, JsonlStore>| {
         Err::<(), _>("a second producer started")
     })
@@ -792,5 +798,75 @@ async fn a_refused_request_is_refused_before_its_body_is_read() {
         .all()
         .await;
     assert_eq!(events.last().unwrap().data["type"], "RUN_FINISHED");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_run_sends_keep_alive_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let app = AgUi::new(
+        &log,
+        move |_: &RunAgentInput, run: &mut Run<Steps, JsonlStore>| {
+            *run.state().tokens += 1;
+            run.flush()?;
+            gate.lock().unwrap().recv()?; // quiet until the test has seen a keep-alive
+            Ok::<(), AgentError>(())
+        },
+    )
+    .keep_alive(std::time::Duration::from_millis(20))
+    .router();
+    let server = serve_router(app).await;
+    let json = [("content-type", "application/json")];
+    let mut response = request(server.addr, "POST", "/", &json, Some(&input("t", "quiet"))).await;
+    while !response.pending.contains(": keep-alive\n\n") {
+        assert!(response.more().await, "the body ended before a keep-alive");
+    }
+    release.send(()).unwrap();
+    let mut client = Client::default();
+    while let Some(e) = response.event().await {
+        client.apply(&e);
+    }
+    assert_eq!(
+        client.ended,
+        Some(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "quiet"}))
+    );
+    assert_eq!(client.state, Some(json!({"tokens": 1, "done": []})));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_before_what_retention_keeps_is_gone_and_a_fresh_reader_starts_at_a_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = JsonlStore::open(dir.path().join("runs.jsonl"), Durability::EveryAppend).unwrap();
+    let log = LogBuilder::new().retention(Retention::Bases(1)).build(file);
+    let server = serve_with(&log, Ending::Finish, None, Checkpoint::EveryBatches(2)).await;
+    let json = [("content-type", "application/json")];
+    let events = request(server.addr, "POST", "/", &json, Some(&input("t", "r")))
+        .await
+        .all()
+        .await;
+    let first = events[0].id.clone().unwrap();
+    let gone = request(
+        server.addr,
+        "GET",
+        "/runs/t/r",
+        &[("last-event-id", &first)],
+        None,
+    )
+    .await;
+    assert_eq!(gone.status, 410);
+    assert!(gone.text().await.contains("compacted away"));
+    // A reader with no id starts at the latest base kept: the run so far, then its end.
+    let (fresh, client) = whole_run(server.addr, "t", "r").await;
+    assert!(
+        fresh.len() < events.len(),
+        "it starts later than the run's start"
+    );
+    assert_eq!(client.text(), answer());
+    assert_eq!(client.state, Some(producer_state(&log, "t", "r")));
+    assert!(client.ended.is_some());
     server.stop().await;
 }

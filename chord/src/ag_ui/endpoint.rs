@@ -721,6 +721,13 @@ where
             first: String::new(),
         });
     };
+    let floor = tail.position().floor;
+    if last.seq < floor {
+        return Err(Box::new(refuse(
+            StatusCode::GONE,
+            "the run's records at this Last-Event-ID were compacted away: start again without it",
+        )));
+    }
     resume(&shared.app.log, address, last).map(|(view, first)| Start {
         tail,
         view,

@@ -155,24 +155,34 @@
 //! whose agent was running when its server stopped cannot go on; over a store only this
 //! process writes (a JSONL file, SQLite), the next request for it ends it with a `RUN_ERROR`
 //! saying so. An id that names no event of the run is a `400`; one whose records were
-//! compacted away a `410` (start again without it). A response also ends without a terminal
+//! compacted away a `410` (start again without it).
+//!
+//! **What stays resumable** is what the log keeps: its [`Retention`](crate::streams::Retention)
+//! counts each run's bases (its first record and its checkpoints), so with the default
+//! retention (4) and [checkpoint policy](AgUi::checkpoint) (every 256 KiB of a run's changes)
+//! ids in the last 750 KiB or so of a run resume, and older ones are `410`. Build the log with
+//! the retention the longest run needs (`LogBuilder::new().retention(Retention::Bases(64))`,
+//! as the example does); a client that connects without an id is served from the oldest base
+//! kept: `RUN_STARTED`, the state then, the text so far, and the rest. A response also ends without a terminal
 //! event when the server drains ([`Server`](crate::streams::Server)) or after
 //! [`AgUi::lifetime`]: the client resumes from its last id.
 //!
 //! # A React page with the official client
 //!
 //! `@ag-ui/client`'s `HttpAgent` posts the input and applies the events to its own `state`
-//! and `messages`:
+//! and `messages`. `ResumableHttpAgent` (from the JavaScript package's `chord-replica/ag-ui`
+//! entry, below) is an `HttpAgent` that also resumes; the page shows the guide's `Research`
+//! state:
 //!
 //! ```text
-//! import { HttpAgent } from "@ag-ui/client";
+//! import { ResumableHttpAgent } from "chord-replica/ag-ui";
 //! import { useEffect, useState } from "react";
 //!
 //! export function Research() {
 //!   const [state, setState] = useState<any>({});
 //!   const [answer, setAnswer] = useState("");
 //!   useEffect(() => {
-//!     const agent = new HttpAgent({ url: "http://127.0.0.1:8788/" });
+//!     const agent = new ResumableHttpAgent({ url: "http://127.0.0.1:8788/", reconnect: { retries: 10 } });
 //!     agent.addMessage({ id: crypto.randomUUID(), role: "user", content: "What is AG-UI?" });
 //!     const { unsubscribe } = agent.subscribe({
 //!       onStateChanged: ({ state }) => setState(state),
@@ -197,9 +207,9 @@
 //! remember the last event `id` and, when the connection drops or the response ends before
 //! `RUN_FINISHED` or `RUN_ERROR`, post the same input again with `Last-Event-ID` after a
 //! backoff, feeding the new response's events to the same client: its state and messages end
-//! as if nothing had dropped. In the page above, `new ResumableHttpAgent({ url, reconnect: {
-//! retries: 10 } })` in place of `new HttpAgent({ url })` is the whole change; a run that
-//! cannot be resumed ends with a `RUN_ERROR` whose code is `RESUME_FAILED`. The repository's
+//! as if nothing had dropped (`agent.reconnects` counts the resumptions). With a plain
+//! `new HttpAgent({ url })` the page works the same but for the resumption; a run that cannot
+//! be resumed ends with a `RUN_ERROR` whose code is `RESUME_FAILED`. The repository's
 //! `js/README.md` (*AG-UI*) has the details and a fuller page. A browser's `EventSource` on
 //! `GET /runs/{threadId}/{runId}` resumes by itself.
 //!
