@@ -266,6 +266,8 @@ export function validOffset(offset: unknown): offset is string;
 export interface ServerSentEvent {
   name: string;
   data: string;
+  /** The last event id when the event ended: its own `id:` field's or an earlier event's (`''` before any). */
+  id: string;
 }
 
 /**
@@ -274,11 +276,14 @@ export interface ServerSentEvent {
  * refused (`StreamEventError` `TooLarge`), as is a line that is not UTF-8 (`NotUtf8`).
  */
 export class EventParser {
-  constructor(options?: { maxEvent?: number });
+  /** `lastEventId`: the id an earlier connection's events ended with, kept until an `id:` field changes it. */
+  constructor(options?: { maxEvent?: number; lastEventId?: string });
   /** Adds bytes read from the stream; returns the events they complete. */
   push(bytes: Uint8Array): ServerSentEvent[];
   /** Bytes the line search has looked at so far. */
   readonly examined: number;
+  /** The last event id as of the last event's end (`''` before any `id:` field). */
+  readonly lastEventId: string;
 }
 
 /**

@@ -40,7 +40,10 @@ export function validOffset(offset) {
  * An incremental `text/event-stream` parser, as chord's replica has: bytes in, each complete
  * event's name and data out. Lines end in CR, LF or CRLF (also split across chunks); `data:`
  * lines join with `\n`; a blank line ends an event, named by its `event:` field (`message`
- * without one); a byte-order mark at the start, comments, `id:` and `retry:` are read past.
+ * without one) and carrying the last event id (`id`: the value of the latest `id:` field of
+ * this or an earlier event, `''` before any, as browsers keep it for `Last-Event-ID`;
+ * `lastEventId` holds it too, also after an event without data, which is not returned); a
+ * byte-order mark at the start, comments and `retry:` are read past.
  * Unlike a browser it refuses what chord never sends: a line or an event's data over
  * `maxEvent` bytes (`TooLarge`), a line that is not UTF-8 (`NotUtf8`: a `data` line's when
  * its event ends, any other line's when it is read).
@@ -58,6 +61,11 @@ export class EventParser {
   #atStart = true;
   #utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   #name = '';
+  // The last event id buffer: set by an `id:` field (unless its value holds a NUL) and kept
+  // across events.
+  #idBuffer = '';
+  /** The last event id as of the last event's end (`''` before any `id:` field). */
+  lastEventId = '';
   // The event's data so far as UTF-8, its lines joined by LF, in a buffer that grows by
   // doubling up to the bound: a line costs what it is counted, so a flood of empty `data:`
   // lines (one byte each, the LF) holds at most the bound. (A string a line would cost an
@@ -68,12 +76,18 @@ export class EventParser {
   /** Bytes the line search has looked at so far. */
   examined = 0;
 
-  /** @param {{ maxEvent?: number }} [options] */
-  constructor({ maxEvent = DEFAULT_MAX_EVENT } = {}) {
+  /**
+   * @param {{ maxEvent?: number, lastEventId?: string }} [options] `lastEventId`: the id
+   *   an earlier connection's events ended with, kept until an `id:` field changes it
+   */
+  constructor({ maxEvent = DEFAULT_MAX_EVENT, lastEventId = '' } = {}) {
     if (!Number.isSafeInteger(maxEvent) || maxEvent < 1) {
       throw new TypeError(`maxEvent must be a positive integer of bytes, found ${maxEvent}`);
     }
+    if (typeof lastEventId !== 'string') throw new TypeError('lastEventId must be a string');
     this.#max = maxEvent;
+    this.#idBuffer = lastEventId;
+    this.lastEventId = lastEventId;
   }
 
   #tooLarge() {
@@ -83,7 +97,7 @@ export class EventParser {
   /**
    * Adds bytes read from the stream; returns the events they complete, in order.
    * @param {Uint8Array} bytes
-   * @returns {Array<{ name: string, data: string }>}
+   * @returns {Array<{ name: string, data: string, id: string }>}
    * @throws {StreamEventError} `TooLarge` or `NotUtf8`; the parser is then unusable
    */
   push(bytes) {
@@ -152,6 +166,7 @@ export class EventParser {
     }
     if (bytes.length === 0) {
       let event = null;
+      this.lastEventId = this.#idBuffer;
       if (this.#hasData) {
         let data = '';
         if (this.#dataBytes > 0) {
@@ -161,7 +176,7 @@ export class EventParser {
             throw new StreamEventError('NotUtf8', 'an event line is not UTF-8');
           }
         }
-        event = { name: this.#name || 'message', data };
+        event = { name: this.#name || 'message', data, id: this.lastEventId };
       }
       this.#name = '';
       this.#dataBytes = 0;
@@ -187,9 +202,11 @@ export class EventParser {
     if (line.startsWith(':')) return null;
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);
-    if (field === 'event') {
-      const value = colon < 0 ? '' : line.slice(colon + 1);
-      this.#name = value.startsWith(' ') ? value.slice(1) : value;
+    if (field === 'event' || field === 'id') {
+      const raw = colon < 0 ? '' : line.slice(colon + 1);
+      const value = raw.startsWith(' ') ? raw.slice(1) : raw;
+      if (field === 'event') this.#name = value;
+      else if (!value.includes('\0')) this.#idBuffer = value;
     }
     return null;
   }

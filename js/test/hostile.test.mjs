@@ -98,9 +98,9 @@ test('an event of many short data lines decodes as one text, and a line that is 
   const bytes = encode(text);
   const events = [];
   for (let at = 0; at < bytes.length; at += 7) events.push(...parser.push(bytes.subarray(at, at + 7)));
-  assert.deepEqual(events, [{ name: 'many', data: values.join('\n') }]);
+  assert.deepEqual(events, [{ name: 'many', data: values.join('\n'), id: '' }]);
   // The parser goes on with the next event, its buffer reused.
-  assert.deepEqual(parser.push(encode('data:x\n\n')), [{ name: 'message', data: 'x' }]);
+  assert.deepEqual(parser.push(encode('data:x\n\n')), [{ name: 'message', data: 'x', id: '' }]);
   const bad = new EventParser();
   assert.deepEqual(bad.push(new Uint8Array([...encode('data: ok\ndata: '), 0xc3, 10])), []);
   assert.throws(() => bad.push(encode('\n')), (e) => e instanceof StreamEventError && e.kind === 'NotUtf8');
@@ -112,7 +112,7 @@ test('an event of exactly the bound is accepted, one byte more is refused', () =
     const data = 'x'.repeat(size - 2); // and two newlines joining its three lines
     const text = `data:${data.slice(0, 40)}\ndata: ${data.slice(40, 70)}\ndata:${data.slice(70)}\n\n`;
     if (ok) {
-      assert.deepEqual(parser.push(encode(text)), [{ name: 'message', data: `${data.slice(0, 40)}\n${data.slice(40, 70)}\n${data.slice(70)}` }]);
+      assert.deepEqual(parser.push(encode(text)), [{ name: 'message', data: `${data.slice(0, 40)}\n${data.slice(40, 70)}\n${data.slice(70)}`, id: '' }]);
     } else {
       assert.throws(() => parser.push(encode(text)), (e) => e.kind === 'TooLarge');
     }
@@ -157,7 +157,7 @@ function rng(seed) {
 }
 
 test('property: the same events whatever the chunking (CR LF, multi-byte characters and the BOM split)', () => {
-  const pieces = ['data:', 'data: ', 'event:', 'event: ', ': note', 'id: 7', 'retry: 5', 'x', 'é', '😀', '€', ':', ' ', '\r', '\n', '\r\n', 'control', 'data'];
+  const pieces = ['data:', 'data: ', 'event:', 'event: ', ': note', 'id: 7', 'id:', 'id:0:1', 'retry: 5', 'x', 'é', '😀', '€', ':', ' ', '\r', '\n', '\r\n', 'control', 'data'];
   for (let seed = 1; seed <= 300; seed++) {
     const next = rng(seed);
     let text = next(4) === 0 ? '\ufeff' : '';
@@ -177,9 +177,10 @@ test('property: the same events whatever the chunking (CR LF, multi-byte charact
     const expected = [];
     let name = '';
     let data = null;
+    let id = '';
     for (const line of text.replace(/^\ufeff/, '').split(/\r\n|\r|\n/).slice(0, -1)) {
       if (line === '') {
-        if (data !== null) expected.push({ name: name || 'message', data });
+        if (data !== null) expected.push({ name: name || 'message', data, id });
         name = '';
         data = null;
       } else if (!line.startsWith(':')) {
@@ -188,6 +189,7 @@ test('property: the same events whatever the chunking (CR LF, multi-byte charact
         const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
         if (field === 'data') data = data === null ? value : `${data}\n${value}`;
         if (field === 'event') name = value;
+        if (field === 'id') id = value;
       }
     }
     assert.deepEqual(whole, expected, `seed ${seed}: ${JSON.stringify(text)}`);
@@ -197,7 +199,7 @@ test('property: the same events whatever the chunking (CR LF, multi-byte charact
 test('a line that is not UTF-8 is refused, a character split across chunks is not', () => {
   const bytes = encode('data:😀\n\n');
   const parser = new EventParser();
-  assert.deepEqual([...parser.push(bytes.subarray(0, 7)), ...parser.push(bytes.subarray(7))], [{ name: 'message', data: '😀' }]);
+  assert.deepEqual([...parser.push(bytes.subarray(0, 7)), ...parser.push(bytes.subarray(7))], [{ name: 'message', data: '😀', id: '' }]);
   assert.throws(() => new EventParser().push(new Uint8Array([0x64, 0x61, 0x74, 0x61, 0x3a, 0xff, 10, 10])), (e) => e instanceof StreamEventError && e.kind === 'NotUtf8');
 });
 
