@@ -142,8 +142,9 @@ impl Encoder {
     /// An op's opening through the table: its path's definition first when this op makes
     /// one, then `["v"` and the path as the table says. `cached` is the id the path's
     /// dirty-tree node remembers (a flush straight to bytes): when it still holds, the path
-    /// is neither written nor hashed, and it is updated with what the table decided.
-    #[inline]
+    /// is neither written nor hashed, and it is updated with what the table decided. (Always
+    /// inline: a streaming flush's one op opens here.)
+    #[inline(always)]
     pub(crate) fn head(
         &mut self,
         out: &mut Vec<u8>,
