@@ -248,7 +248,9 @@ pub(crate) struct Children {
     list: Vec<(Key, Node)>,
     /// How many of `list` are children; the rest are spares.
     live: usize,
-    index: Option<ChildIndex>,
+    /// (Boxed: most nodes have none, and a node's size is what a struct's field list
+    /// allocates per field.)
+    index: Option<Box<ChildIndex>>,
     /// The children are a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
     /// With `fields`: which of them were written since the last flush.
@@ -438,7 +440,7 @@ impl Children {
     #[cold]
     #[inline(never)]
     fn build_index(&mut self) {
-        self.index = Some(ChildIndex::of(&self.list[..self.live]));
+        self.index = Some(Box::new(ChildIndex::of(&self.list[..self.live])));
     }
 
     /// Adds a clean child at `key` (a spare node when there is one), sharing `risk`.
