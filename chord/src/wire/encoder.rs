@@ -218,6 +218,10 @@ fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
         Form::Id(id) | Form::Define(id) if id < 10 => {
             out.extend_from_slice(&[b',', b'0' + id as u8])
         }
+        // (And a two-digit one in one copy too: a struct of many fields has ids past 9.)
+        Form::Id(id) | Form::Define(id) if id < 100 => {
+            out.extend_from_slice(&[b',', b'0' + (id / 10) as u8, b'0' + (id % 10) as u8])
+        }
         Form::Id(id) | Form::Define(id) => {
             out.push(b',');
             write_uint(out, id as u64);
