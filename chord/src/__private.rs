@@ -27,7 +27,7 @@ pub mod ts {
     };
 }
 
-use crate::tracker::{flush_assigned, to_json, with_seg, Before, State};
+use crate::tracker::{flush_assigned, to_json, Before, State};
 
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else
 /// each dirty field through `field`, which is called with the field's index.
@@ -72,8 +72,9 @@ pub fn flush_struct<T: Serialize + ?Sized>(
 }
 
 /// [`flush_struct`] of a struct with one field (or none), which has no written set: the
-/// field is visited when anything may be recorded there.
-#[inline(never)]
+/// field is visited when anything may be recorded there. (Inline: a streaming flush goes
+/// through one-field structs, as `{messages: [...]}`, at every step.)
+#[inline(always)]
 fn flush_one_field(
     node: &mut Node,
     path: &mut Trail,
@@ -121,7 +122,8 @@ pub fn flush_field<T: Tracked + ?Sized>(
 /// [`flush_field`] with the field's own flush passed in (`<Type as Tracked>::__flush`, or a
 /// flattened field's), which the derive names at the field's type: a type that is not
 /// `Tracked` is then reported there, as the same error as at the proxy's field, once.
-#[inline]
+/// (Always inline, with no closure of its own: it is one level of every flush walk.)
+#[inline(always)]
 pub fn flush_field_with<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
@@ -131,16 +133,23 @@ pub fn flush_field_with<T: Serialize + ?Sized>(
     out: &mut Out<'_>,
     flush: impl FnOnce(&T, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
-    let here = |p: &mut Trail| match (node.present, present) {
-        // Present then and now (or never skipped): the field's own changes.
-        (Some(true), Some(true)) | (None, _) | (_, None) => flush(value, node, p, out),
-        // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
-        (Some(was), Some(now)) => flush_presence(value, was, now, p, out),
+    let pushed = match seg {
+        Some(seg) => {
+            path.push(seg);
+            true
+        }
+        None => false,
     };
-    match seg {
-        Some(seg) => with_seg(path, seg, here),
-        None => here(path),
+    let r = match (node.present, present) {
+        // Present then and now (or never skipped): the field's own changes.
+        (Some(true), Some(true)) | (None, _) | (_, None) => flush(value, node, path, out),
+        // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
+        (Some(was), Some(now)) => flush_presence(value, was, now, path, out),
+    };
+    if pushed {
+        path.pop();
     }
+    r
 }
 
 /// Flushes a field that appeared (`!was && now`) or disappeared (`was && !now`) in the

@@ -20,7 +20,8 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// `,"s"]`: a string as an op's last argument (an append's text), with serde_json's escaping.
-#[inline]
+/// (Always inline: a streamed token is written here at every step.)
+#[inline(always)]
 pub(crate) fn write_last_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     if bytes.len() <= SMALL && plain(bytes) {
@@ -124,9 +125,69 @@ pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
     }
 }
 
+/// The decimal digits of 0..100, two each.
+const PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
+/// Writes `open`, an unsigned integer in decimal and `close` (each of at most two bytes):
+/// the digits assembled in a fixed-size buffer and copied with one copy of a known length,
+/// then the vector cut back to what was meant (a scalar's `s`, at every write of a counter,
+/// would otherwise call `memcpy` for a few digits).
+#[inline(always)]
+pub(crate) fn write_uint_between(out: &mut Vec<u8>, open: &[u8], n: u64, close: &[u8]) {
+    // (u64::MAX has 20 digits.)
+    let mut buf = [0u8; 2 + 20 + 2];
+    let (o, c) = (open.len(), close.len());
+    debug_assert!(o <= 2 && c <= 2);
+    let digits = n.checked_ilog10().unwrap_or(0) as usize + 1;
+    buf[..o].copy_from_slice(open);
+    // Two digits at a time from the last, as itoa does.
+    let mut rest = n;
+    let mut at = o + digits;
+    while rest >= 100 {
+        let pair = (rest % 100) as usize * 2;
+        rest /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if rest >= 10 {
+        let pair = rest as usize * 2;
+        buf[at - 2..at].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        buf[at - 1] = b'0' + rest as u8;
+    }
+    buf[o + digits..o + digits + c].copy_from_slice(close);
+    let end = out.len() + o + digits + c;
+    out.extend_from_slice(&buf);
+    out.truncate(end);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_between_brackets_are_written_in_decimal() {
+        let mut values = vec![0, 1, 9, 10, 99, 100, 12_345, u64::MAX - 1, u64::MAX];
+        values.extend((0..20).map(|p| 10u64.pow(p)));
+        values.extend((1..20).map(|p| 10u64.pow(p) - 1));
+        for n in values {
+            for (open, close) in [(&b","[..], &b"]"[..]), (b",-", b"]"), (b"", b"")] {
+                let mut out = b"[x".to_vec();
+                write_uint_between(&mut out, open, n, close);
+                let want = format!(
+                    "[x{}{n}{}",
+                    std::str::from_utf8(open).unwrap(),
+                    std::str::from_utf8(close).unwrap()
+                );
+                assert_eq!(std::str::from_utf8(&out).unwrap(), want, "{n}");
+            }
+        }
+    }
 
     #[test]
     fn strings_are_written_as_serde_json_writes_them() {

@@ -274,6 +274,7 @@ impl Tracked for String {
         TextProxy::new(self, cx)
     }
 
+    #[inline]
     fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
         text::flush(self, node, path, out);
         Ok(())

@@ -95,15 +95,19 @@ impl<'a> Fields<'a> {
     #[inline]
     fn slot(&mut self, present: Option<bool>, absent_may_fail: bool) -> Cx<'a> {
         let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
-            if node.present.is_none() {
-                node.present = present;
-            }
-            // A field absent from the JSON that appears is serialized whole at flush, which
-            // may fail; a present one stays (its own records decide) or disappears (a `d`,
-            // which cannot fail). (Marked at every hand-out: a field no write reached keeps
-            // the presence it had, unvisited, across flushes.)
-            if absent_may_fail && node.present == Some(false) {
-                node.risk.mark();
+            // (Nothing to do for a field serde never skips, whose `present` is the constant
+            // `None`: its node's presence stays `None` too.)
+            if present.is_some() {
+                if node.present.is_none() {
+                    node.present = present;
+                }
+                // A field absent from the JSON that appears is serialized whole at flush,
+                // which may fail; a present one stays (its own records decide) or disappears
+                // (a `d`, which cannot fail). (Marked at every hand-out: a field no write
+                // reached keeps the presence it had, unvisited, across flushes.)
+                if absent_may_fail && node.present == Some(false) {
+                    node.risk.mark();
+                }
             }
             node
         });

@@ -28,8 +28,7 @@ pub use cx::{Cx, Fields};
 pub use fallback::{Fallbacks, FALLBACK_PATHS};
 pub use node::Node;
 pub(crate) use node::{
-    capped, flush_assigned, flush_reassigned, undo_assigned, with_seg, Before, Key, Risk, Scalar,
-    State,
+    capped, flush_assigned, flush_reassigned, undo_assigned, Before, Key, Risk, Scalar, State,
 };
 pub use out::Out;
 pub use trail::Trail;

@@ -248,7 +248,9 @@ pub(crate) struct Children {
     list: Vec<(Key, Node)>,
     /// How many of `list` are children; the rest are spares.
     live: usize,
-    index: Option<ChildIndex>,
+    /// (Boxed: most nodes have none, and a node's size is what a struct's field list
+    /// allocates per field.)
+    index: Option<Box<ChildIndex>>,
     /// The children are a struct's fields, `Key::Field(0..n)` in order: kept across flushes.
     fields: bool,
     /// With `fields`: which of them were written since the last flush.
@@ -438,7 +440,7 @@ impl Children {
     #[cold]
     #[inline(never)]
     fn build_index(&mut self) {
-        self.index = Some(ChildIndex::of(&self.list[..self.live]));
+        self.index = Some(Box::new(ChildIndex::of(&self.list[..self.live])));
     }
 
     /// Adds a clean child at `key` (a spare node when there is one), sharing `risk`.
@@ -500,10 +502,10 @@ impl Children {
             // One field: it is written exactly when the struct is, so its node takes the
             // struct's place in the written set above, and the struct needs none of its own
             // (the flush looks at its one field).
-            let mut node = Node::under(risk);
-            node.up = up.share();
-            self.list
-                .extend((count == 1).then_some((Key::Field(0), node)));
+            if count == 1 {
+                self.list
+                    .push((Key::Field(0), Node::with_up(risk, up.share())));
+            }
             self.live = count;
             self.fields = true;
             return;
@@ -511,9 +513,8 @@ impl Children {
         let written = Arc::new(Written::new(count, up.share()));
         for i in 0..count {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
-            let mut node = Node::under(risk);
-            node.up = Up(Some((Arc::clone(&written), i)));
-            self.list.push((Key::Field(i), node));
+            let up = Up(Some((Arc::clone(&written), i)));
+            self.list.push((Key::Field(i), Node::with_up(risk, up)));
         }
         self.live = count;
         self.written = Some(written);
@@ -653,6 +654,13 @@ pub(crate) enum State {
 impl Node {
     /// A clean node of the tracker whose flag is `risk`.
     pub(crate) fn under(risk: &Risk) -> Node {
+        Node::with_up(risk, Up::default())
+    }
+
+    /// [`under`](Node::under), noting its records at `up` (a struct's field). (Built in
+    /// place, not built and then changed: a struct's first proxy makes one per field.)
+    #[inline]
+    fn with_up(risk: &Risk, up: Up) -> Node {
         Node {
             state: State::Clean,
             present: None,
@@ -662,7 +670,7 @@ impl Node {
             fell_back: false,
             wire: Default::default(),
             risk: risk.clone(),
-            up: Up::default(),
+            up,
         }
     }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::json_write::{write_last_str, write_uint};
+use crate::json_write::{write_last_str, write_uint, write_uint_between};
 use crate::op::Op;
 use crate::path::{Path, Seg};
 use crate::tracker::check;
@@ -205,18 +205,10 @@ impl<'a> Out<'a> {
                     Scalar::Bool(false) => buf.extend_from_slice(b",false]"),
                     Scalar::Char(c) => write_last_str(buf, c.encode_utf8(&mut [0; 4])),
                     Scalar::Int(i) => {
-                        buf.push(b',');
-                        if i < 0 {
-                            buf.push(b'-');
-                        }
-                        write_uint(buf, i.unsigned_abs());
-                        buf.push(b']');
+                        let open: &[u8] = if i < 0 { b",-" } else { b"," };
+                        write_uint_between(buf, open, i.unsigned_abs(), b"]");
                     }
-                    Scalar::UInt(u) => {
-                        buf.push(b',');
-                        write_uint(buf, u);
-                        buf.push(b']');
-                    }
+                    Scalar::UInt(u) => write_uint_between(buf, b",", u, b"]"),
                 }
             }
             _ => self.set_cached(wire, path, value.value()),

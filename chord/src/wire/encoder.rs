@@ -142,8 +142,9 @@ impl Encoder {
     /// An op's opening through the table: its path's definition first when this op makes
     /// one, then `["v"` and the path as the table says. `cached` is the id the path's
     /// dirty-tree node remembers (a flush straight to bytes): when it still holds, the path
-    /// is neither written nor hashed, and it is updated with what the table decided.
-    #[inline]
+    /// is neither written nor hashed, and it is updated with what the table decided. (Always
+    /// inline: a streaming flush's one op opens here.)
+    #[inline(always)]
     pub(crate) fn head(
         &mut self,
         out: &mut Vec<u8>,
@@ -216,6 +217,10 @@ fn write_head(out: &mut Vec<u8>, verb: char, form: Form, key: &[u8]) {
         // per-append path than a push and `write_uint`.
         Form::Id(id) | Form::Define(id) if id < 10 => {
             out.extend_from_slice(&[b',', b'0' + id as u8])
+        }
+        // (And a two-digit one in one copy too: a struct of many fields has ids past 9.)
+        Form::Id(id) | Form::Define(id) if id < 100 => {
+            out.extend_from_slice(&[b',', b'0' + (id / 10) as u8, b'0' + (id % 10) as u8])
         }
         Form::Id(id) | Form::Define(id) => {
             out.push(b',');

@@ -415,8 +415,9 @@ impl Table {
     /// The form of `path` through the id remembered in `cached` from an earlier batch:
     /// `Some(form)` (the id or, after an op on the same path, omission) when the id is this
     /// table's and still names `path` (trusted, or checked, and then trusted again);
-    /// `None` otherwise (ask [`form`](Table::form)).
-    #[inline]
+    /// `None` otherwise (ask [`form`](Table::form)). (Always inline: a streaming flush's
+    /// path is cached, and this is all of its lookup.)
+    #[inline(always)]
     pub(crate) fn form_cached(&mut self, cached: &CachedCell, path: &[Seg]) -> Option<Form> {
         let id = match cached.trusted_id(self.uid, self.epoch) {
             Some(id) => id,
@@ -436,8 +437,9 @@ impl Table {
     }
 
     /// [`form_cached`](Table::form_cached) of an id not trusted in this epoch: the id, when
-    /// it is this table's and still names `path` (it is then trusted again).
-    #[inline]
+    /// it is this table's and still names `path` (it is then trusted again). (Out of line:
+    /// the rare case of a node reused or moved.)
+    #[inline(never)]
     fn check_cached(&self, cached: &CachedCell, path: &[Seg]) -> Option<usize> {
         let c = cached.get();
         let id = c.id as usize;
