@@ -745,7 +745,9 @@ impl Node {
         if !(c.fields && c.list.len() == count) {
             c.make_fields(count, &self.risk, &self.up);
         }
-        &mut c.list
+        // (Sliced to `count`: a derived proxy that takes `count` fields knows it never runs
+        // out, and hands out each field's node without a test.)
+        &mut c.list[..count]
     }
 
     /// The fields of a struct's node and its written set (`None` when the struct has one
