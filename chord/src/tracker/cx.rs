@@ -19,9 +19,11 @@ impl<'a> Cx<'a> {
     /// flushes, so handing out a struct's proxy allocates nothing after the first time.
     #[inline]
     pub fn fields(self, count: usize) -> Fields<'a> {
+        // (No node: no list, so that each field's hand-out tests one end, not also whether
+        // there is a list.)
         let slots = match self.node {
-            Some(node) if !node.subsumes_children() => Some(node.fields(count).iter_mut()),
-            _ => None,
+            Some(node) if !node.subsumes_children() => node.fields(count).iter_mut(),
+            _ => [].iter_mut(),
         };
         Fields { slots }
     }
@@ -71,7 +73,7 @@ impl<'a> Cx<'a> {
 /// [`Cx::fields`].
 #[doc(hidden)]
 pub struct Fields<'a> {
-    slots: Option<std::slice::IterMut<'a, (Key, Node)>>,
+    slots: std::slice::IterMut<'a, (Key, Node)>,
 }
 
 impl<'a> Fields<'a> {
@@ -94,7 +96,7 @@ impl<'a> Fields<'a> {
 
     #[inline]
     fn slot(&mut self, present: Option<bool>, absent_may_fail: bool) -> Cx<'a> {
-        let node = self.slots.as_mut().and_then(|s| s.next()).map(|(_, node)| {
+        let node = self.slots.next().map(|(_, node)| {
             // (Nothing to do for a field serde never skips, whose `present` is the constant
             // `None`: its node's presence stays `None` too.)
             if present.is_some() {
