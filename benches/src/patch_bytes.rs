@@ -58,7 +58,7 @@ pub fn measure<T: Tracked + Serialize>(mut run: ChordRun<T>, steps: usize) -> By
 pub type Workload = (&'static str, usize, fn(usize) -> Bytes);
 
 /// The workloads measured, with their step counts: W1-W7 (W4 and W4L by `drop_front` and
-/// `push_str`, chord's window case) and the shapes S1-S5, as `BENCHMARKS.md` describes them.
+/// `push_str`, chord's window case) and the shapes S1-S6, as `BENCHMARKS.md` describes them.
 pub fn workloads() -> Vec<Workload> {
     vec![
         ("W1", 1000, |n| measure(chord_w1(), n)),
@@ -75,6 +75,7 @@ pub fn workloads() -> Vec<Workload> {
         ("S3", S3_STEPS, |n| measure(chord_s3(), n)),
         ("S4", S4_STEPS, |n| measure(chord_s4(), n)),
         ("S5", S5_STEPS, |n| measure(chord_s5(), n)),
+        ("S6", S6_STEPS, |n| measure(chord_s6(), n)),
     ]
 }
 
