@@ -22,6 +22,7 @@ use super::view::View;
 use crate::store::{
     recover, Address, Checkpoint, Durable, LogWriter, ReadOptions, Record, Store, BASE,
 };
+use crate::streams::auth;
 use crate::streams::log::{Source, Want};
 use crate::streams::server::Draining;
 use crate::streams::sse::{self, Changes, Feed, Next, Pending, SseBody, Timing};
@@ -252,22 +253,42 @@ fn refuse_unread(status: StatusCode, reason: impl std::fmt::Display) -> Response
 }
 
 impl<T: Tracked, S: Store> Shared<T, S> {
-    /// The hook's refusal, if it refuses.
+    /// The hook's refusal, if it refuses: the streams' answer to a refused request, and the
+    /// connection closes after it (the body was not read).
     fn refused(&self, request: &RunRequest<'_>) -> Option<Response> {
         let hook = self.app.authorize.as_ref()?;
         let access = hook(request);
-        let mut r = match access {
-            Access::Allow => return None,
-            Access::Unauthorized => {
-                let mut r = refuse_unread(StatusCode::UNAUTHORIZED, "");
-                r.headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                r
-            }
-            _ => refuse_unread(StatusCode::FORBIDDEN, ""),
-        };
-        *r.body_mut() = Body::empty();
+        if access == Access::Allow {
+            return None;
+        }
+        let mut r = auth::refusal(access);
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
         Some(r)
+    }
+
+    /// The answer to a request for one run's `kind` that may not go on: the hook's refusal,
+    /// or a `400` for an id that is not one.
+    fn refused_run(
+        &self,
+        kind: RunRequestKind,
+        thread: &str,
+        run: &str,
+        parts: &axum::http::request::Parts,
+    ) -> Option<Response> {
+        let asked = RunRequest {
+            kind,
+            run: Some((thread, run)),
+            uri: &parts.uri,
+            headers: &parts.headers,
+        };
+        if let Some(refused) = self.refused(&asked) {
+            return Some(refused);
+        }
+        check_id("threadId", thread)
+            .and_then(|()| check_id("runId", run))
+            .err()
+            .map(|e| refuse(StatusCode::BAD_REQUEST, e))
     }
 }
 
@@ -571,17 +592,8 @@ where
     S: Store + Send + 'static,
 {
     let (parts, _) = request.into_parts();
-    let asked = RunRequest {
-        kind: RunRequestKind::Events,
-        run: Some((&thread, &run)),
-        uri: &parts.uri,
-        headers: &parts.headers,
-    };
-    if let Some(refused) = shared.refused(&asked) {
+    if let Some(refused) = shared.refused_run(RunRequestKind::Events, &thread, &run, &parts) {
         return refused;
-    }
-    if let Err(e) = check_id("threadId", &thread).and_then(|()| check_id("runId", &run)) {
-        return refuse(StatusCode::BAD_REQUEST, e);
     }
     let last = match EventId::from_headers(&parts.headers) {
         Ok(last) => last,
@@ -602,17 +614,8 @@ where
     S: Store + Send + 'static,
 {
     let (parts, _) = request.into_parts();
-    let asked = RunRequest {
-        kind: RunRequestKind::State,
-        run: Some((&thread, &run)),
-        uri: &parts.uri,
-        headers: &parts.headers,
-    };
-    if let Some(refused) = shared.refused(&asked) {
+    if let Some(refused) = shared.refused_run(RunRequestKind::State, &thread, &run, &parts) {
         return refused;
-    }
-    if let Err(e) = check_id("threadId", &thread).and_then(|()| check_id("runId", &run)) {
-        return refuse(StatusCode::BAD_REQUEST, e);
     }
     let address = shared.app.address(&thread, &run);
     let log = shared.app.log.clone();

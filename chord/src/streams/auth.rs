@@ -80,7 +80,7 @@ pub(super) type AuthorizeWrite = Arc<dyn Fn(&WriteRequest<'_>) -> Access + Send 
 /// stream header, never stored by a cache (a refusal must not outlive a login).
 ///
 /// `Allow` is never refused; it is answered 403 should a caller pass it.
-pub(super) fn refusal(access: Access) -> Response {
+pub(crate) fn refusal(access: Access) -> Response {
     let mut r = Response::new(Body::empty());
     let h = r.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -355,7 +355,7 @@
 //! client that must tell a refusal from a broken connection asks again with `fetch`.
 //! `chord/tests/cross_origin.rs` drives each of these in Chromium.
 
-mod auth;
+pub(crate) mod auth;
 mod catchup;
 mod compaction;
 mod frame;
