@@ -159,11 +159,12 @@
 //!
 //! **What stays resumable** is what the log keeps: its [`Retention`](crate::streams::Retention)
 //! counts each run's bases (its first record and its checkpoints), so with the default
-//! retention (4) and [checkpoint policy](AgUi::checkpoint) (every 256 KiB of a run's changes)
-//! ids in the last 750 KiB or so of a run resume, and older ones are `410`. Build the log with
-//! the retention the longest run needs (`LogBuilder::new().retention(Retention::Bases(64))`,
-//! as the example does); a client that connects without an id is served from the oldest base
-//! kept: `RUN_STARTED`, the state then, the text so far, and the rest. A response also ends without a terminal
+//! retention (4 bases) and [checkpoint policy](AgUi::checkpoint) (a base every 256 KiB of a
+//! run's changes), the ids of at least the last three checkpoint intervals (3 × 256 KiB of
+//! changes) resume, and older ones are `410`. Build the log with the retention the longest
+//! run needs (`LogBuilder::new().retention(Retention::Bases(64))`, as the example does); a
+//! client that connects without an id is served from the oldest base kept: `RUN_STARTED`,
+//! the state then, the text so far, and the rest. A response also ends without a terminal
 //! event when the server drains ([`Server`](crate::streams::Server)) or after
 //! [`AgUi::lifetime`]: the client resumes from its last id.
 //!
