@@ -554,17 +554,29 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 #unique_members
-                ::chord::__private::flush_struct(self, node, path, out, |__index, __node, __path, __out| {
-                    match __index {
-                        #arms
-                    }
-                })
+                ::chord::__private::flush_struct(self, node, path, out, ::chord::__private::Derived(self))
             }
 
             #[allow(clippy::needless_update)]
             fn __assign<#a>(__proxy: &mut Self::Proxy<#a>, value: Self) where Self: #a {
                 let #name #pat = value;
                 #(#assigns)*
+            }
+        }
+
+        #[automatically_derived]
+        impl #impl_generics ::chord::__private::FlushField for #name #ty_generics #where_clause {
+            #[inline(always)]
+            fn __flush_field(
+                &self,
+                __index: u32,
+                __node: &mut ::chord::__private::Node,
+                __path: &mut ::chord::__private::Trail,
+                __out: &mut ::chord::__private::Out<'_>,
+            ) -> ::chord::__private::Result<()> {
+                match __index {
+                    #arms
+                }
             }
         }
 

@@ -29,6 +29,62 @@ pub mod ts {
 
 use crate::tracker::{flush_assigned, to_json, Before, State};
 
+/// The flush of one field of a derived struct, by the field's index: what
+/// [`flush_struct`] calls for each written field. The derive implements it with each
+/// field's flush inline, so that a struct's walk is one call per level.
+pub trait FlushField {
+    /// Flushes field `index` at its node.
+    fn __flush_field(
+        &self,
+        index: u32,
+        node: &mut Node,
+        path: &mut Trail,
+        out: &mut Out<'_>,
+    ) -> Result<()>;
+}
+
+/// What [`flush_struct`] calls for each written field: a closure taking the field's index
+/// (an enum variant's fields), or a struct's [`FlushField`] through [`Derived`].
+pub trait FieldFlusher {
+    /// Flushes field `index` at its node.
+    fn flush(
+        &mut self,
+        index: u32,
+        node: &mut Node,
+        path: &mut Trail,
+        out: &mut Out<'_>,
+    ) -> Result<()>;
+}
+
+impl<F: FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>> FieldFlusher for F {
+    #[inline(always)]
+    fn flush(
+        &mut self,
+        index: u32,
+        node: &mut Node,
+        path: &mut Trail,
+        out: &mut Out<'_>,
+    ) -> Result<()> {
+        self(index, node, path, out)
+    }
+}
+
+/// A derived struct's fields as [`flush_struct`] calls them.
+pub struct Derived<'v, T: ?Sized>(pub &'v T);
+
+impl<T: FlushField + ?Sized> FieldFlusher for Derived<'_, T> {
+    #[inline(always)]
+    fn flush(
+        &mut self,
+        index: u32,
+        node: &mut Node,
+        path: &mut Trail,
+        out: &mut Out<'_>,
+    ) -> Result<()> {
+        self.0.__flush_field(index, node, path, out)
+    }
+}
+
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else
 /// each dirty field through `field`, which is called with the field's index.
 pub fn flush_struct<T: Serialize + ?Sized>(
@@ -36,7 +92,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     node: &mut Node,
     path: &mut Trail,
     out: &mut Out<'_>,
-    mut field: impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+    mut field: impl FieldFlusher,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         return crate::tracker::flush_reassigned(value, before, path, out);
@@ -53,7 +109,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
         let i = bits.trailing_zeros() as usize;
         bits &= bits - 1;
         let child = &mut list[i].1;
-        field(i as u32, child, path, out)?;
+        field.flush(i as u32, child, path, out)?;
         if reset {
             child.reset_flushed();
         }
@@ -61,7 +117,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     if written.has_more() {
         written.take_more(reset, |i| {
             let child = &mut list[i].1;
-            field(i as u32, child, path, out)?;
+            field.flush(i as u32, child, path, out)?;
             if reset {
                 child.reset_flushed();
             }
@@ -79,12 +135,12 @@ fn flush_one_field(
     node: &mut Node,
     path: &mut Trail,
     out: &mut Out<'_>,
-    field: &mut impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+    field: &mut impl FieldFlusher,
 ) -> Result<()> {
     for (i, child) in node.children.iter_mut().enumerate() {
         let child = &mut child.1;
         if child.may_be_dirty() {
-            field(i as u32, child, path, out)?;
+            field.flush(i as u32, child, path, out)?;
             if out.reset {
                 child.reset_flushed();
             }
