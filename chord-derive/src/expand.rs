@@ -221,11 +221,10 @@ fn pattern(fields: &[Field]) -> TokenStream {
 fn seg(f: &Field) -> TokenStream {
     match &f.seg {
         Seg::Key(k) => quote! {
-            ::chord::__private::core::option::Option::Some(
-                ::chord::Seg::Key(::chord::__private::Cow::Borrowed(#k)))
+            ::chord::__private::core::option::Option::Some(::chord::__private::Step::Field(#k))
         },
         Seg::Index(i) => quote! {
-            ::chord::__private::core::option::Option::Some(::chord::Seg::Index(#i))
+            ::chord::__private::core::option::Option::Some(::chord::__private::Step::Index(#i))
         },
         Seg::Same => quote!(::chord::__private::core::option::Option::None),
     }
@@ -550,7 +549,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
             fn __flush(
                 &self,
                 node: &mut ::chord::__private::Node,
-                path: &mut ::chord::__private::Trail,
+                path: &::chord::__private::Trail<'_>,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 #unique_members
@@ -571,7 +570,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 &self,
                 __index: u32,
                 __node: &mut ::chord::__private::Node,
-                __path: &mut ::chord::__private::Trail,
+                __path: &::chord::__private::Trail<'_>,
                 __out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 match __index {
@@ -588,7 +587,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
 /// The segments between an enum's path and a variant's fields, by serde representation.
 fn variant_prefix(input: &Input, v: &Variant) -> TokenStream {
     let a = &input.attrs;
-    let key = |k: &str| quote!(::chord::Seg::Key(::chord::__private::Cow::Borrowed(#k)));
+    let key = |k: &str| quote!(::chord::__private::Step::Field(#k));
     let segs: Vec<TokenStream> = if a.untagged {
         Vec::new()
     } else if let (Some(_), Some(content)) = (&a.tag, &a.content) {
@@ -768,7 +767,7 @@ fn tracked_enum(input: &Input, variants: &[Variant]) -> TokenStream {
             fn __flush(
                 &self,
                 node: &mut ::chord::__private::Node,
-                path: &mut ::chord::__private::Trail,
+                path: &::chord::__private::Trail<'_>,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 match self {
@@ -806,7 +805,7 @@ fn opaque(input: &DeriveInput) -> TokenStream {
             fn __flush(
                 &self,
                 node: &mut ::chord::__private::Node,
-                path: &mut ::chord::__private::Trail,
+                path: &::chord::__private::Trail<'_>,
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::flush_leaf(self, node, path, out)

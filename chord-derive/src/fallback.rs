@@ -24,7 +24,7 @@ pub(crate) fn expand(input: &DeriveInput, error: syn::Error) -> TokenStream {
             fn __flush(
                 &self,
                 _: &mut ::chord::__private::Node,
-                _: &mut ::chord::__private::Trail,
+                _: &::chord::__private::Trail<'_>,
                 _: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 ::chord::__private::core::result::Result::Ok(())

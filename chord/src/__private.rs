@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::proxy::{debug_json, flush_leaf, LeafProxy};
-pub use crate::tracker::{Cx, Fields, Node, Out, Tracked, Trail};
+pub use crate::tracker::{Cx, Fields, Node, Out, Step, Tracked, Trail};
 pub use crate::{Error, Op, Path, Result, Seg};
 pub use core;
 pub use serde;
@@ -38,7 +38,7 @@ pub trait FlushField {
         &self,
         index: u32,
         node: &mut Node,
-        path: &mut Trail,
+        path: &Trail<'_>,
         out: &mut Out<'_>,
     ) -> Result<()>;
 }
@@ -51,18 +51,18 @@ pub trait FieldFlusher {
         &mut self,
         index: u32,
         node: &mut Node,
-        path: &mut Trail,
+        path: &Trail<'_>,
         out: &mut Out<'_>,
     ) -> Result<()>;
 }
 
-impl<F: FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>> FieldFlusher for F {
+impl<F: FnMut(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>> FieldFlusher for F {
     #[inline(always)]
     fn flush(
         &mut self,
         index: u32,
         node: &mut Node,
-        path: &mut Trail,
+        path: &Trail<'_>,
         out: &mut Out<'_>,
     ) -> Result<()> {
         self(index, node, path, out)
@@ -78,7 +78,7 @@ impl<T: FlushField + ?Sized> FieldFlusher for Derived<'_, T> {
         &mut self,
         index: u32,
         node: &mut Node,
-        path: &mut Trail,
+        path: &Trail<'_>,
         out: &mut Out<'_>,
     ) -> Result<()> {
         self.0.__flush_field(index, node, path, out)
@@ -90,7 +90,7 @@ impl<T: FlushField + ?Sized> FieldFlusher for Derived<'_, T> {
 pub fn flush_struct<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
     mut field: impl FieldFlusher,
 ) -> Result<()> {
@@ -133,7 +133,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
 #[inline(always)]
 fn flush_one_field(
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
     field: &mut impl FieldFlusher,
 ) -> Result<()> {
@@ -149,16 +149,17 @@ fn flush_one_field(
     Ok(())
 }
 
-/// Runs `f` with `segs` pushed onto `path` (an enum variant's place in its JSON).
-pub fn with_segs<R>(path: &mut Trail, segs: &[Seg], f: impl FnOnce(&mut Trail) -> R) -> R {
-    for seg in segs {
-        path.push(seg.clone());
+/// Runs `f` at `segs` below `path` (an enum variant's place in its JSON: none, one or two
+/// segments).
+pub fn with_segs<R>(
+    path: &Trail<'_>,
+    segs: &[Step<'static>],
+    f: impl FnOnce(&Trail<'_>) -> R,
+) -> R {
+    match segs {
+        [] => f(path),
+        [first, rest @ ..] => with_segs(&path.child(*first), rest, f),
     }
-    let r = f(path);
-    for _ in segs {
-        path.pop();
-    }
-    r
 }
 
 /// Flushes one field at `seg` under `path` (`None`: the field's JSON is its parent's, as a
@@ -167,8 +168,8 @@ pub fn with_segs<R>(path: &mut Trail, segs: &[Seg], f: impl FnOnce(&mut Trail) -
 pub fn flush_field<T: Tracked + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Trail,
-    seg: Option<Seg>,
+    path: &Trail<'_>,
+    seg: Option<Step<'static>>,
     present: Option<bool>,
     out: &mut Out<'_>,
 ) -> Result<()> {
@@ -183,29 +184,26 @@ pub fn flush_field<T: Tracked + ?Sized>(
 pub fn flush_field_with<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Trail,
-    seg: Option<Seg>,
+    path: &Trail<'_>,
+    seg: Option<Step<'static>>,
     present: Option<bool>,
     out: &mut Out<'_>,
-    flush: impl FnOnce(&T, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+    flush: impl FnOnce(&T, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
-    let pushed = match seg {
+    let below;
+    let path = match seg {
         Some(seg) => {
-            path.push(seg);
-            true
+            below = path.child(seg);
+            &below
         }
-        None => false,
+        None => path,
     };
-    let r = match (node.present, present) {
+    match (node.present, present) {
         // Present then and now (or never skipped): the field's own changes.
         (Some(true), Some(true)) | (None, _) | (_, None) => flush(value, node, path, out),
         // Appeared or disappeared: what a reassignment from or to "absent" amounts to.
         (Some(was), Some(now)) => flush_presence(value, was, now, path, out),
-    };
-    if pushed {
-        path.pop();
     }
-    r
 }
 
 /// Flushes a field that appeared (`!was && now`) or disappeared (`was && !now`) in the
@@ -215,7 +213,7 @@ fn flush_presence<T: Serialize + ?Sized>(
     value: &T,
     was: bool,
     now: bool,
-    path: &Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let before = if was { Before::Existed } else { Before::Absent };
@@ -232,8 +230,8 @@ fn flush_presence<T: Serialize + ?Sized>(
 pub fn flush_opaque_field<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Trail,
-    seg: Option<Seg>,
+    path: &Trail<'_>,
+    seg: Option<Step<'static>>,
     present: Option<bool>,
     out: &mut Out<'_>,
 ) -> Result<()> {
@@ -244,18 +242,18 @@ pub fn flush_opaque_field<T: Serialize + ?Sized>(
 pub fn flush_json_field(
     json: std::result::Result<Value, serde_json::Error>,
     node: &mut Node,
-    path: &mut Trail,
-    seg: Option<Seg>,
+    path: &Trail<'_>,
+    seg: Option<Step<'static>>,
     present: Option<bool>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     match json {
         Ok(v) => flush_opaque_field(&v, node, path, seg, present, out),
         Err(e) => {
-            let mut at = path.to_path();
-            if let Some(seg) = seg {
-                at.push(seg);
-            }
+            let at = match seg {
+                Some(seg) => path.child(seg).to_path(),
+                None => path.to_path(),
+            };
             Err(Error::from(crate::ErrorKind::NotJson(e.to_string())).at_path(at))
         }
     }
@@ -278,9 +276,9 @@ pub fn flush_enum<T: Serialize + ?Sized>(
     value: &T,
     variant: u32,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
-    fields: impl FnMut(u32, &mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+    fields: impl FnMut(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if matches!(node.state, State::Assigned(_)) && node.variant.is_some_and(|v| v != variant) {
         flush_assigned(path, &Before::Existed, Some(to_json(value, path)?), out);
@@ -306,7 +304,7 @@ impl<T: Serialize + ?Sized> Tracked for Opaque<'_, T> {
 
     fn __proxy<'b>(&'b mut self, _: Cx<'b>) {}
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         crate::proxy::flush_leaf(self.0, node, path, out)
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::op::Op;
 use crate::overlap::{overlap, overlap_at_least, OverlapConfig};
-use crate::path::{NonEmptyPath, Path, Seg, RESERVED};
+use crate::path::{NonEmptyPath, Path, Seg, Segments, RESERVED};
 use crate::utf16;
 
 /// The ops that turn `before` into `after`: replaying them with [`apply`](fn@crate::apply) on
@@ -115,12 +115,21 @@ pub(crate) enum StringEdit {
 /// How the string `before` at `path` becomes `after` (see [`diff`]): nothing, an `a`, a `t`
 /// and possibly an `a`, or a `s`, with the default overlap bounds. (The same edit as
 /// [`diff`]'s, found without looking for overlaps too short to beat a `s` at `path`.)
-pub(crate) fn diff_string_edit(path: &[Seg], before: &str, after: &str) -> StringEdit {
+pub(crate) fn diff_string_edit<P: Segments + ?Sized>(
+    path: &P,
+    before: &str,
+    after: &str,
+) -> StringEdit {
     let cfg = OverlapConfig::default();
     if before == after {
         return StringEdit::Same;
     }
-    let kept = overlap_at_least(before, after, &cfg, least_useful_overlap(path, after));
+    let kept = overlap_at_least(
+        before,
+        after,
+        &cfg,
+        least_useful_overlap(path.json_len(), after),
+    );
     if kept == 0 && !before.is_empty() {
         return StringEdit::Set;
     }
@@ -136,17 +145,7 @@ pub(crate) fn diff_string_edit(path: &[Seg], before: &str, after: &str) -> Strin
 /// exactly when `esc(after[..kept]) < 7 + P + d`. So it is whenever `esc(after[..kept])`
 /// is below `8 + P`; this returns the shortest prefix of `after` that reaches that, counting
 /// `P` low (keys without their escapes) and `esc` high (6 for any byte that needs escaping).
-fn least_useful_overlap(path: &[Seg], after: &str) -> usize {
-    // `[`, `]`, the commas, and each segment.
-    let path_len = 1
-        + path.len().max(1)
-        + path
-            .iter()
-            .map(|seg| match seg {
-                Seg::Key(k) => k.len() + 2,
-                Seg::Index(i) => i.checked_ilog10().map_or(1, |d| d as usize + 1),
-            })
-            .sum::<usize>();
+fn least_useful_overlap(path_len: usize, after: &str) -> usize {
     let reach = 8 + path_len;
     let mut esc = 0;
     for (at, &b) in after.as_bytes().iter().enumerate() {

@@ -387,3 +387,94 @@ macro_rules! path {
         )
     };
 }
+
+/// One segment of a path, borrowed: what a flush walk's trail holds (a derived field's
+/// name, a map member's key, an element's index) and what the wire table reads. Not a public
+/// API.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum Step<'a> {
+    /// A field or variant name written in the program.
+    Field(&'static str),
+    /// A member whose name is data.
+    Key(&'a str),
+    /// An element.
+    Index(usize),
+}
+
+impl Step<'_> {
+    /// The owned segment (a member's key copied).
+    pub(crate) fn to_seg(self) -> Seg {
+        match self {
+            Step::Field(name) => Seg::Key(Cow::Borrowed(name)),
+            Step::Key(key) => Seg::Key(Cow::Owned(key.to_owned())),
+            Step::Index(i) => Seg::Index(i),
+        }
+    }
+
+    /// The length of the segment in a path's JSON, ignoring escapes: a key with its quotes,
+    /// an index's digits.
+    pub(crate) fn json_len(self) -> usize {
+        match self {
+            Step::Field(k) | Step::Key(k) => k.len() + 2,
+            Step::Index(i) => i.checked_ilog10().map_or(1, |d| d as usize + 1),
+        }
+    }
+}
+
+impl<'s> From<&'s Seg> for Step<'s> {
+    #[inline]
+    fn from(seg: &'s Seg) -> Step<'s> {
+        match seg {
+            Seg::Key(Cow::Borrowed(name)) => Step::Field(name),
+            Seg::Key(key) => Step::Key(key),
+            Seg::Index(i) => Step::Index(*i),
+        }
+    }
+}
+
+/// A path as its holder keeps it: segments in a slice, or a flush walk's trail of frames.
+/// What the wire table and the value checks read, a segment at a time, so that a walk's
+/// trail is never copied into segments unless an op or an error needs a [`Path`].
+pub(crate) trait Segments {
+    /// Calls `f` with each segment, root first.
+    fn each_step(&self, f: &mut impl FnMut(Step<'_>));
+
+    /// The path.
+    fn to_path(&self) -> Path {
+        let mut segs = Vec::new();
+        self.each_step(&mut |step| segs.push(step.to_seg()));
+        Path::from(segs)
+    }
+
+    /// The length of the path as an op writes it in full: `[`, `]`, the commas and each
+    /// segment's JSON (`[]` at the root), ignoring escapes.
+    fn json_len(&self) -> usize {
+        let (mut count, mut len) = (0, 0);
+        self.each_step(&mut |step| {
+            count += 1;
+            len += step.json_len();
+        });
+        1 + count.max(1) + len
+    }
+}
+
+impl Segments for [Seg] {
+    #[inline]
+    fn each_step(&self, f: &mut impl FnMut(Step<'_>)) {
+        for seg in self {
+            f(Step::from(seg));
+        }
+    }
+}
+
+impl Segments for Path {
+    #[inline]
+    fn each_step(&self, f: &mut impl FnMut(Step<'_>)) {
+        self.segments().each_step(f)
+    }
+
+    fn to_path(&self) -> Path {
+        self.clone()
+    }
+}

@@ -244,7 +244,7 @@ impl<T: Tracked> Tracked for VecDeque<T> {
         DequeProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         fallback::flush_counted(node, path, out, |node, path, out| {
             seq::flush(self, node, path, out)
         })

@@ -187,7 +187,7 @@ compound!(AddAssign add_assign, SubAssign sub_assign, MulAssign mul_assign,
 pub fn flush<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     match &node.state {
@@ -225,7 +225,7 @@ fn flush_scalar<T: Serialize + ?Sized>(
     now: Scalar,
     value: &T,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     if out.undoing() {
@@ -266,7 +266,7 @@ macro_rules! scalars {
             }
 
             #[inline]
-            fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+            fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
                 let v = self;
                 flush_scalar(scalars!(@of $v v $($w)?), self, node, path, out)
             }
@@ -306,7 +306,7 @@ macro_rules! leaves {
                 LeafProxy::new(self, cx)
             }
 
-            fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+            fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
                 flush(self, node, path, out)
             }
 
@@ -331,7 +331,7 @@ impl<T: Serialize + Ord> Tracked for std::collections::BTreeSet<T> {
         LeafProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
 
@@ -360,7 +360,7 @@ where
         LeafProxy::new(self, cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         flush(self, node, path, out)
     }
 

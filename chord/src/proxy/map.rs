@@ -8,7 +8,8 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::path::RESERVED;
 use crate::tracker::{
-    capped, flush_assigned, flush_reassigned, to_json, Before, Cx, Key, Node, State, Tracked, Trail,
+    capped, flush_assigned, flush_reassigned, to_json, Before, Cx, Key, Node, State, Step, Tracked,
+    Trail,
 };
 use crate::tracker::{fallback, Out};
 
@@ -308,7 +309,7 @@ impl<M: MapLike> fmt::Debug for MapProxy<'_, M> {
 pub(crate) fn flush<M: MapLike>(
     map: &M,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
@@ -360,7 +361,7 @@ fn record_removal(cx: &mut Cx<'_>, key: &str) {
 fn flush_members<M: MapLike>(
     map: &M,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     for (key, child) in node.children.iter_mut() {
@@ -369,7 +370,8 @@ fn flush_members<M: MapLike>(
             continue;
         }
         let current = map.__get(k);
-        path.with_member(k, |p| match &child.state {
+        let p = &path.child(Step::Key(k));
+        match &child.state {
             State::Assigned(before) => match (before, current) {
                 // A member new or set whole: its `s` (what `flush_assigned` sends for it)
                 // written without building a `Value`.
@@ -386,7 +388,7 @@ fn flush_members<M: MapLike>(
                 Some(v) => v.__flush(child, p, out),
                 None => Ok(()),
             },
-        })?;
+        }?;
         if out.reset {
             // (All of it: a member gone since was not walked.)
             child.reset();
@@ -403,7 +405,7 @@ impl<V: Tracked> Tracked for BTreeMap<String, V> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         fallback::flush_counted(node, path, out, |node, path, out| {
             flush(self, node, path, out)
         })
@@ -425,7 +427,7 @@ impl<V: Tracked, S: BuildHasher> Tracked for HashMap<String, V, S> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         fallback::flush_counted(node, path, out, |node, path, out| {
             flush(self, node, path, out)
         })
@@ -443,7 +445,7 @@ impl Tracked for serde_json::Map<String, Value> {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> MapProxy<'a, Self> {
         MapProxy::new(self, cx)
     }
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         fallback::flush_counted(node, path, out, |node, path, out| {
             flush(self, node, path, out)
         })

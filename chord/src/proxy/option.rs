@@ -140,7 +140,7 @@ impl<T: Tracked> Tracked for Option<T> {
         OptionProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         match (&node.state, self) {
             (State::Assigned(before), _) => flush_reassigned(self, before, path, out),
             (_, Some(v)) => v.__flush(node, path, out),
@@ -167,7 +167,7 @@ impl<T: Tracked> Tracked for Box<T> {
         (**self).__proxy(cx)
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         (**self).__flush(node, path, out)
     }
 

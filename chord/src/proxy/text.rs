@@ -275,7 +275,7 @@ impl Tracked for String {
     }
 
     #[inline]
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         text::flush(self, node, path, out);
         Ok(())
     }

@@ -196,7 +196,7 @@ impl Tracked for Value {
         ValueProxy { v: self, cx }
     }
 
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()> {
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
         match (&node.state, self) {
             (State::Assigned(before), _) => flush_reassigned(self, before, path, out),
             (State::Text(_), Value::String(s)) => {

@@ -110,9 +110,9 @@ pub(crate) fn fell_back(node: Option<&mut Node>) {
 #[inline]
 pub(crate) fn flush_counted(
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
-    flush: impl FnOnce(&mut Node, &mut Trail, &mut Out<'_>) -> Result<()>,
+    flush: impl FnOnce(&mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if !node.fell_back {
         return flush(node, path, out);

@@ -21,9 +21,10 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
-use crate::path::{Path, Seg};
+use crate::path::Path;
 use crate::Encoder;
 
+pub(crate) use crate::path::Segments;
 pub use cx::{Cx, Fields};
 pub use fallback::{Fallbacks, FALLBACK_PATHS};
 pub use node::Node;
@@ -31,7 +32,7 @@ pub(crate) use node::{
     capped, flush_assigned, flush_reassigned, undo_assigned, Before, Key, Risk, Scalar, State,
 };
 pub use out::Out;
-pub use trail::Trail;
+pub use trail::{Step, Trail};
 
 /// A type whose mutations chord can record as intent.
 ///
@@ -55,7 +56,7 @@ pub trait Tracked: Serialize {
     fn __proxy<'a>(&'a mut self, cx: Cx<'a>) -> Self::Proxy<'a>;
 
     #[doc(hidden)]
-    fn __flush(&self, node: &mut Node, path: &mut Trail, out: &mut Out<'_>) -> Result<()>;
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()>;
 
     /// Replaces the value through its proxy, as the proxy's `set` does. A derived struct's
     /// `set` is its fields' `set`s, so each field is compared on its own.
@@ -70,9 +71,11 @@ pub trait Tracked: Serialize {
 pub type Proxy<'a, T> = <T as Tracked>::Proxy<'a>;
 
 /// Serializes `value` for an op at `path`, refusing what JSON cannot carry faithfully.
-pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, path: &[Seg]) -> Result<Value> {
-    let fail =
-        |why: String| Error::from(ErrorKind::NotJson(why)).at_path(Path::from(path.to_vec()));
+pub(crate) fn to_json<T: Serialize + ?Sized, P: Segments + ?Sized>(
+    value: &T,
+    path: &P,
+) -> Result<Value> {
+    let fail = |why: String| Error::from(ErrorKind::NotJson(why)).at_path(path.to_path());
     check::check(value).map_err(|e| fail(e.0))?;
     serde_json::to_value(value).map_err(|e| fail(e.to_string()))
 }
@@ -106,9 +109,6 @@ pub struct Tracker<T> {
     js_safe: bool,
     /// `check::UNSAFE_INTEGERS` at the last flush.
     unsafe_seen: u64,
-    /// The path a flush walk extends and shortens, kept (empty) between flushes so that its
-    /// segments' allocation is reused.
-    path: Trail,
     /// The whole-value fallbacks its flushes wrote.
     fallbacks: Fallbacks,
     /// Those of the flush under way (empty between flushes): counted once it is accepted,
@@ -125,7 +125,6 @@ impl<T: Tracked> Tracker<T> {
             base: true,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
-            path: Trail::with_capacity(8),
             fallbacks: Fallbacks::default(),
             pending: Vec::new(),
         }
@@ -145,7 +144,6 @@ impl<T: Tracked> Tracker<T> {
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
-            path: Trail::with_capacity(8),
             fallbacks: Fallbacks::default(),
             pending: Vec::new(),
         }
@@ -175,7 +173,6 @@ impl<T: Tracked> Tracker<T> {
             base: false,
             js_safe: true,
             unsafe_seen: check::UNSAFE_INTEGERS.load(Ordering::Relaxed),
-            path: Trail::with_capacity(8),
             fallbacks: Fallbacks::default(),
             pending: Vec::new(),
         }
@@ -284,18 +281,17 @@ impl<T: Tracked> Tracker<T> {
     pub fn flush(&mut self) -> Result<Vec<Op>> {
         let mut out = Vec::new();
         if self.base {
-            out.push(Op::Replace(to_json(&self.value, &[])?));
+            out.push(Op::Replace(to_json(&self.value, &Trail::ROOT)?));
         } else {
             let resetting = self.resetting();
             let mut to = Out::ops(&mut out, &mut self.pending).resetting(resetting);
-            let walked = self.value.__flush(&mut self.root, &mut self.path, &mut to);
+            let walked = self.value.__flush(&mut self.root, &Trail::ROOT, &mut to);
             if resetting {
                 self.walked_resetting(walked)?;
                 self.fallbacks.add(&mut self.pending);
                 return Ok(out);
             }
             walked.inspect_err(|_| {
-                self.path.clear();
                 self.pending.clear();
             })?;
         }
@@ -353,7 +349,6 @@ impl<T: Tracked> Tracker<T> {
     #[cold]
     #[inline(never)]
     fn lost(&mut self, e: Error) -> Result<()> {
-        self.path.clear();
         self.pending.clear();
         self.base = true;
         self.forget();
@@ -406,7 +401,7 @@ impl<T: Tracked> Tracker<T> {
         out.push(b'[');
         let resetting = self.resetting();
         let mut to = Out::wire(encoder, out, &mut self.pending).resetting(resetting);
-        let flushed = self.value.__flush(&mut self.root, &mut self.path, &mut to);
+        let flushed = self.value.__flush(&mut self.root, &Trail::ROOT, &mut to);
         if resetting {
             if let Err(e) = self.walked_resetting(flushed) {
                 encoder.table.rollback();
@@ -417,7 +412,6 @@ impl<T: Tracked> Tracker<T> {
             return Ok(close_batch(out, start));
         }
         if let Err(e) = flushed {
-            self.path.clear(); // (an error may leave segments pushed)
             self.pending.clear();
             encoder.table.rollback();
             out.truncate(start);

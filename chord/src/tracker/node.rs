@@ -19,7 +19,7 @@ use crate::tracker::edit::{SeqEdit, TextEdit};
 pub(crate) use crate::tracker::scalar::Scalar;
 use crate::tracker::Out;
 use crate::tracker::Tracked;
-use crate::tracker::Trail;
+use crate::tracker::{Step, Trail};
 use crate::wire::table::CachedCell;
 
 /// One touched location in the dirty tree.
@@ -948,7 +948,7 @@ impl Node {
         if !self.is_dirty() {
             return self.assign(|| serde_json::to_value(current).ok());
         }
-        let mut here = Trail::of(vec![HERE]);
+        let here = Trail::ROOT.child(Step::from(&HERE));
         // (Not fallbacks of a flush: the edits are kept, and the flush of the reassignment
         // counts what it sends.)
         let mut uncounted = Vec::new();
@@ -958,7 +958,7 @@ impl Node {
         // nothing, and a changed one the snapshot diff.
         let mut restores = Vec::new();
         let mut undo = Out::undo(&mut restores, &mut uncounted);
-        if current.__flush(self, &mut here, &mut undo).is_ok() && !undo.undo_failed() {
+        if current.__flush(self, &here, &mut undo).is_ok() && !undo.undo_failed() {
             if let Some(accepted) = serde_json::to_value(current)
                 .ok()
                 .and_then(|v| restored(v, restores))
@@ -968,11 +968,10 @@ impl Node {
                 return;
             }
         }
-        let mut here = Trail::of(vec![HERE]);
         uncounted.clear();
         let mut early = Vec::new();
         let before = match (
-            current.__flush(self, &mut here, &mut Out::ops(&mut early, &mut uncounted)),
+            current.__flush(self, &here, &mut Out::ops(&mut early, &mut uncounted)),
             serde_json::to_value(current),
         ) {
             (Ok(()), Ok(value)) => Before::Edited(early, value),
@@ -1028,7 +1027,7 @@ impl Node {
 /// Emits what an assignment at `path` amounts to, given the accepted and current JSON
 /// (`None` = absent).
 pub(crate) fn flush_assigned(
-    path: &Trail,
+    path: &Trail<'_>,
     before: &Before,
     after: Option<Value>,
     out: &mut Out<'_>,
@@ -1081,7 +1080,7 @@ pub(crate) fn flush_assigned(
 
 /// In an undo walk (see [`Out::undo`]): what restores the accepted value of a location
 /// reassigned since the last flush, when it is known.
-pub(crate) fn undo_assigned(path: &Trail, before: &Before, out: &mut Out<'_>) {
+pub(crate) fn undo_assigned(path: &Trail<'_>, before: &Before, out: &mut Out<'_>) {
     match before {
         Before::Absent => out.restore(path, None),
         Before::Value(v) => out.restore(path, Some(v.clone())),
@@ -1140,9 +1139,9 @@ fn write_smaller(path: Path, ops: Vec<Op>, value: Value, out: &mut Out<'_>) {
 /// which takes no `s`, keeps its ops.
 pub(crate) fn capped<V: serde::Serialize + ?Sized>(
     value: &V,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
-    flush: impl FnOnce(&mut Trail, &mut Out<'_>) -> crate::Result<()>,
+    flush: impl FnOnce(&Trail<'_>, &mut Out<'_>) -> crate::Result<()>,
 ) -> crate::Result<()> {
     let mut ops = Vec::new();
     let mut own = Out::ops(&mut ops, out.fallbacks).resetting(out.reset);
@@ -1169,7 +1168,7 @@ pub(crate) fn capped<V: serde::Serialize + ?Sized>(
 pub(crate) fn flush_reassigned<T: serde::Serialize + ?Sized>(
     value: &T,
     before: &Before,
-    path: &Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> crate::Result<()> {
     flush_assigned(
@@ -1217,16 +1216,13 @@ fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
 }
 
 /// `s` of a whole value, or `r` at the root.
-pub(crate) fn set(path: &Trail, value: Value, out: &mut Out<'_>) {
+pub(crate) fn set(path: &Trail<'_>, value: Value, out: &mut Out<'_>) {
     out.set(path, value);
 }
 
-/// Runs `f` with `seg` pushed onto `path`. (Always inline: out of line it costs a call
-/// per level of every flush walk.)
+/// Runs `f` at `step` below `path`. (Always inline: out of line it costs a call per level
+/// of every flush walk.)
 #[inline(always)]
-pub(crate) fn with_seg<R>(path: &mut Trail, seg: Seg, f: impl FnOnce(&mut Trail) -> R) -> R {
-    path.push(seg);
-    let r = f(path);
-    path.pop();
-    r
+pub(crate) fn with_seg<R>(path: &Trail<'_>, step: Step<'_>, f: impl FnOnce(&Trail<'_>) -> R) -> R {
+    f(&path.child(step))
 }

@@ -108,7 +108,7 @@ impl<'a> Out<'a> {
 
     /// In an [`undo`](Out::undo) walk, notes that the accepted value at `path` (the walk's
     /// start first) was `value` (`None`: absent).
-    pub(crate) fn restore(&mut self, path: &Trail, value: Option<Value>) {
+    pub(crate) fn restore(&mut self, path: &Trail<'_>, value: Option<Value>) {
         if let Sink::Undo { restores, .. } = &mut self.sink {
             restores.push((
                 path.to_path().segments().iter().skip(1).cloned().collect(),
@@ -167,16 +167,16 @@ impl<'a> Out<'a> {
     }
 
     /// `["s", path, value]`, or `["r", value]` at the root.
-    pub(crate) fn set(&mut self, path: &Trail, value: Value) {
+    pub(crate) fn set(&mut self, path: &Trail<'_>, value: Value) {
         self.set_at(None, path, value);
     }
 
     /// [`set`](Out::set) of the location whose node caches its path's id in `wire`.
-    pub(crate) fn set_cached(&mut self, wire: &CachedCell, path: &Trail, value: Value) {
+    pub(crate) fn set_cached(&mut self, wire: &CachedCell, path: &Trail<'_>, value: Value) {
         self.set_at(Some(wire), path, value);
     }
 
-    fn set_at(&mut self, wire: Option<&CachedCell>, path: &Trail, value: Value) {
+    fn set_at(&mut self, wire: Option<&CachedCell>, path: &Trail<'_>, value: Value) {
         match &mut self.sink {
             Sink::Wire { enc, buf } if !path.is_empty() => {
                 // (No `Op`: its path would be a copy of the trail's segments.)
@@ -195,7 +195,7 @@ impl<'a> Out<'a> {
 
     /// [`set_cached`](Out::set_cached) of a scalar leaf, written to the wire without building
     /// a `Value` (integers are written exactly, as either number spelling writes them).
-    pub(crate) fn set_scalar(&mut self, wire: &CachedCell, path: &Trail, value: Scalar) {
+    pub(crate) fn set_scalar(&mut self, wire: &CachedCell, path: &Trail<'_>, value: Scalar) {
         match &mut self.sink {
             Sink::Wire { enc, buf } if !path.is_empty() => {
                 enc.head(buf, 's', path, Some(wire));
@@ -217,7 +217,7 @@ impl<'a> Out<'a> {
 
     /// `["s", path, text]`, or `["r", text]` at the root: [`set`](Out::set) of a string,
     /// written to the wire without building a `Value`.
-    pub(crate) fn set_text(&mut self, path: &Trail, text: &str) {
+    pub(crate) fn set_text(&mut self, path: &Trail<'_>, text: &str) {
         match &mut self.sink {
             Sink::Wire { enc, buf } if !path.is_empty() => {
                 enc.head(buf, 's', path, None);
@@ -231,7 +231,7 @@ impl<'a> Out<'a> {
     /// without building a `Value`.
     pub(crate) fn set_checked<T: Serialize + ?Sized>(
         &mut self,
-        path: &Trail,
+        path: &Trail<'_>,
         value: &T,
     ) -> Result<()> {
         match &mut self.sink {
@@ -250,7 +250,7 @@ impl<'a> Out<'a> {
     }
 
     /// `["d", path]`; nothing at the root (which cannot be deleted).
-    pub(crate) fn delete(&mut self, path: &Trail) {
+    pub(crate) fn delete(&mut self, path: &Trail<'_>) {
         match &mut self.sink {
             Sink::Wire { enc, buf } if !path.is_empty() => {
                 enc.head(buf, 'd', path, None);
@@ -267,7 +267,7 @@ impl<'a> Out<'a> {
     /// `["a", path, text]`; `path` is not the root; `wire` is the path's node's cached id.
     /// (Always inline: a streaming flush's one op.)
     #[inline(always)]
-    pub(crate) fn append(&mut self, wire: &CachedCell, path: &Trail, text: &str) {
+    pub(crate) fn append(&mut self, wire: &CachedCell, path: &Trail<'_>, text: &str) {
         match &mut self.sink {
             Sink::Ops(ops) => {
                 if let Some(p) = path.non_empty() {
@@ -287,7 +287,7 @@ impl<'a> Out<'a> {
     pub(crate) fn splice<'v, T: Serialize + ?Sized + 'v>(
         &mut self,
         wire: &CachedCell,
-        path: &Trail,
+        path: &Trail<'_>,
         index: usize,
         remove: usize,
         items: impl Iterator<Item = (usize, &'v T)>,
@@ -297,7 +297,7 @@ impl<'a> Out<'a> {
                 let path = path.to_path();
                 let mut values = Vec::new();
                 for (at, item) in items {
-                    values.push(crate::tracker::to_json(item, &path.child(at))?);
+                    values.push(crate::tracker::to_json(item, &Path::from(path.child(at)))?);
                 }
                 ops.push(Op::Splice {
                     path,

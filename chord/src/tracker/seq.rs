@@ -6,12 +6,11 @@
 //! length. Flush walks the runs once and emits one `p` per contiguous change.
 
 use crate::error::Result;
-use crate::path::Seg;
 use crate::tracker::edit::{Run, SeqEdit};
 use crate::tracker::node::{capped, flush_reassigned, set, with_seg, Key, Node, State};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
-use crate::tracker::Trail;
+use crate::tracker::{Step, Trail};
 use crate::wire::table::CachedCell;
 
 /// Records a splice on an array of current length `len` (call before performing it).
@@ -136,7 +135,7 @@ fn element_keys(node: &Node, len: usize) -> Vec<Option<Key>> {
 pub(crate) fn flush<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     match &node.state {
@@ -160,7 +159,7 @@ fn undo_spliced<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     edit: &crate::tracker::edit::SeqEdit,
     node: &Node,
-    path: &Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) {
     use crate::tracker::edit::Run;
@@ -195,7 +194,7 @@ fn undo_spliced<T: Tracked, S: Items<T> + ?Sized>(
 fn flush_spliced<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let State::Seq(edit) = &node.state else {
@@ -227,7 +226,7 @@ fn flush_spliced<T: Tracked, S: Items<T> + ?Sized>(
 fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     capped(items, path, out, |path, own| {
@@ -244,7 +243,7 @@ fn flush_capped<T: Tracked, S: Items<T> + ?Sized>(
 fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     node: &mut Node,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let edit = match &node.state {
@@ -269,7 +268,7 @@ fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
             }
             continue;
         };
-        with_seg(path, Seg::Index(item.0), |p| item.1.__flush(child, p, out))?;
+        with_seg(path, Step::Index(item.0), |p| item.1.__flush(child, p, out))?;
         if out.reset {
             child.reset_flushed();
         }
@@ -285,7 +284,7 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     items: &S,
     edit: &SeqEdit,
     wire: &CachedCell,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
     let whole = edit.accepted_len > 0 && !edit.runs.iter().any(|r| matches!(r, Run::Kept { .. }));
@@ -299,7 +298,7 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
     let mut expected = 0;
     let mut pending: Option<(usize, usize, std::ops::Range<usize>)> = None;
     let emit = |pending: &mut Option<(usize, usize, std::ops::Range<usize>)>,
-                path: &mut Trail,
+                path: &Trail<'_>,
                 out: &mut Out<'_>| {
         match pending.take() {
             // One element replaced by one: an `s` of the element says it in fewer bytes
@@ -344,10 +343,10 @@ fn flush_splices<T: Tracked, S: Items<T> + ?Sized>(
 fn set_element<T: serde::Serialize>(
     item: &T,
     index: usize,
-    path: &mut Trail,
+    path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    with_seg(path, Seg::Index(index), |p| {
+    with_seg(path, Step::Index(index), |p| {
         set(p, crate::tracker::to_json(item, p)?, out);
         Ok(())
     })

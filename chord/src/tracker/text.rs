@@ -86,7 +86,7 @@ pub(crate) fn record_set(node: Option<&mut Node>, old: String) {
 
 /// Emits the ops for a string at `path`. (Always inline: a streaming flush's one step.)
 #[inline(always)]
-pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>) {
+pub(crate) fn flush(current: &str, node: &Node, path: &Trail<'_>, out: &mut Out<'_>) {
     match &node.state {
         State::Clean => {}
         // The common case, appends only, written directly (an undo walk goes on below).
@@ -104,7 +104,7 @@ pub(crate) fn flush(current: &str, node: &Node, path: &Trail, out: &mut Out<'_>)
 
 /// [`flush`] in an undo walk (see [`Out::undo`]): the accepted text restored.
 #[cold]
-fn undo(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
+fn undo(current: &str, state: &State, path: &Trail<'_>, out: &mut Out<'_>) {
     let accepted = match state {
         State::Clean | State::Seq(_) => return,
         State::Assigned(before) => return crate::tracker::undo_assigned(path, before, out),
@@ -123,7 +123,7 @@ fn undo(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
 
 /// [`flush`] of anything but appends.
 #[inline(never)]
-fn flush_other(current: &str, state: &State, path: &Trail, out: &mut Out<'_>) {
+fn flush_other(current: &str, state: &State, path: &Trail<'_>, out: &mut Out<'_>) {
     if out.undoing() {
         return undo(current, state, path, out);
     }

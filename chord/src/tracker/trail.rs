@@ -1,69 +1,63 @@
 //! Where a flush walk is: the segments from the root to the node being flushed.
 
-use std::ops::Deref;
+pub use crate::path::Step;
+use crate::path::{NonEmptyPath, Path, Seg, Segments};
 
-use crate::path::{NonEmptyPath, Path, Seg};
-
-/// The path of the location a flush walk is at, extended and shortened as the walk goes
-/// down and up. Unlike [`Path`], whose segments are shared behind a reference count (so
-/// that every push checks, atomically, whether they are shared), a trail owns its segments:
-/// a step down is a plain push. An op or an error that needs the path takes a [`Path`] of it
-/// ([`to_path`](Trail::to_path)). Not a public API (the derive's generated code passes it
-/// on).
+/// The path of the location a flush walk is at: one frame per segment, each on the stack of
+/// the call that went down through it, pointing at its parent's. A step down is a frame
+/// (no push onto a shared vector, nothing to undo on the way up). The wire table reads a
+/// path it has no id for frame by frame; the segments are copied out only for an op built
+/// as an [`Op`](crate::Op) or an error. Not a public API (the derive's generated code passes
+/// it on).
 #[doc(hidden)]
-#[derive(Debug, Default)]
-pub struct Trail(Vec<Seg>);
+#[derive(Debug)]
+pub struct Trail<'a> {
+    up: Option<&'a Trail<'a>>,
+    step: Step<'a>,
+    depth: usize,
+}
 
-impl Trail {
-    /// An empty trail (the root) with room for `segments` segments.
-    pub(crate) fn with_capacity(segments: usize) -> Trail {
-        Trail(Vec::with_capacity(segments))
-    }
+impl Trail<'static> {
+    /// The root.
+    pub(crate) const ROOT: Trail<'static> = Trail {
+        up: None,
+        step: Step::Index(0), // (never read: the root has no segment)
+        depth: 0,
+    };
+}
 
-    /// A trail of these segments.
-    pub(crate) fn of(segments: Vec<Seg>) -> Trail {
-        Trail(segments)
-    }
-
+impl<'a> Trail<'a> {
     /// One step down.
-    #[inline]
-    pub(crate) fn push(&mut self, seg: Seg) {
-        self.0.push(seg);
-    }
-
-    /// One step up.
-    #[inline]
-    pub(crate) fn pop(&mut self) {
-        self.0.pop();
-    }
-
-    /// Runs `f` one step down, at member `name`, lending the name to the trail instead of
-    /// copying it: it is back in `name` when `f` returns, whatever `f` left pushed.
-    #[inline]
-    pub(crate) fn with_member<R>(
-        &mut self,
-        name: &mut String,
-        f: impl FnOnce(&mut Trail) -> R,
-    ) -> R {
-        let depth = self.0.len();
-        self.0
-            .push(Seg::Key(std::borrow::Cow::Owned(std::mem::take(name))));
-        let r = f(self);
-        self.0.truncate(depth + 1);
-        if let Some(Seg::Key(std::borrow::Cow::Owned(lent))) = self.0.pop() {
-            *name = lent;
+    #[inline(always)]
+    pub(crate) fn child<'b>(&'b self, step: Step<'b>) -> Trail<'b> {
+        Trail {
+            up: Some(self),
+            step,
+            depth: self.depth + 1,
         }
-        r
     }
 
-    /// Back to the root (after an error, which may leave segments pushed).
-    pub(crate) fn clear(&mut self) {
-        self.0.clear();
+    /// Whether this is the root.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.depth == 0
+    }
+
+    /// The segments, root first.
+    pub(crate) fn segments(&self) -> Vec<Seg> {
+        let mut segs = Vec::with_capacity(self.depth);
+        let mut at = self;
+        while let Some(up) = at.up {
+            segs.push(at.step.to_seg());
+            at = up;
+        }
+        segs.reverse();
+        segs
     }
 
     /// The path of the location.
     pub(crate) fn to_path(&self) -> Path {
-        Path::from(self.0.clone())
+        Path::from(self.segments())
     }
 
     /// The path of the location, unless it is the root.
@@ -72,10 +66,17 @@ impl Trail {
     }
 }
 
-impl Deref for Trail {
-    type Target = [Seg];
-    fn deref(&self) -> &[Seg] {
-        &self.0
+impl Segments for Trail<'_> {
+    /// (The parent's segments first: one call per frame, nothing gathered.)
+    fn each_step(&self, f: &mut impl FnMut(Step<'_>)) {
+        if let Some(up) = self.up {
+            up.each_step(f);
+            f(self.step);
+        }
+    }
+
+    fn to_path(&self) -> Path {
+        Trail::to_path(self)
     }
 }
 
@@ -84,25 +85,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lent_member_name_comes_back_whatever_was_left_pushed() {
-        let mut trail = Trail::of(vec![Seg::Key("agents".into())]);
-        let mut name = "a-7".to_owned();
-        let seen = trail.with_member(&mut name, |t| {
-            let seen = t.to_path().to_string();
-            // (As a failed flush below may leave its segments.)
-            t.push(Seg::Index(3));
-            t.push(Seg::Key("log".into()));
-            seen
-        });
+    fn a_trail_gathers_its_segments_root_first_and_owns_what_it_copies() {
+        let key = String::from("a-7");
+        let root = Trail::ROOT;
+        let agents = root.child(Step::Field("agents"));
+        let member = agents.child(Step::Key(&key));
+        let log = member.child(Step::Index(3));
+        assert!(root.is_empty());
+        assert_eq!(log.json_len(), r#"["agents","a-7",3]"#.len());
+        assert_eq!(root.json_len(), "[]".len());
+        let segs = log.segments();
         assert_eq!(
-            seen,
-            Path::root()
-                .child(Seg::Key("agents".into()))
-                .child(Seg::Key("a-7".into()))
-                .to_string()
+            segs,
+            vec![
+                Seg::Key("agents".into()),
+                Seg::Key("a-7".into()),
+                Seg::Index(3)
+            ]
         );
-        assert_eq!(name, "a-7");
-        assert_eq!(trail.len(), 1);
-        assert_eq!(trail.to_path().to_string(), "agents");
+        // A field name stays borrowed; a member's key is copied (it lives in the data).
+        assert!(matches!(&segs[0], Seg::Key(std::borrow::Cow::Borrowed(_))));
+        assert!(matches!(&segs[1], Seg::Key(std::borrow::Cow::Owned(_))));
+        assert_eq!(log.to_path().to_string(), r#"agents["a-7"][3]"#);
+        assert!(root.non_empty().is_none());
+        assert_eq!(
+            member.non_empty().map(|p| p.to_string()),
+            Some(r#"agents["a-7"]"#.into())
+        );
     }
 }

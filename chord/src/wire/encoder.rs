@@ -3,7 +3,7 @@
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 use crate::op::{serialize_op, Op, OpPath};
-use crate::path::{Path, Seg};
+use crate::path::{Path, Segments};
 use crate::wire::op::{PathRef, WireOp};
 
 use crate::json_write::{write_last_str, write_uint};
@@ -145,11 +145,11 @@ impl Encoder {
     /// is neither written nor hashed, and it is updated with what the table decided. (Always
     /// inline: a streaming flush's one op opens here.)
     #[inline(always)]
-    pub(crate) fn head(
+    pub(crate) fn head<P: Segments + ?Sized>(
         &mut self,
         out: &mut Vec<u8>,
         verb: char,
-        path: &[Seg],
+        path: &P,
         cached: Option<&CachedCell>,
     ) {
         if let Some(cell) = cached {
@@ -163,11 +163,11 @@ impl Encoder {
     /// [`head`](Encoder::head) when no cached id holds: the path is looked up (and defined
     /// when this op makes it). Out of line: a streaming step's path is cached.
     #[inline(never)]
-    fn head_by_path(
+    fn head_by_path<P: Segments + ?Sized>(
         &mut self,
         out: &mut Vec<u8>,
         verb: char,
-        path: &[Seg],
+        path: &P,
         cached: Option<&CachedCell>,
     ) {
         let form = self.table.form(path);

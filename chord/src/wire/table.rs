@@ -34,7 +34,7 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::json_write::{plain, write_str, write_uint};
-use crate::path::Seg;
+use crate::path::{Segments, Step};
 use crate::wire::{MAX_IDS, MAX_ID_PATH_UNITS};
 
 /// Slots of the seen-once array at most (a power of two): 32 KiB.
@@ -361,7 +361,7 @@ impl Table {
     }
 
     /// Decides how the next op of the batch names `path`, updating the table.
-    pub(crate) fn form(&mut self, path: &[Seg]) -> Form {
+    pub(crate) fn form<P: Segments + ?Sized>(&mut self, path: &P) -> Form {
         self.key.clear();
         write_path(&mut self.key, path);
         let same = match self.prev {
@@ -393,7 +393,7 @@ impl Table {
     }
 
     /// The form of a path without an id: inline the first time, defined the second.
-    fn first_sights(&mut self, path: &[Seg], hash: u64) -> Form {
+    fn first_sights<P: Segments + ?Sized>(&mut self, path: &P, hash: u64) -> Form {
         let slot = hash as usize & (self.seen.len() - 1);
         if self.seen[slot] != hash {
             self.seen_writes += 1;
@@ -418,7 +418,11 @@ impl Table {
     /// `None` otherwise (ask [`form`](Table::form)). (Always inline: a streaming flush's
     /// path is cached, and this is all of its lookup.)
     #[inline(always)]
-    pub(crate) fn form_cached(&mut self, cached: &CachedCell, path: &[Seg]) -> Option<Form> {
+    pub(crate) fn form_cached<P: Segments + ?Sized>(
+        &mut self,
+        cached: &CachedCell,
+        path: &P,
+    ) -> Option<Form> {
         let id = match cached.trusted_id(self.uid, self.epoch) {
             Some(id) => id,
             None => self.check_cached(cached, path)?,
@@ -440,7 +444,7 @@ impl Table {
     /// it is this table's and still names `path` (it is then trusted again). (Out of line:
     /// the rare case of a node reused or moved.)
     #[inline(never)]
-    fn check_cached(&self, cached: &CachedCell, path: &[Seg]) -> Option<usize> {
+    fn check_cached<P: Segments + ?Sized>(&self, cached: &CachedCell, path: &P) -> Option<usize> {
         let c = cached.get();
         let id = c.id as usize;
         if c.uid != self.uid {
@@ -524,71 +528,79 @@ fn hash_of(hasher: &FixedState, key: &[u8]) -> u64 {
 
 /// Whether `path` may get an id: its keys hold at most [`MAX_ID_PATH_UNITS`] UTF-16 code units
 /// in all (the decoder refuses a definition beyond that, so both ends agree).
-pub(crate) fn internable(path: &[Seg]) -> bool {
+pub(crate) fn internable<P: Segments + ?Sized>(path: &P) -> bool {
     let mut units = 0;
-    for seg in path.iter() {
-        if let Seg::Key(k) = seg {
+    path.each_step(&mut |step| {
+        if let Step::Field(k) | Step::Key(k) = step {
             units += crate::utf16_len(k);
-            if units > MAX_ID_PATH_UNITS {
-                return false;
-            }
         }
-    }
-    true
+    });
+    units <= MAX_ID_PATH_UNITS
 }
 
 /// Whether `json` is exactly what [`write_path`] writes for `path`, compared without writing.
 /// A key that JSON escapes answers `false` (a miss, never a wrong match: written verbatim
 /// it could spell another path).
-pub(crate) fn path_is(path: &[Seg], json: &[u8]) -> bool {
+pub(crate) fn path_is<P: Segments + ?Sized>(path: &P, json: &[u8]) -> bool {
     let Some(mut rest) = json.strip_prefix(b"[") else {
         return false;
     };
-    for (i, seg) in path.iter().enumerate() {
-        if i > 0 {
+    let mut same = true;
+    let mut first = true;
+    path.each_step(&mut |step| {
+        if !same {
+            return;
+        }
+        if !std::mem::take(&mut first) {
             match rest.strip_prefix(b",") {
                 Some(r) => rest = r,
-                None => return false,
+                None => {
+                    same = false;
+                    return;
+                }
             }
         }
-        let after = match seg {
-            Seg::Key(k) => {
+        let after = match step {
+            Step::Field(k) | Step::Key(k) => {
                 let k = k.as_bytes();
                 let quoted = rest.len() >= k.len() + 2
                     && rest[0] == b'"'
                     && &rest[1..=k.len()] == k
                     && rest[k.len() + 1] == b'"';
                 if !(quoted && plain(k)) {
-                    return false;
+                    same = false;
+                    return;
                 }
                 k.len() + 2
             }
-            Seg::Index(n) => {
+            Step::Index(n) => {
                 let mut digits = itoa::Buffer::new();
-                let digits = digits.format(*n as u64).as_bytes();
+                let digits = digits.format(n as u64).as_bytes();
                 if !rest.starts_with(digits) {
-                    return false;
+                    same = false;
+                    return;
                 }
                 digits.len()
             }
         };
         rest = &rest[after..];
-    }
-    rest == b"]"
+    });
+    same && rest == b"]"
 }
 
 /// Writes `path` as JSON, exactly as serde_json writes it.
-pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
+pub(crate) fn write_path<P: Segments + ?Sized>(out: &mut Vec<u8>, path: &P) {
     out.push(b'[');
-    for (i, seg) in path.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    path.each_step(&mut |step| {
+        if !std::mem::take(&mut first) {
             out.push(b',');
         }
-        match seg {
-            Seg::Key(k) => write_str(out, k),
-            Seg::Index(n) => write_uint(out, *n as u64),
+        match step {
+            Step::Field(k) | Step::Key(k) => write_str(out, k),
+            Step::Index(n) => write_uint(out, n as u64),
         }
-    }
+    });
     out.push(b']');
 }
 
@@ -596,7 +608,7 @@ pub(crate) fn write_path(out: &mut Vec<u8>, path: &[Seg]) {
 mod tests {
     use super::*;
     use crate::path;
-    use crate::path::Path;
+    use crate::path::{Path, Seg};
 
     fn p(segs: Path) -> Path {
         segs
