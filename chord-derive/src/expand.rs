@@ -284,6 +284,9 @@ fn respan(member: &syn::Member, span: Span) -> syn::Member {
     }
 }
 
+/// The most fields a struct may have for its proxy to be built inline.
+const INLINE_PROXY_FIELDS: usize = 8;
+
 fn tracked_count(fields: &[Field]) -> usize {
     fields.iter().filter(|f| f.tracked()).count()
 }
@@ -346,6 +349,14 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
     let pat = pattern(fields);
     let presents = presents(fields);
     let count = tracked_count(fields);
+    // A small struct's proxy is built inline where it is asked for: a proxy nested in its
+    // parent's is then built in place, not built and copied into the parent's, level by
+    // level. (A wide one stays a call: inlined, its many fields cost more than the copy.)
+    let proxy_inline = if count <= INLINE_PROXY_FIELDS {
+        quote!(#[inline])
+    } else {
+        quote!()
+    };
     let inits = fields.iter().map(|f| {
         let member = respan(&f.member, f.ty.span());
         let init = construct(f);
@@ -538,6 +549,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
         impl #impl_generics ::chord::Tracked for #name #ty_generics #where_clause {
             type Proxy<#a> = #proxy #proxy_ty_generics where Self: #a;
 
+            #proxy_inline
             fn __proxy<#a>(&#a mut self, __cx: ::chord::__private::Cx<#a>) -> Self::Proxy<#a> {
                 let #name #pat = self;
                 #presents
