@@ -40,6 +40,7 @@ impl<'a> TextProxy<'a> {
 
     /// Appends text: one `a` op (appends between flushes join into one). `O(text)`,
     /// independent of the string's length.
+    #[inline]
     pub fn push_str(&mut self, text: &str) {
         if text.is_empty() {
             return;
@@ -49,6 +50,7 @@ impl<'a> TextProxy<'a> {
     }
 
     /// Appends one character.
+    #[inline]
     pub fn push(&mut self, c: char) {
         self.push_str(c.encode_utf8(&mut [0; 4]));
     }
@@ -189,6 +191,7 @@ impl DerefMut for TextProxy<'_> {
 
 impl AddAssign<&str> for TextProxy<'_> {
     /// Appends, like [`push_str`](TextProxy::push_str).
+    #[inline]
     fn add_assign(&mut self, text: &str) {
         self.push_str(text);
     }
@@ -196,6 +199,7 @@ impl AddAssign<&str> for TextProxy<'_> {
 
 impl AddAssign<&String> for TextProxy<'_> {
     /// Appends, like [`push_str`](TextProxy::push_str).
+    #[inline]
     fn add_assign(&mut self, text: &String) {
         self.push_str(text);
     }
@@ -203,6 +207,7 @@ impl AddAssign<&String> for TextProxy<'_> {
 
 impl AddAssign<String> for TextProxy<'_> {
     /// Appends, like [`push_str`](TextProxy::push_str).
+    #[inline]
     fn add_assign(&mut self, text: String) {
         self.push_str(&text);
     }
@@ -210,6 +215,7 @@ impl AddAssign<String> for TextProxy<'_> {
 
 impl AddAssign<char> for TextProxy<'_> {
     /// Appends, like [`push`](TextProxy::push).
+    #[inline]
     fn add_assign(&mut self, c: char) {
         self.push(c);
     }

@@ -70,6 +70,7 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     }
 
     /// The proxy of element `index`, if it exists (`slice::get_mut`).
+    #[inline]
     pub fn get_mut(&mut self, index: usize) -> Option<T::Proxy<'_>> {
         let accepted = seq::accepted_index(self.cx.node.as_deref(), index);
         let item = self.v.get_mut(index)?;
@@ -81,6 +82,7 @@ impl<'a, T: Tracked> VecProxy<'a, T> {
     /// # Panics
     ///
     /// If `index` is out of bounds, like indexing a `Vec`.
+    #[inline]
     pub fn at(&mut self, index: usize) -> T::Proxy<'_> {
         let len = self.v.len();
         match self.get_mut(index) {
