@@ -270,13 +270,16 @@ async fn serve<S: Store + Send + 'static>(
     ending: Ending,
     gate: Option<Arc<Mutex<mpsc::Receiver<()>>>>,
 ) -> TestServer {
+    let gate = gate.map(|gate| (TOKENS.len() / 2 + 1, gate));
     serve_with(log, ending, gate, Checkpoint::EveryBytes(256 * 1024)).await
 }
 
+/// [`serve`] with the checkpoint policy given, and the gate waited for before the token at
+/// the index given with it.
 async fn serve_with<S: Store + Send + 'static>(
     log: &Log<S>,
     ending: Ending,
-    gate: Option<Arc<Mutex<mpsc::Receiver<()>>>>,
+    gate: Option<(usize, Arc<Mutex<mpsc::Receiver<()>>>)>,
     checkpoint: Checkpoint,
 ) -> TestServer {
     let app = AgUi::new(
@@ -284,14 +287,14 @@ async fn serve_with<S: Store + Send + 'static>(
         move |_: &RunAgentInput, run: &mut Run<Steps, S>| -> Result<(), AgentError> {
             let id = run.start_message();
             for (i, token) in TOKENS.iter().enumerate() {
-                *run.state().tokens += 1;
-                run.append(&id, token);
-                run.flush()?;
-                if i == TOKENS.len() / 2 {
-                    if let Some(gate) = &gate {
+                if let Some((at, gate)) = &gate {
+                    if i == *at {
                         gate.lock().unwrap().recv().unwrap();
                     }
                 }
+                *run.state().tokens += 1;
+                run.append(&id, token);
+                run.flush()?;
             }
             run.end_message(&id);
             run.state().done.push("answer".to_owned());
@@ -842,13 +845,31 @@ async fn an_id_before_what_retention_keeps_is_gone_and_a_fresh_reader_starts_at_
     let dir = tempfile::tempdir().unwrap();
     let file = JsonlStore::open(dir.path().join("runs.jsonl"), Durability::EveryAppend).unwrap();
     let log = LogBuilder::new().retention(Retention::Bases(1)).build(file);
-    let server = serve_with(&log, Ending::Finish, None, Checkpoint::EveryBatches(2)).await;
+    let (release, gate) = mpsc::channel::<()>();
+    // The agent waits before its first token, until the client holds the run's first event.
+    let gate = Some((0, Arc::new(Mutex::new(gate))));
+    let server = serve_with(&log, Ending::Finish, gate, Checkpoint::EveryBatches(2)).await;
     let json = [("content-type", "application/json")];
-    let events = request(server.addr, "POST", "/", &json, Some(&input("t", "r")))
-        .await
-        .all()
-        .await;
-    let first = events[0].id.clone().unwrap();
+    let mut post = request(server.addr, "POST", "/", &json, Some(&input("t", "r"))).await;
+    let first = post.event().await.expect("the run's first event");
+    assert_eq!(first.data["type"], "RUN_STARTED");
+    let first = first.id.unwrap();
+    release.send(()).unwrap();
+    drop(post);
+    // The run's end, read from the log (a live reader may be passed by this retention).
+    let address = Address::new("ag-ui/t", "r");
+    for _ in 0..2_000 {
+        let envelope = recover(&log, &address).unwrap().unwrap();
+        if envelope.pointer("/outcome/status") != Some(&json!("running")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let envelope = recover(&log, &address).unwrap().unwrap();
+    assert_eq!(
+        envelope.pointer("/outcome/status"),
+        Some(&json!("finished"))
+    );
     let gone = request(
         server.addr,
         "GET",
@@ -859,11 +880,14 @@ async fn an_id_before_what_retention_keeps_is_gone_and_a_fresh_reader_starts_at_
     .await;
     assert_eq!(gone.status, 410);
     assert!(gone.text().await.contains("compacted away"));
-    // A reader with no id starts at the latest base kept: the run so far, then its end.
+    // A reader with no id starts at the latest base kept, not at the run's first record,
+    // and still ends with the whole answer, the producer's state and the run's end.
     let (fresh, client) = whole_run(server.addr, "t", "r").await;
+    let seq = |id: &str| u64::from_str_radix(id.split(':').next().unwrap(), 16).unwrap();
+    let fresh_first = fresh[0].id.clone().unwrap();
     assert!(
-        fresh.len() < events.len(),
-        "it starts later than the run's start"
+        seq(&fresh_first) > seq(&first),
+        "it starts later than the run's start: {fresh_first} after {first}"
     );
     assert_eq!(client.text(), answer());
     assert_eq!(client.state, Some(producer_state(&log, "t", "r")));

@@ -456,35 +456,38 @@ where
         blocking(move || start_or_join(&shared, address, input, last.is_some())).await
     };
     match start {
-        Ok(Ok(())) => {}
-        Ok(Err(r)) => return *r,
-        Err(r) => return r,
+        Ok(Ok(Some(start))) => respond(shared, address, start, draining),
+        Ok(Ok(None)) => events(shared, address, last, draining).await,
+        Ok(Err(r)) => *r,
+        Err(r) => r,
     }
-    events(shared, address, last, draining).await
 }
 
 /// Starts the run unless it exists: writes its first record and calls the agent on a
 /// blocking thread. `resuming`: the client sent a `Last-Event-ID`, so the run must exist.
+/// Returns, for a run it started, where the response starts: at the run's first record,
+/// taken before the agent runs (the agent may write, and retention drop, records before the
+/// response would otherwise look for its start); `None` for a run that exists.
 fn start_or_join<T, S>(
     shared: &Arc<Shared<T, S>>,
     address: Address,
     input: RunAgentInput,
     resuming: bool,
-) -> Result<(), Box<Response>>
+) -> Result<Option<Start>, Box<Response>>
 where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
 {
     let mut running = lock(&shared.running);
     if running.contains(&address) {
-        return Ok(());
+        return Ok(None);
     }
     let want = Want {
         live: true,
         after: None,
     };
     match shared.source.tail(&address, want) {
-        Ok(Some(_)) => return Ok(()),
+        Ok(Some(_)) => return Ok(None),
         Ok(None) => {}
         Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
     }
@@ -511,9 +514,21 @@ where
     }
     running.insert(address.clone());
     drop(running);
+    let start = match start_at(shared, &address, None) {
+        Ok(start) => start,
+        Err(refused) => {
+            // (The run is stored but will not be produced: it is ended as failed.)
+            let outcome = Outcome::Error {
+                message: "the run's start could not be read back".to_owned(),
+            };
+            let _ = run.end(outcome);
+            lock(&shared.running).remove(&address);
+            return Err(refused);
+        }
+    };
     let shared = Arc::clone(shared);
     tokio::task::spawn_blocking(move || produce(&shared, input, run));
-    Ok(())
+    Ok(Some(start))
 }
 
 /// Calls the agent, then stores how the run ended.
@@ -669,11 +684,24 @@ where
         let address = address.clone();
         blocking(move || start_at(&shared, &address, last)).await
     };
-    let start = match start {
-        Ok(Ok(start)) => start,
-        Ok(Err(r)) => return *r,
-        Err(r) => return r,
-    };
+    match start {
+        Ok(Ok(start)) => respond(shared, address, start, draining),
+        Ok(Err(r)) => *r,
+        Err(r) => r,
+    }
+}
+
+/// The SSE response of a run's events from `start`.
+fn respond<T, S>(
+    shared: Arc<Shared<T, S>>,
+    address: Address,
+    start: Start,
+    draining: Option<Draining>,
+) -> Response
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
     let timing = Timing {
         lifetime: shared.app.lifetime,
         keep_alive: shared.app.keep_alive,
@@ -690,6 +718,7 @@ where
         first: (!start.first.is_empty()).then(|| Bytes::from(start.first)),
         read: None,
         done: false,
+        sent: false,
     };
     let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
     sse::headers(r.headers_mut());
@@ -725,19 +754,61 @@ where
             first: String::new(),
         });
     };
-    let floor = tail.position().floor;
-    if last.seq < floor {
-        return Err(Box::new(refuse(
+    let gone = || {
+        Box::new(refuse(
             StatusCode::GONE,
             "the run's records at this Last-Event-ID were compacted away: start again without it",
-        )));
+        ))
+    };
+    if last.seq < tail.position().floor {
+        return Err(gone());
     }
-    resume(&shared.app.log, address, last).map(|(view, first)| Start {
-        tail,
-        view,
-        after: last.seq,
-        first,
-    })
+    match resume(&shared.app.log, address, last) {
+        Ok((view, first)) => Ok(Start {
+            tail,
+            view,
+            after: last.seq,
+            first,
+        }),
+        // The record was there when the floor was read, or never was: a compaction since
+        // (a checkpoint appended by the run, which moves the floor before the store drops
+        // what it passed) makes it gone, not unknown.
+        Err(Resumed::Missing) => {
+            let floor = shared
+                .source
+                .tail(
+                    address,
+                    Want {
+                        live: false,
+                        after: None,
+                    },
+                )
+                .ok()
+                .flatten()
+                .map(|t| t.position().floor);
+            Err(match floor {
+                Some(floor) if last.seq < floor => gone(),
+                _ => unknown_id(),
+            })
+        }
+        Err(Resumed::Refused(response)) => Err(response),
+    }
+}
+
+/// Why [`resume`] gives no view.
+enum Resumed {
+    /// The log has no record at the id's offset.
+    Missing,
+    /// Anything else, answered as this.
+    Refused(Box<Response>),
+}
+
+/// The answer to a Last-Event-ID that names no event of the run.
+fn unknown_id() -> Box<Response> {
+    Box::new(refuse(
+        StatusCode::BAD_REQUEST,
+        "unknown Last-Event-ID: the run has no such event",
+    ))
 }
 
 /// A run left unfinished by a producer that is gone (this process restarted mid-run) is
@@ -772,20 +843,16 @@ fn resume<S: Store>(
     log: &Log<S>,
     address: &Address,
     last: EventId,
-) -> Result<(View, String), Box<Response>> {
-    let failed = |e: &dyn std::fmt::Display| Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e));
-    let unknown = || {
-        Box::new(refuse(
-            StatusCode::BAD_REQUEST,
-            "unknown Last-Event-ID: the run has no such event",
-        ))
+) -> Result<(View, String), Resumed> {
+    let failed = |e: &dyn std::fmt::Display| {
+        Resumed::Refused(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e)))
     };
     // The record itself.
     let at = ReadOptions::asc().cursor(last.seq.checked_sub(1)).limit(1);
     let record = match log.read_list(address, &at) {
         Ok(page) => match page.records.into_iter().next() {
             Some(r) if r.seq == last.seq => r,
-            _ => return Err(unknown()),
+            _ => return Err(Resumed::Missing),
         },
         Err(e) => return Err(failed(&e)),
     };
@@ -804,11 +871,11 @@ fn resume<S: Store>(
         before.extend(page.records);
         if based || page.next_cursor.is_none() {
             if !based && !before.is_empty() {
-                return Err(Box::new(refuse(
+                return Err(Resumed::Refused(Box::new(refuse(
                     StatusCode::GONE,
                     "the run's records before this Last-Event-ID were compacted away: \
                      start again without it",
-                )));
+                ))));
             }
             break;
         }
@@ -820,7 +887,7 @@ fn resume<S: Store>(
     }
     let events = view.record(&record.batch).map_err(|e| failed(&e))?;
     if last.k >= events.len() {
-        return Err(unknown());
+        return Err(Resumed::Refused(unknown_id()));
     }
     let mut first = String::new();
     for (k, event) in events.iter().enumerate().skip(last.k + 1) {
@@ -844,6 +911,8 @@ struct RunFeed {
     read: Option<Pending<Option<Vec<Record>>>>,
     /// The log could not be read on: nothing more.
     done: bool,
+    /// Whether any event was sent.
+    sent: bool,
 }
 
 impl RunFeed {
@@ -868,6 +937,7 @@ impl RunFeed {
                 }
             }
         }
+        self.sent |= !out.is_empty();
         (!out.is_empty()).then(|| Bytes::from(out))
     }
 }
@@ -876,6 +946,7 @@ impl Feed for RunFeed {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         loop {
             if let Some(first) = self.first.take() {
+                self.sent = true;
                 return Poll::Ready(Next::Data(first));
             }
             if self.done || self.view.ended() {
@@ -904,6 +975,13 @@ impl Feed for RunFeed {
             }
             self.changes.seen();
             match self.tail.read(self.after, CHUNK) {
+                // Compacted away before anything was sent (an agent that ran ahead of its
+                // client, past what retention keeps): the response starts where a reader
+                // with no id starts, at the latest base kept, rather than send nothing.
+                Found::Gone if !self.sent => {
+                    self.view = View::new();
+                    self.after = self.tail.position().floor;
+                }
                 // Compacted away meanwhile: the client's next request says so.
                 Found::Gone => return Poll::Ready(Next::End),
                 Found::Miss => {
