@@ -565,7 +565,7 @@ fn tracked_struct(input: &Input, fields: &[Field]) -> TokenStream {
                 out: &mut ::chord::__private::Out<'_>,
             ) -> ::chord::__private::Result<()> {
                 #unique_members
-                ::chord::__private::flush_struct(self, node, path, out, ::chord::__private::Derived(self))
+                ::chord::__private::flush_struct(self, node, path, out, self)
             }
 
             #[allow(clippy::needless_update)]

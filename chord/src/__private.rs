@@ -29,9 +29,10 @@ pub mod ts {
 
 use crate::tracker::{flush_assigned, to_json, Before, State};
 
-/// The flush of one field of a derived struct, by the field's index: what
-/// [`flush_struct`] calls for each written field. The derive implements it with each
-/// field's flush inline, so that a struct's walk is one call per level.
+/// The flush of a struct's fields, by index: what [`flush_struct`] calls for each field
+/// written since the last flush. The derive implements it for a struct, each field's flush
+/// inline in one `match`, so that a struct's walk is one call per level; an enum variant's
+/// fields are a closure (see [`flush_enum`]).
 pub trait FlushField {
     /// Flushes field `index` at its node.
     fn __flush_field(
@@ -43,56 +44,31 @@ pub trait FlushField {
     ) -> Result<()>;
 }
 
-/// What [`flush_struct`] calls for each written field: a closure taking the field's index
-/// (an enum variant's fields), or a struct's [`FlushField`] through [`Derived`].
-pub trait FieldFlusher {
-    /// Flushes field `index` at its node.
-    fn flush(
-        &mut self,
-        index: u32,
-        node: &mut Node,
-        path: &Trail<'_>,
-        out: &mut Out<'_>,
-    ) -> Result<()>;
-}
+/// An enum variant's fields: a closure from a field's index to its flush.
+struct ByIndex<F>(F);
 
-impl<F: FnMut(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>> FieldFlusher for F {
+impl<F: Fn(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>> FlushField for ByIndex<F> {
     #[inline(always)]
-    fn flush(
-        &mut self,
+    fn __flush_field(
+        &self,
         index: u32,
         node: &mut Node,
         path: &Trail<'_>,
         out: &mut Out<'_>,
     ) -> Result<()> {
-        self(index, node, path, out)
-    }
-}
-
-/// A derived struct's fields as [`flush_struct`] calls them.
-pub struct Derived<'v, T: ?Sized>(pub &'v T);
-
-impl<T: FlushField + ?Sized> FieldFlusher for Derived<'_, T> {
-    #[inline(always)]
-    fn flush(
-        &mut self,
-        index: u32,
-        node: &mut Node,
-        path: &Trail<'_>,
-        out: &mut Out<'_>,
-    ) -> Result<()> {
-        self.0.__flush_field(index, node, path, out)
+        (self.0)(index, node, path, out)
     }
 }
 
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else
-/// each dirty field through `field`, which is called with the field's index.
-pub fn flush_struct<T: Serialize + ?Sized>(
+/// each field written since the last flush through `fields` (the struct itself, for a
+/// derived struct).
+pub fn flush_struct<T: Serialize + ?Sized, F: FlushField + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &Trail<'_>,
     out: &mut Out<'_>,
-    mut field: impl FieldFlusher,
+    fields: &F,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         return crate::tracker::flush_reassigned(value, before, path, out);
@@ -101,7 +77,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     // clean), by the struct's written set.
     // (A field's index is its place in the list.)
     let Some((list, written)) = node.written_fields() else {
-        return flush_one_field(node, path, out, &mut field);
+        return flush_one_field(node, path, out, fields);
     };
     let reset = out.reset;
     let mut bits = written.first(reset);
@@ -109,7 +85,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
         let i = bits.trailing_zeros() as usize;
         bits &= bits - 1;
         let child = &mut list[i].1;
-        field.flush(i as u32, child, path, out)?;
+        fields.__flush_field(i as u32, child, path, out)?;
         if reset {
             child.reset_flushed();
         }
@@ -117,7 +93,7 @@ pub fn flush_struct<T: Serialize + ?Sized>(
     if written.has_more() {
         written.take_more(reset, |i| {
             let child = &mut list[i].1;
-            field.flush(i as u32, child, path, out)?;
+            fields.__flush_field(i as u32, child, path, out)?;
             if reset {
                 child.reset_flushed();
             }
@@ -135,12 +111,12 @@ fn flush_one_field(
     node: &mut Node,
     path: &Trail<'_>,
     out: &mut Out<'_>,
-    field: &mut impl FieldFlusher,
+    fields: &(impl FlushField + ?Sized),
 ) -> Result<()> {
     for (i, child) in node.children.iter_mut().enumerate() {
         let child = &mut child.1;
         if child.may_be_dirty() {
-            field.flush(i as u32, child, path, out)?;
+            fields.__flush_field(i as u32, child, path, out)?;
             if out.reset {
                 child.reset_flushed();
             }
@@ -278,13 +254,13 @@ pub fn flush_enum<T: Serialize + ?Sized>(
     node: &mut Node,
     path: &Trail<'_>,
     out: &mut Out<'_>,
-    fields: impl FnMut(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>,
+    fields: impl Fn(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>,
 ) -> Result<()> {
     if matches!(node.state, State::Assigned(_)) && node.variant.is_some_and(|v| v != variant) {
         flush_assigned(path, &Before::Existed, Some(to_json(value, path)?), out);
         return Ok(());
     }
-    flush_struct(value, node, path, out, fields)
+    flush_struct(value, node, path, out, &ByIndex(fields))
 }
 
 /// A borrowed value tracked as a leaf.

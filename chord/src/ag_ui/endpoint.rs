@@ -521,7 +521,9 @@ where
             let outcome = Outcome::Error {
                 message: "the run's start could not be read back".to_owned(),
             };
-            let _ = run.end(outcome);
+            if let Err(e) = run.end(outcome) {
+                tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "a run whose start could not be read back could not be ended");
+            }
             lock(&shared.running).remove(&address);
             return Err(refused);
         }
@@ -771,26 +773,10 @@ where
             first,
         }),
         // The record was there when the floor was read, or never was: a compaction since
-        // (a checkpoint appended by the run, which moves the floor before the store drops
-        // what it passed) makes it gone, not unknown.
-        Err(Resumed::Missing) => {
-            let floor = shared
-                .source
-                .tail(
-                    address,
-                    Want {
-                        live: false,
-                        after: None,
-                    },
-                )
-                .ok()
-                .flatten()
-                .map(|t| t.position().floor);
-            Err(match floor {
-                Some(floor) if last.seq < floor => gone(),
-                _ => unknown_id(),
-            })
-        }
+        // (of a checkpoint the run appended, which moves the tail's floor before the store
+        // drops what it passed) makes it gone, not unknown.
+        Err(Resumed::Missing) if last.seq < tail.position().floor => Err(gone()),
+        Err(Resumed::Missing) => Err(unknown_id()),
         Err(Resumed::Refused(response)) => Err(response),
     }
 }

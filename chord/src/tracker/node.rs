@@ -1219,10 +1219,3 @@ fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
 pub(crate) fn set(path: &Trail<'_>, value: Value, out: &mut Out<'_>) {
     out.set(path, value);
 }
-
-/// Runs `f` at `step` below `path`. (Always inline: out of line it costs a call per level
-/// of every flush walk.)
-#[inline(always)]
-pub(crate) fn with_seg<R>(path: &Trail<'_>, step: Step<'_>, f: impl FnOnce(&Trail<'_>) -> R) -> R {
-    f(&path.child(step))
-}

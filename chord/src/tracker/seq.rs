@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::tracker::edit::{Run, SeqEdit};
-use crate::tracker::node::{capped, flush_reassigned, set, with_seg, Key, Node, State};
+use crate::tracker::node::{capped, flush_reassigned, set, Key, Node, State};
 use crate::tracker::Out;
 use crate::tracker::Tracked;
 use crate::tracker::{Step, Trail};
@@ -268,7 +268,8 @@ fn flush_elements<T: Tracked, S: Items<T> + ?Sized>(
             }
             continue;
         };
-        with_seg(path, Step::Index(item.0), |p| item.1.__flush(child, p, out))?;
+        item.1
+            .__flush(child, &path.child(Step::Index(item.0)), out)?;
         if out.reset {
             child.reset_flushed();
         }
@@ -346,10 +347,9 @@ fn set_element<T: serde::Serialize>(
     path: &Trail<'_>,
     out: &mut Out<'_>,
 ) -> Result<()> {
-    with_seg(path, Step::Index(index), |p| {
-        set(p, crate::tracker::to_json(item, p)?, out);
-        Ok(())
-    })
+    let p = &path.child(Step::Index(index));
+    set(p, crate::tracker::to_json(item, p)?, out);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Where a flush walk is: the segments from the root to the node being flushed.
 
 pub use crate::path::Step;
-use crate::path::{NonEmptyPath, Path, Seg, Segments};
+use crate::path::{NonEmptyPath, Path, Segments};
 
 /// The path of the location a flush walk is at: one frame per segment, each on the stack of
 /// the call that went down through it, pointing at its parent's. A step down is a frame
@@ -11,53 +11,29 @@ use crate::path::{NonEmptyPath, Path, Seg, Segments};
 /// it on).
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Trail<'a> {
-    up: Option<&'a Trail<'a>>,
-    step: Step<'a>,
-    depth: usize,
-}
+pub struct Trail<'a>(Option<(&'a Trail<'a>, Step<'a>)>);
 
 impl Trail<'static> {
     /// The root.
-    pub(crate) const ROOT: Trail<'static> = Trail {
-        up: None,
-        step: Step::Index(0), // (never read: the root has no segment)
-        depth: 0,
-    };
+    pub(crate) const ROOT: Trail<'static> = Trail(None);
 }
 
-impl<'a> Trail<'a> {
+impl Trail<'_> {
     /// One step down.
     #[inline(always)]
     pub(crate) fn child<'b>(&'b self, step: Step<'b>) -> Trail<'b> {
-        Trail {
-            up: Some(self),
-            step,
-            depth: self.depth + 1,
-        }
+        Trail(Some((self, step)))
     }
 
     /// Whether this is the root.
     #[inline(always)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.depth == 0
-    }
-
-    /// The segments, root first.
-    pub(crate) fn segments(&self) -> Vec<Seg> {
-        let mut segs = Vec::with_capacity(self.depth);
-        let mut at = self;
-        while let Some(up) = at.up {
-            segs.push(at.step.to_seg());
-            at = up;
-        }
-        segs.reverse();
-        segs
+        self.0.is_none()
     }
 
     /// The path of the location.
     pub(crate) fn to_path(&self) -> Path {
-        Path::from(self.segments())
+        Segments::to_path(self)
     }
 
     /// The path of the location, unless it is the root.
@@ -69,20 +45,17 @@ impl<'a> Trail<'a> {
 impl Segments for Trail<'_> {
     /// (The parent's segments first: one call per frame, nothing gathered.)
     fn each_step(&self, f: &mut impl FnMut(Step<'_>)) {
-        if let Some(up) = self.up {
+        if let Some((up, step)) = self.0 {
             up.each_step(f);
-            f(self.step);
+            f(step);
         }
-    }
-
-    fn to_path(&self) -> Path {
-        Trail::to_path(self)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::Seg;
 
     #[test]
     fn a_trail_gathers_its_segments_root_first_and_owns_what_it_copies() {
@@ -94,7 +67,7 @@ mod tests {
         assert!(root.is_empty());
         assert_eq!(log.json_len(), r#"["agents","a-7",3]"#.len());
         assert_eq!(root.json_len(), "[]".len());
-        let segs = log.segments();
+        let segs = log.to_path().segments().to_vec();
         assert_eq!(
             segs,
             vec![
