@@ -44,6 +44,19 @@ pub trait FlushField {
     ) -> Result<()>;
 }
 
+impl<T: FlushField + ?Sized> FlushField for &T {
+    #[inline(always)]
+    fn __flush_field(
+        &self,
+        index: u32,
+        node: &mut Node,
+        path: &Trail<'_>,
+        out: &mut Out<'_>,
+    ) -> Result<()> {
+        (**self).__flush_field(index, node, path, out)
+    }
+}
+
 /// An enum variant's fields: a closure from a field's index to its flush.
 struct ByIndex<F>(F);
 
@@ -63,12 +76,12 @@ impl<F: Fn(u32, &mut Node, &Trail<'_>, &mut Out<'_>) -> Result<()>> FlushField f
 /// Flushes a struct (or the current variant of an enum): its own assignment if any, else
 /// each field written since the last flush through `fields` (the struct itself, for a
 /// derived struct).
-pub fn flush_struct<T: Serialize + ?Sized, F: FlushField + ?Sized>(
+pub fn flush_struct<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
     path: &Trail<'_>,
     out: &mut Out<'_>,
-    fields: &F,
+    fields: impl FlushField,
 ) -> Result<()> {
     if let State::Assigned(before) = &node.state {
         return crate::tracker::flush_reassigned(value, before, path, out);
@@ -77,7 +90,7 @@ pub fn flush_struct<T: Serialize + ?Sized, F: FlushField + ?Sized>(
     // clean), by the struct's written set.
     // (A field's index is its place in the list.)
     let Some((list, written)) = node.written_fields() else {
-        return flush_one_field(node, path, out, fields);
+        return flush_one_field(node, path, out, &fields);
     };
     let reset = out.reset;
     let mut bits = written.first(reset);
@@ -260,7 +273,7 @@ pub fn flush_enum<T: Serialize + ?Sized>(
         flush_assigned(path, &Before::Existed, Some(to_json(value, path)?), out);
         return Ok(());
     }
-    flush_struct(value, node, path, out, &ByIndex(fields))
+    flush_struct(value, node, path, out, ByIndex(fields))
 }
 
 /// A borrowed value tracked as a leaf.
