@@ -761,6 +761,9 @@ mod diff;
 mod error;
 mod json;
 mod json_write;
+#[cfg(feature = "streams")]
+#[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
+pub mod live;
 mod op;
 mod overlap;
 mod path;

@@ -196,6 +196,9 @@ pub enum Event {
     RunError {
         /// Why.
         message: String,
+        /// What failed: one of [`codes`](super::codes) (AG-UI's optional `code`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
     },
     /// The whole state: the client's state becomes this.
     StateSnapshot {
@@ -233,4 +236,18 @@ impl Event {
     pub fn is_terminal(&self) -> bool {
         matches!(self, Event::RunFinished { .. } | Event::RunError { .. })
     }
+}
+
+/// The `code` of a `RUN_ERROR`: what failed.
+pub mod codes {
+    /// The agent returned an error ([`Run::fail`](super::Run::fail) too).
+    pub const AGENT_FAILED: &str = "AGENT_FAILED";
+    /// The agent panicked.
+    pub const AGENT_PANICKED: &str = "AGENT_PANICKED";
+    /// The run's producer is gone: the server that ran the agent stopped before the run
+    /// ended (a restart), or the run's start could not be read back.
+    pub const PRODUCER_GONE: &str = "PRODUCER_GONE";
+    /// The run's log cannot be read (the store failed, or a record does not decode): sent to
+    /// the reader, not stored.
+    pub const LOG_UNREADABLE: &str = "LOG_UNREADABLE";
 }

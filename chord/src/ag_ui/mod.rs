@@ -251,16 +251,19 @@
 //! assert_eq!(&client, patcher.value());
 //! ```
 
-mod endpoint;
 mod events;
+mod feed;
+mod id;
 mod patch;
 mod pointer;
+mod router;
 mod run;
+mod start;
 mod view;
 
-pub use self::endpoint::{AgUi, AgentError, RunRequest, RunRequestKind};
 pub use self::events::{
-    Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
+    codes, Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
 };
+pub use self::router::{AgUi, AgentError, RunRequest, RunRequestKind};
 pub use self::patch::{PatchError, Patcher};
 pub use self::run::{Envelope, MessageId, Outcome, Run, TextMessage};

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Address, Checkpoint, Durable, LogWriter, Store};
-use crate::streams::Log;
+use super::events::codes;
+use crate::store::{Address, Durable, LogWriter, Store};
 use crate::{Proxy, Tracked};
 
 /// One run, as its log stores it: the ids, the user's state `T` (what `STATE_SNAPSHOT` and
@@ -57,7 +57,21 @@ pub enum Outcome {
     Error {
         /// Why.
         message: String,
+        /// What failed, as `RUN_ERROR`'s `code` says it (one of [`codes`](super::codes));
+        /// empty in logs written before codes were stored.
+        #[serde(default)]
+        code: String,
     },
+}
+
+impl Outcome {
+    /// A failure: `RUN_ERROR` with `code` (one of [`codes`](super::codes)) and `message`.
+    pub fn error(code: &str, message: impl Into<String>) -> Outcome {
+        Outcome::Error {
+            message: message.into(),
+            code: code.to_owned(),
+        }
+    }
 }
 
 /// A text message's id, as [`Run::start_message`] hands it out.
@@ -82,21 +96,52 @@ impl std::fmt::Display for MessageId {
 /// [`end_message`](Run::end_message), and [`flush`](Run::flush) to store what changed as
 /// one record of the run's log, which every client of the run is then sent as events.
 ///
-/// The endpoint writes the run's first record (`RUN_STARTED`, the first `STATE_SNAPSHOT`)
-/// before the agent is called, and its last (the outcome: `RUN_FINISHED`, or `RUN_ERROR` when
-/// the agent returns an error or panics) after it returns; messages still open are ended
-/// then.
+/// The endpoint ([`AgUi`](super::AgUi)) writes the run's first record (`RUN_STARTED`, the
+/// first `STATE_SNAPSHOT`) before the agent is called, and its last (the outcome:
+/// `RUN_FINISHED`, or `RUN_ERROR` when the agent returns an error or panics) after it
+/// returns; messages still open are ended then.
+///
+/// A run needs no router: over any store's [`LogWriter`], [`new`](Run::new) starts one and
+/// [`finish`](Run::finish) or [`fail`](Run::fail) ends it, for an agent's tests or another
+/// server. An agent written generic over the store serves both:
+///
+/// ```
+/// use chord::ag_ui::{Outcome, Run};
+/// use chord::store::{Address, Checkpoint, JsonlStore, LogWriter, Store};
+/// # use chord::Tracked;
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Tracked, Serialize, Deserialize, Default)]
+/// # struct Research { plan: Vec<String> }
+///
+/// fn agent<S: Store>(run: &mut Run<Research, S>) -> chord::store::Result<()> {
+///     run.state().plan.push("search".into());
+///     run.flush()?;
+///     Ok(())
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default())?;
+/// let writer = LogWriter::new(store, Checkpoint::Never);
+/// let mut run = Run::new(writer, Address::new("ag-ui/t1", "r1"), "t1", "r1", Research::default());
+/// run.flush()?; // the run's first record: RUN_STARTED, STATE_SNAPSHOT
+/// agent(&mut run)?;
+/// run.finish()?; // RUN_FINISHED
+/// assert_eq!(run.envelope().outcome, Outcome::Finished);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Run<T: Tracked, S: Store> {
-    durable: Durable<Envelope<T>, Log<S>>,
+    durable: Durable<Envelope<T>, S>,
     /// Each message's index in the envelope, by id.
     index: HashMap<MessageId, usize>,
 }
 
 impl<T: Tracked + Serialize, S: Store> Run<T, S> {
-    /// A new run at `address`, not stored yet: its first [`flush`](Run::flush) writes it whole.
-    pub(crate) fn new(
-        log: &Log<S>,
-        checkpoint: Checkpoint,
+    /// A new run at `address` of the log `writer` writes, its state `state`, not stored yet:
+    /// its first [`flush`](Run::flush) writes it whole.
+    pub fn new(
+        writer: LogWriter<S>,
         address: Address,
         thread_id: &str,
         run_id: &str,
@@ -109,7 +154,6 @@ impl<T: Tracked + Serialize, S: Store> Run<T, S> {
             messages: Vec::new(),
             outcome: Outcome::Running,
         };
-        let writer = LogWriter::new(log.clone(), checkpoint);
         Run {
             durable: Durable::new(envelope, writer, address),
             index: HashMap::new(),
@@ -199,6 +243,26 @@ impl<T: Tracked + Serialize, S: Store> Run<T, S> {
     /// As [`Durable::flush`].
     pub fn flush(&mut self) -> crate::store::Result<Option<u64>> {
         self.durable.flush()
+    }
+
+    /// Ends the run well: every open message ended, `RUN_FINISHED`; flushed, the run's last
+    /// record.
+    ///
+    /// # Errors
+    ///
+    /// As [`Durable::flush`].
+    pub fn finish(&mut self) -> crate::store::Result<Option<u64>> {
+        self.end(Outcome::Finished)
+    }
+
+    /// Ends the run as failed: every open message ended, `RUN_ERROR` with
+    /// [`codes::AGENT_FAILED`] and `message`; flushed, the run's last record.
+    ///
+    /// # Errors
+    ///
+    /// As [`Durable::flush`].
+    pub fn fail(&mut self, message: impl Into<String>) -> crate::store::Result<Option<u64>> {
+        self.end(Outcome::error(codes::AGENT_FAILED, message))
     }
 
     /// Ends every open message and sets the outcome, then flushes: the run's last record.

@@ -228,6 +228,8 @@ impl View {
             },
             Some("error") => Event::RunError {
                 message: text_of(&now, "message"),
+                // A log written before codes were stored has none.
+                code: Some(text_of(&now, "code")).filter(|c| !c.is_empty()),
             },
             _ => return None,
         };

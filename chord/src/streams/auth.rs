@@ -4,38 +4,11 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
-use axum::response::Response;
+use axum::http::{HeaderMap, Uri};
 
 use super::write::WriteRequest;
+use crate::live::Access;
 use crate::store::Address;
-
-/// An authorization hook's answer to a request.
-///
-/// A hook may also answer `bool`: `true` is [`Allow`](Access::Allow), `false`
-/// [`Forbidden`](Access::Forbidden).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Access {
-    /// Serve the request.
-    Allow,
-    /// `401 Unauthorized`, with `WWW-Authenticate: Bearer`: the request carries no
-    /// credential the hook recognizes, and may be retried with one.
-    Unauthorized,
-    /// `403 Forbidden`: the credential is recognized, and not allowed this request.
-    Forbidden,
-}
-
-impl From<bool> for Access {
-    fn from(allowed: bool) -> Access {
-        if allowed {
-            Access::Allow
-        } else {
-            Access::Forbidden
-        }
-    }
-}
 
 /// What the protocol's read side may be asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,24 +44,8 @@ pub struct ReadRequest<'a> {
 }
 
 /// The read hook, as the router holds it.
-pub(super) type AuthorizeRead = Arc<dyn Fn(&ReadRequest<'_>) -> Access + Send + Sync>;
+pub(crate) type AuthorizeRead = Arc<dyn Fn(&ReadRequest<'_>) -> Access + Send + Sync>;
 
 /// The write hook, as the router holds it.
-pub(super) type AuthorizeWrite = Arc<dyn Fn(&WriteRequest<'_>) -> Access + Send + Sync>;
+pub(crate) type AuthorizeWrite = Arc<dyn Fn(&WriteRequest<'_>) -> Access + Send + Sync>;
 
-/// The answer to a refused request: 401 (with its challenge) or 403, an empty body, no
-/// stream header, never stored by a cache (a refusal must not outlive a login).
-///
-/// `Allow` is never refused; it is answered 403 should a caller pass it.
-pub(crate) fn refusal(access: Access) -> Response {
-    let mut r = Response::new(Body::empty());
-    let h = r.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if access == Access::Unauthorized {
-        h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        *r.status_mut() = StatusCode::UNAUTHORIZED;
-    } else {
-        *r.status_mut() = StatusCode::FORBIDDEN;
-    }
-    r
-}

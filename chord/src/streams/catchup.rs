@@ -19,9 +19,9 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::Frame;
 
-use super::log::Source;
-use super::sse::Pending;
-use super::tail::{Found, Tail};
+use crate::live::log::Source;
+use crate::live::sse::Pending;
+use crate::live::tail::{Found, Tail};
 use crate::store::{Address, CHECKPOINT};
 
 /// Records read from the store: seq, whether a checkpoint, and batch.
@@ -170,7 +170,7 @@ impl http_body::Body for CatchUpBody {
                     return Poll::Ready(Some(Err(gone(&this.address, this.after))));
                 }
                 Found::Miss => {
-                    super::metrics::cache_miss();
+                    crate::live::metrics::cache_miss();
                     let source = Arc::clone(&this.source);
                     let address = this.address.clone();
                     let (after, max) = (this.after, this.max_bytes);
@@ -185,7 +185,7 @@ impl http_body::Body for CatchUpBody {
                                 .collect::<Vec<_>>()),
                             Ok(None) => Err(gone(&address, after)),
                             Err(e) => {
-                                super::metrics::read_failed();
+                                crate::live::metrics::read_failed();
                                 Err(io::Error::other(format!("reading {address}: {e}")))
                             }
                         }

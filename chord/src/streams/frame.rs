@@ -3,7 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::Offset;
+use crate::live::sse::{self, Fields};
+use crate::live::Offset;
 
 /// The body of a catch-up or long-poll read: the messages as one JSON array. Each message is
 /// a wire batch exactly as the log holds it.
@@ -16,9 +17,11 @@ pub(crate) fn json_array<'a>(batches: impl IntoIterator<Item = &'a str>) -> Vec<
 /// One SSE `data` event carrying `batches` as one JSON array (wire JSON is one line: serde_json
 /// escapes every control character inside strings).
 pub(crate) fn data_event<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item = &'a str>) {
-    out.extend_from_slice(b"event: data\ndata: ");
-    write_array(out, batches);
-    out.extend_from_slice(b"\n\n");
+    let fields = Fields {
+        event: Some("data"),
+        id: None,
+    };
+    sse::event(out, fields, |out| write_array(out, batches));
 }
 
 /// `batches` as one JSON array, appended to `out`.
@@ -36,10 +39,14 @@ fn write_array<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item = &'a str>
 /// One SSE `control` event.
 pub(crate) fn control_event(out: &mut Vec<u8>, next: Offset, cursor: u64, up_to_date: bool) {
     let up = if up_to_date { ",\"upToDate\":true" } else { "" };
-    let text = format!(
-        "event: control\ndata: {{\"streamNextOffset\":\"{next}\",\"streamCursor\":\"{cursor}\"{up}}}\n\n"
-    );
-    out.extend_from_slice(text.as_bytes());
+    let fields = Fields {
+        event: Some("control"),
+        id: None,
+    };
+    sse::event(out, fields, |out| {
+        let json = format!("{{\"streamNextOffset\":\"{next}\",\"streamCursor\":\"{cursor}\"{up}}}");
+        out.extend_from_slice(json.as_bytes());
+    });
 }
 
 /// The protocol's cursor epoch: 2024-10-09T00:00:00Z, in seconds since the Unix epoch.

@@ -14,8 +14,8 @@ use serde_json::value::RawValue;
 use tokio::time::{sleep_until, Instant};
 
 use super::memory::{Backend, Config, MemoryStream, State, MAX_TTL};
-use super::offset::Start;
-use super::sse::{self, Changes, Feed, Next, SseBody, Timing};
+use crate::live::offset::Start;
+use crate::live::sse::{self, Changes, Feed, Fields, Next, SseBody, Timing};
 use super::{frame, Offset};
 use crate::store::Address;
 
@@ -918,7 +918,7 @@ pub(super) async fn get(stream: Arc<MemoryStream>, get: Get<'_>) -> Response {
             let mut changes = stream.subscribe();
             let deadline = Instant::now() + get.long_poll;
             // Draining: the poll answers 204 at once, and the client polls the successor.
-            let mut drain: super::sse::Pending<()> = match &get.sse.drain {
+            let mut drain: crate::live::sse::Pending<()> = match &get.sse.drain {
                 Some(d) => Box::pin(d.wait()),
                 None => Box::pin(std::future::pending()),
             };
@@ -990,23 +990,20 @@ fn textual(content_type: &str) -> bool {
 }
 
 fn data_event(out: &mut Vec<u8>, stream: &MemoryStream, messages: &[Bytes]) {
-    out.extend_from_slice(b"event: data\n");
-    if textual(&stream.config.content_type) {
-        let body = body_of(stream.json(), messages);
-        let text = String::from_utf8_lossy(&body);
-        // Every line break the SSE grammar knows (CR LF, CR, LF) starts a new `data:` line,
-        // so no payload can end the event or forge another.
-        for line in text.split("\r\n").flat_map(|l| l.split(['\r', '\n'])) {
-            out.extend_from_slice(b"data:");
-            out.extend_from_slice(line.as_bytes());
-            out.push(b'\n');
+    let fields = Fields {
+        event: Some("data"),
+        id: None,
+    };
+    // The writer starts a new `data:` line at every line break of a textual payload, so no
+    // payload can end the event or forge another.
+    sse::event(out, fields, |out| {
+        if textual(&stream.config.content_type) {
+            let body = body_of(stream.json(), messages);
+            out.extend_from_slice(String::from_utf8_lossy(&body).as_bytes());
+        } else {
+            out.extend_from_slice(base64(&body_of(false, messages)).as_bytes());
         }
-    } else {
-        out.extend_from_slice(b"data:");
-        out.extend_from_slice(base64(&body_of(false, messages)).as_bytes());
-        out.push(b'\n');
-    }
-    out.push(b'\n');
+    });
 }
 
 fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, closed: bool) {
@@ -1020,7 +1017,11 @@ fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, cl
         }
         json.push('}');
     }
-    out.extend_from_slice(format!("event: control\ndata:{json}\n\n").as_bytes());
+    let fields = Fields {
+        event: Some("control"),
+        id: None,
+    };
+    sse::event(out, fields, |out| out.extend_from_slice(json.as_bytes()));
 }
 
 /// An SSE response, polled by the connection as every SSE read is ([`SseBody`]).
@@ -1064,14 +1065,11 @@ impl Feed for StreamFeed {
             if self.ended {
                 return Poll::Ready(Next::End);
             }
-            if self.changes.waiting() {
-                match self.changes.poll_changed(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(false) => return Poll::Ready(Next::End),
-                    Poll::Ready(true) => {}
-                }
+            match self.changes.poll_turn(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(false) => return Poll::Ready(Next::End),
+                Poll::Ready(true) => {}
             }
-            self.changes.seen();
             let (out, data) = {
                 let state = self.stream.lock();
                 let (messages, next) = chunk(&state, self.after);
@@ -1098,11 +1096,7 @@ impl Feed for StreamFeed {
             match (out.is_empty(), data) {
                 (false, true) => return Poll::Ready(Next::Data(Bytes::from(out))),
                 (false, false) => return Poll::Ready(Next::Control(Bytes::from(out))),
-                (true, _) => match self.changes.poll_changed(cx) {
-                    Poll::Ready(true) => {}
-                    Poll::Ready(false) => return Poll::Ready(Next::End),
-                    Poll::Pending => return Poll::Pending,
-                },
+                (true, _) => self.changes.caught_up(),
             }
         }
     }

@@ -12,7 +12,7 @@ use axum::Router;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
-use super::log::Source;
+use crate::live::log::Source;
 use super::Log;
 use crate::store::Store;
 
@@ -133,7 +133,7 @@ impl Health {
             Ok(()) => json!({"ok": true}),
             Err(error) => {
                 ready = false;
-                super::metrics::not_ready("store");
+                crate::live::metrics::not_ready("store");
                 json!({"ok": false, "error": error})
             }
         };
@@ -145,7 +145,7 @@ impl Health {
             }
             Some(lag) => {
                 ready = false;
-                super::metrics::not_ready("follower");
+                crate::live::metrics::not_ready("follower");
                 let lag_ms = millis(lag);
                 tracing::warn!(
                     target: "chord::streams",
@@ -220,8 +220,8 @@ impl Health {
             .route(HEALTH_ROUTE, get(healthz))
             .route(READY_ROUTE, get(readyz))
             .with_state(Arc::new(self))
-            // The streams routes' headers: the same on every answer, a 405 included.
-            .layer(axum::middleware::from_fn(super::headers::common))
+            // The doors' headers: the same on every answer, a 405 included.
+            .layer(axum::middleware::from_fn(crate::live::headers::common))
     }
 }
 

@@ -355,38 +355,25 @@
 //! client that must tell a refusal from a broken connection asks again with `fetch`.
 //! `chord/tests/cross_origin.rs` drives each of these in Chromium.
 
-pub(crate) mod auth;
+mod auth;
 mod catchup;
-mod compaction;
 mod frame;
 mod generic;
-mod headers;
 mod health;
-pub(crate) mod log;
 mod memory;
-pub mod metrics;
-mod offset;
-mod requests;
-mod retention;
 mod router;
-pub(crate) mod server;
-pub(crate) mod sse;
-pub(crate) mod tail;
 mod write;
 
-pub use self::auth::{Access, ReadKind, ReadRequest};
-pub use self::compaction::Compaction;
+pub use self::auth::{ReadKind, ReadRequest};
 pub use self::health::{Health, Readiness, HEALTH_ROUTE, READY_ROUTE};
-pub use self::log::{Log, LogBuilder};
 pub use self::memory::{Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, MAX_TTL};
-pub use self::metrics::describe_metrics;
-pub use self::offset::{BadOffset, Offset};
-pub use self::retention::Retention;
-#[cfg(feature = "ag-ui")]
-pub(crate) use self::router::DEFAULT_KEEP_ALIVE;
 pub use self::router::{
     default_cors, stream_path, Streams, AUTHORIZED_CACHE_CONTROL, BASE_OFFSET_HEADER,
     EXPOSED_HEADERS, MAX_NAME, ROUTE,
 };
-pub use self::server::{serve, Server};
 pub use self::write::{WriteKind, WriteRequest};
+#[doc(no_inline)]
+pub use crate::live::{
+    describe_metrics, metrics, serve, Access, BadOffset, Compaction, Log, LogBuilder, Offset,
+    Retention, Server,
+};

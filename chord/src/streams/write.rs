@@ -17,8 +17,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, timeout_at, Instant};
 
-use super::log::Source;
-use super::tail::Tail;
+use crate::live::log::Source;
+use crate::live::tail::Tail;
 use super::Offset;
 use crate::store::{Address, CheckedBatch, BASE, MAX_RECORD_BYTES};
 
@@ -332,7 +332,7 @@ pub(super) async fn handle(
                 }
                 Ok(_) => {}
                 Err(why) => {
-                    super::metrics::rejected_batch();
+                    crate::live::metrics::rejected_batch();
                     return status(StatusCode::BAD_REQUEST, format!("{why}\n"));
                 }
             }

@@ -2,6 +2,7 @@
 //! configuration here, its handlers per verb in `routes`, a chord log's reads in `read`, and
 //! names in paths in `names`.
 
+mod kinds;
 mod names;
 mod read;
 mod routes;
@@ -13,13 +14,15 @@ use axum::http::{header, HeaderValue, Method};
 use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::auth::{Access, AuthorizeRead, AuthorizeWrite, ReadRequest};
-use super::log::Source;
+use super::auth::{AuthorizeRead, AuthorizeWrite, ReadRequest};
+use crate::live::Access;
+use crate::live::log::Source;
 use super::memory::Backend;
-use super::server::Draining;
-use super::sse::Timing;
+use crate::live::server::Draining;
+use crate::live::sse::Timing;
 use super::write::{Bodies, WriteRequest};
 use super::Log;
+use crate::live::sse::DEFAULT_KEEP_ALIVE;
 use crate::store::{Address, Store};
 
 /// The route the router serves: a value's stream by namespace and key, each one path segment
@@ -39,9 +42,6 @@ pub(crate) const DEFAULT_LONG_POLL: Duration = Duration::from_secs(20);
 
 /// The default [`Streams::sse_lifetime`].
 pub(crate) const DEFAULT_SSE_LIFETIME: Duration = Duration::from_secs(60);
-
-/// The default interval of keep-alive comments on an idle SSE response.
-pub(crate) const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The default `Cache-Control` of catch-up and long-poll reads.
 pub(crate) const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while-revalidate=300";

@@ -13,13 +13,15 @@ use tokio::time::{sleep_until, Instant};
 use super::{Streams, BASE_OFFSET_HEADER};
 use crate::store::{Address, Record, CHECKPOINT};
 use crate::streams::catchup::CatchUpBody;
-use crate::streams::headers::plain;
-use crate::streams::log::Want;
-use crate::streams::metrics::{self, Reading};
-use crate::streams::offset::{BaseOffset, Start};
-use crate::streams::server::Draining;
-use crate::streams::sse::{self, Changes, Feed, Next, Pending, SseBody};
-use crate::streams::tail::{Entry, Found, Tail};
+use crate::live::headers::plain;
+use crate::live::log::Want;
+use crate::live::metrics::{self, Reading};
+use crate::live::offset::{BaseOffset, Start};
+use crate::live::server::Draining;
+use crate::live::cursor::{Cursor, Step};
+use crate::live::frames::Slot;
+use crate::live::sse::{self, Feed, Next, Pending, SseBody};
+use crate::live::tail::{Entry, Found, Tail};
 use crate::streams::{frame, Offset};
 
 /// Most bytes of batches read at once for a catch-up response (a single larger record is
@@ -402,15 +404,18 @@ impl Reader {
         }
         let timing = self.streams.sse_timing(self.draining.clone());
         let tail = Arc::clone(&self.tail);
-        let feed = LogFeed {
-            _reading: Reading::new(&self.address),
-            changes: Changes::new(self.tail.subscribe()),
-            read: None,
+        let cursor = Cursor::new(
+            Arc::clone(&self.streams.source),
+            self.address.clone(),
+            Arc::clone(&self.tail),
             after,
+            SSE_CHUNK,
+        );
+        let feed = LogFeed {
+            cursor,
             base,
             echoed,
             first: true,
-            reader: self,
         };
         let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
         let h = r.headers_mut();
@@ -420,19 +425,14 @@ impl Reader {
     }
 }
 
-/// The SSE events of one reader of a chord log: what it has not had yet, from the tail cache
-/// (the same bytes for every reader at the tail) or else the store.
+/// The SSE events of one reader of a chord log: what it has not had yet, as its cursor yields
+/// it, framed as `data` and `control` events (a record at the tail in the bytes every reader
+/// at the tail is sent, made once).
 struct LogFeed {
-    /// Counts this reader of the stream while it lives.
-    _reading: Reading,
-    reader: Reader,
-    after: u64,
+    cursor: Cursor,
     /// The reader has no value: a checkpoint first in the first read is delivered.
     base: bool,
     echoed: Option<u64>,
-    changes: Changes,
-    /// A store read in flight.
-    read: Option<Pending<Option<Vec<Record>>>>,
     /// Nothing sent yet: an empty first read still sends a `control` event.
     first: bool,
 }
@@ -449,29 +449,35 @@ impl LogFeed {
         out
     }
 
-    /// What `items`, read after `self.after`, deliver, and where the reader is after them.
-    fn chunk(&mut self, items: Items) -> Chunk {
+    /// What `items`, read after `after`, deliver.
+    fn chunk(&mut self, items: Items, after: u64) -> Chunk {
         let from = ReadFrom {
-            after: self.after,
+            after,
             base: self.base,
         };
         self.base = false;
         Chunk::new(items, from)
     }
 
-    /// The events for `chunk`, read after `self.after`; `None` when it delivers nothing (only
-    /// checkpoints), the reader then being past them.
+    /// The events for `chunk`; `None` when it delivers nothing (only checkpoints), the reader
+    /// then being past them.
     fn events(&mut self, chunk: &Chunk) -> Option<Bytes> {
-        let next = chunk.last_seq().unwrap_or(self.after);
-        self.after = next;
         if chunk.is_empty() {
             return None;
         }
         self.first = false;
-        let last = self.reader.tail.position().last;
+        let next = chunk.last_seq().unwrap_or(self.cursor.after());
+        let tail = self.cursor.tail();
+        let last = tail.position().last;
         if let Items::Entries(e) = &chunk.items {
             if e.len() == 1 && e[0].seq == last && self.echoed.is_none() {
-                return Some(e[0].live.clone()); // the same bytes for every reader at the tail
+                // The same bytes for every reader at the tail, made by the first.
+                return Some(e[0].frame(Slot::Tail).unwrap_or_else(|| {
+                    let mut out = Vec::with_capacity(e[0].batch.len() + 128);
+                    frame::data_event(&mut out, [&*e[0].batch]);
+                    frame::control_event(&mut out, Offset::from_seq(next), frame::cursor(None), true);
+                    tail.set_frame(&e[0], Slot::Tail, out)
+                }));
             }
         }
         let batches = chunk.batches();
@@ -487,65 +493,25 @@ impl LogFeed {
 impl Feed for LogFeed {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         loop {
-            if let Some(read) = self.read.as_mut() {
-                let Poll::Ready(records) = read.as_mut().poll(cx) else {
-                    return Poll::Pending;
-                };
-                self.read = None;
-                // `None`: the store failed, or compacted the records away meanwhile; the
-                // client's next request says which.
-                let Some(records) = records else {
-                    return Poll::Ready(Next::End);
-                };
-                let chunk = self.chunk(Items::Records(records));
-                match self.events(&chunk) {
-                    Some(data) => return Poll::Ready(Next::Data(data)),
-                    None => continue,
+            let after = self.cursor.after();
+            let items = match self.cursor.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Step::Entries(entries)) => Items::Entries(entries),
+                Poll::Ready(Step::Records(records)) => Items::Records(records),
+                Poll::Ready(Step::Idle) if self.first => {
+                    self.first = false;
+                    let control = self.control(after, true);
+                    return Poll::Ready(Next::Control(Bytes::from(control)));
                 }
-            }
-            if self.changes.waiting() {
-                match self.changes.poll_changed(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(false) => return Poll::Ready(Next::End),
-                    Poll::Ready(true) => {}
+                Poll::Ready(Step::Idle) => continue,
+                // Gone, failed or dropped: the client's next request says which.
+                Poll::Ready(Step::Gone | Step::Failed(_) | Step::End) => {
+                    return Poll::Ready(Next::End)
                 }
-            }
-            self.changes.seen();
-            match self.reader.tail.read(self.after, SSE_CHUNK) {
-                Found::Gone => return Poll::Ready(Next::End),
-                Found::Miss => {
-                    metrics::cache_miss();
-                    let source = Arc::clone(&self.reader.streams.source);
-                    let address = self.reader.address.clone();
-                    let after = self.after;
-                    let span = tracing::debug_span!("chord.store.read", stream = %address, after);
-                    let read = tokio::task::spawn_blocking(move || {
-                        let read = span.in_scope(|| source.read(&address, after, SSE_CHUNK));
-                        if read.is_err() {
-                            metrics::read_failed();
-                        }
-                        read
-                    });
-                    self.read = Some(Box::pin(async move {
-                        read.await.ok().and_then(Result::ok).flatten()
-                    }));
-                }
-                Found::Entries(entries) if !entries.is_empty() => {
-                    let chunk = self.chunk(Items::Entries(entries));
-                    if let Some(data) = self.events(&chunk) {
-                        return Poll::Ready(Next::Data(data));
-                    }
-                }
-                Found::Entries(_) => match self.changes.poll_changed(cx) {
-                    Poll::Ready(true) => {}
-                    Poll::Ready(false) => return Poll::Ready(Next::End),
-                    Poll::Pending if self.first => {
-                        self.first = false;
-                        let control = self.control(self.after, true);
-                        return Poll::Ready(Next::Control(Bytes::from(control)));
-                    }
-                    Poll::Pending => return Poll::Pending,
-                },
+            };
+            let chunk = self.chunk(items, after);
+            if let Some(data) = self.events(&chunk) {
+                return Poll::Ready(Next::Data(data));
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The routes of [`Streams`]: one handler per verb on one [`MethodRouter`], every answer through
-//! the [`common`](crate::streams::headers::common) headers.
+//! the [`common`](crate::live::headers::common) headers.
 //!
 //! Which hook guards which request, and why a fork is a read of its source, is told once, in
 //! the module docs' "Authorization" section; the handlers below call the hooks in that order,
@@ -25,14 +25,17 @@ use super::names::{check_name, fork_source};
 use super::read::{self, load, Reader};
 use super::Streams;
 use crate::store::Address;
-use crate::streams::auth::{self, Access, ReadKind, ReadRequest};
+use crate::streams::auth::{ReadKind, ReadRequest};
+use crate::live::{refusal, Access};
 use crate::streams::generic;
-use crate::streams::headers::{self, plain};
-use crate::streams::log::Want;
+use super::kinds;
+use crate::live::headers::plain;
+use crate::live::headers;
+use crate::live::log::Want;
 use crate::streams::memory::MemoryStream;
-use crate::streams::offset::Start;
-use crate::streams::requests;
-use crate::streams::server::Draining;
+use crate::live::offset::Start;
+use crate::live::requests;
+use crate::live::server::Draining;
 use crate::streams::write::{self, WriteKind, WriteRequest};
 
 /// What every route's handlers share: the configuration, and the namespace of a
@@ -83,9 +86,7 @@ pub(super) fn router(path: &str, streams: Streams, namespace: Option<Arc<str>>) 
     }
     // Outermost: the cross-origin policy's own answers get the headers too, and every answer
     // is counted.
-    router
-        .layer(middleware::from_fn(headers::common))
-        .layer(middleware::from_fn(requests::record))
+    requests::counted(headers(router), kinds::classify)
 }
 
 /// Whether a request is a CORS preflight: an `OPTIONS` from a page (`Origin`) asking for a
@@ -157,7 +158,7 @@ fn refused_read(
         uri: &target.uri,
         headers: &target.headers,
     });
-    (access != Access::Allow).then(|| auth::refusal(access))
+    (access != Access::Allow).then(|| refusal(access))
 }
 
 /// `OPTIONS` without a cross-origin preflight (the policy answers those): the methods served.
@@ -330,7 +331,7 @@ async fn serve_write(
         headers,
     });
     if access != Access::Allow {
-        return auth::refusal(access);
+        return refusal(access);
     }
     // A fork reads its source: the read hook decides on the source before anything about it
     // is looked at, whether it exists included.

@@ -1,6 +1,6 @@
-//! The headers every answer of the router carries, whatever route, verb or status produced it:
-//! one middleware ([`common`]) around every route, the cross-origin policy's answers and the
-//! router's own `405`s included.
+//! The headers every answer of every door carries, whatever route, verb or status produced
+//! it: one middleware ([`common`]) around every route, the cross-origin policy's answers, the
+//! router's own `405`s and its fallback's `404`s included.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,13 +12,14 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::Router;
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 
 /// Adds the security headers to `headers`: no content sniffing (a stream's bytes are never
 /// run as a script or a style), and a resource policy that lets pages on other origins read
 /// what the cross-origin policy lets them.
-pub(super) fn security(headers: &mut HeaderMap) {
+pub(crate) fn security(headers: &mut HeaderMap) {
     headers.insert(
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
@@ -30,7 +31,7 @@ pub(super) fn security(headers: &mut HeaderMap) {
 }
 
 /// A plain-text answer (the security headers are added by [`common`]).
-pub(super) fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+pub(crate) fn plain(status: StatusCode, text: impl Into<String>) -> Response {
     (status, text.into()).into_response()
 }
 
@@ -38,7 +39,7 @@ pub(super) fn plain(status: StatusCode, text: impl Into<String>) -> Response {
 /// on the answer to a request whose body was not read to its end (refused before it was
 /// read: a refused write, a method the route does not serve, a body over its bound), so that
 /// the rest of that body is never read as the next request on the connection.
-pub(super) async fn common(request: Request, next: Next) -> Response {
+pub(crate) async fn common(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let unread = Arc::new(AtomicBool::new(!body.is_end_stream()));
     let body = Body::new(Watched {
@@ -52,6 +53,25 @@ pub(super) async fn common(request: Request, next: Next) -> Response {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
+}
+
+/// `router` with the headers every chord answer carries on every answer it gives, its
+/// fallback's (a `404` for an unrouted path) and its `405`s included:
+/// `X-Content-Type-Options: nosniff`, `Cross-Origin-Resource-Policy: cross-origin`, and
+/// `Connection: close` when the request's body was left unread.
+///
+/// Every door's router has it already ([`Streams::router`](crate::streams::Streams::router),
+/// `AgUi::router`); wrap the router an application merges them into, so that its own routes
+/// and its unrouted paths answer alike:
+///
+/// ```
+/// use axum::{routing::get, Router};
+///
+/// let app: Router = chord::live::headers(Router::new().route("/metrics", get(|| async { "" })));
+/// # let _ = app;
+/// ```
+pub fn headers<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    router.layer(axum::middleware::from_fn(common))
 }
 
 /// A request body that records when it has been read to its end.

@@ -1,5 +1,5 @@
-//! The `text/event-stream` body of every SSE read, chord logs and [`Backend`](super::Backend)
-//! streams alike: [`SseBody`] over a [`Feed`].
+//! The `text/event-stream` body of every door's SSE responses, [`SseBody`] over a [`Feed`],
+//! and the one writer of SSE lines ([`event`], [`comment`]).
 //!
 //! The body is polled by the connection itself: no task and no queue per reader. It ends the
 //! response after its lifetime or when the server drains (the client resumes from its offset;
@@ -21,6 +21,73 @@ use tokio::time::{sleep_until, Instant, Sleep};
 
 use super::metrics::{Ended, SseOpen};
 use super::server::Draining;
+
+/// The default interval of keep-alive comments on an idle SSE response.
+pub(crate) const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The fields of an SSE event beside its data: its type (`event:`) and its id (`id:`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Fields<'a> {
+    /// The `event:` field: the event's type (none: `message`).
+    pub(crate) event: Option<&'a str>,
+    /// The `id:` field: what a client sends back as `Last-Event-ID`.
+    pub(crate) id: Option<&'a str>,
+}
+
+/// Whether a field's value can be written on one line: no CR, LF or NUL (a line break would
+/// end the field and start another, a forged one; a NUL makes a browser drop an id).
+fn one_line(value: &str) -> bool {
+    !value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
+}
+
+/// Writes one SSE event to `out`: its fields, then the data `data` writes, as `data:` lines,
+/// then the blank line that ends it.
+///
+/// A field whose value holds a line break is refused: it is left out (a caller's bug, never
+/// input: every door writes fields it made), as axum's `Event` refuses one. Every line break
+/// the SSE grammar knows (CR LF, CR, LF) inside the data starts a new `data:` line, so no
+/// payload can end the event or forge another; data without one (compact JSON, a wire
+/// batch) is written in place, not copied.
+pub(crate) fn event(out: &mut Vec<u8>, fields: Fields<'_>, data: impl FnOnce(&mut Vec<u8>)) {
+    for (name, value) in [(&b"event: "[..], fields.event), (&b"id: "[..], fields.id)] {
+        match value {
+            Some(value) if one_line(value) => {
+                out.extend_from_slice(name);
+                out.extend_from_slice(value.as_bytes());
+                out.push(b'\n');
+            }
+            Some(value) => debug_assert!(false, "an SSE field with a line break: {value:?}"),
+            None => {}
+        }
+    }
+    out.extend_from_slice(b"data: ");
+    let start = out.len();
+    data(out);
+    if out[start..].iter().any(|&b| b == b'\r' || b == b'\n') {
+        let written = out.split_off(start);
+        let text = String::from_utf8_lossy(&written);
+        for (i, line) in text
+            .split("\r\n")
+            .flat_map(|l| l.split(['\r', '\n']))
+            .enumerate()
+        {
+            if i > 0 {
+                out.extend_from_slice(b"\ndata: ");
+            }
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+    out.extend_from_slice(b"\n\n");
+}
+
+/// Writes an SSE comment (`: text`), which clients ignore: a keep-alive. A line break in
+/// `text` ends the comment there.
+pub(crate) fn comment(out: &mut Vec<u8>, text: &str) {
+    let line = text.split(['\r', '\n']).next().unwrap_or_default();
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(line.as_bytes());
+    out.extend_from_slice(b"\n\n");
+}
 
 /// A boxed future a feed polls (a store read, a wait for a change).
 pub(crate) type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -46,6 +113,8 @@ pub(crate) trait Feed: Send + Unpin + 'static {
 /// resolves once the counter moved past the value last [`seen`](Changes::seen).
 pub(crate) struct Changes {
     rx: Option<watch::Receiver<u64>>,
+    /// The last read found nothing new: the next turn waits for a change.
+    caught_up: bool,
     /// The wait in flight; it holds the receiver until it resolves.
     wait: Option<Pending<Option<watch::Receiver<u64>>>>,
 }
@@ -54,8 +123,30 @@ impl Changes {
     pub(crate) fn new(rx: watch::Receiver<u64>) -> Changes {
         Changes {
             rx: Some(rx),
+            caught_up: false,
             wait: None,
         }
+    }
+
+    /// `Ready(true)` when it is the reader's turn to read: at once, unless its last read
+    /// found nothing new ([`caught_up`](Changes::caught_up)), then once the value changed;
+    /// the value is marked seen before the read, so no change slips between the read and the
+    /// next wait. `Ready(false)` once the sender is gone.
+    pub(crate) fn poll_turn(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        if self.caught_up || self.waiting() {
+            match self.poll_changed(cx) {
+                Poll::Ready(true) => {}
+                other => return other,
+            }
+        }
+        self.caught_up = false;
+        self.seen();
+        Poll::Ready(true)
+    }
+
+    /// The read of this turn found nothing new: the next turn waits for a change.
+    pub(crate) fn caught_up(&mut self) {
+        self.caught_up = true;
     }
 
     /// Whether a wait is in flight (a poll returned `Pending`).
@@ -170,7 +261,9 @@ impl<F: Feed> SseBody<F> {
         }
         let due = self.last_sent + self.timing.keep_alive;
         if Instant::now() >= due {
-            return self.send(Bytes::from_static(b": keep-alive\n\n"));
+            let mut out = Vec::with_capacity(16);
+            comment(&mut out, "keep-alive");
+            return self.send(Bytes::from(out));
         }
         self.keep_alive.as_mut().reset(due);
         let _ = self.keep_alive.as_mut().poll(cx); // (registers the waker)

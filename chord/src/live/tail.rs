@@ -4,18 +4,20 @@
 //! Every tail of a log adds what it holds to one [`Usage`], which the log keeps under its
 //! bound by evicting the least recently used tails (see `log.rs`).
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::frames::{Slot, SLOTS};
 use super::offset::BaseOffset;
-use super::{frame, Offset};
 use crate::store::{is_base_tag, Record, CHECKPOINT};
 
-/// One record as readers receive it: its batch and its live SSE events, built once.
+/// One record as readers receive it: its batch, and each framing's events of it, made once
+/// (see [`frames`](super::frames)).
 #[derive(Debug)]
 pub(crate) struct Entry {
     /// The record's seq.
@@ -27,41 +29,44 @@ pub(crate) struct Entry {
     /// Whether the record is a checkpoint ([`CHECKPOINT`]): read only by a reader that starts
     /// at it.
     pub(crate) checkpoint: bool,
-    /// A `data` event with this batch and the `control` event saying the reader is up to
-    /// date at it: what every live reader at the tail is sent, the same bytes for all.
-    pub(crate) live: Bytes,
-    /// The capacity of the buffer behind `live`.
-    live_capacity: usize,
+    /// Whether the record is a base (the first record, a checkpoint, a reset).
+    pub(crate) base: bool,
+    /// Each framing's events of the record, once a reader asked ([`Tail::set_frame`]).
+    frames: [OnceLock<Bytes>; SLOTS],
+    /// The heap of the frames counted in the tail's usage (changed under the tail's lock).
+    charged: AtomicUsize,
 }
 
 impl Entry {
     pub(crate) fn new(seq: u64, prev: u64, tag: Option<&str>, batch: &str) -> Entry {
-        let mut live = Vec::with_capacity(batch.len() + 128);
-        frame::data_event(&mut live, [batch]);
-        frame::control_event(&mut live, Offset::from_seq(seq), frame::cursor(None), true);
         Entry {
             seq,
             prev,
             batch: batch.into(),
             checkpoint: tag == Some(CHECKPOINT),
-            live_capacity: live.capacity(),
-            live: Bytes::from(live),
+            base: is_base_tag(tag),
+            frames: Default::default(),
+            charged: AtomicUsize::new(0),
         }
+    }
+
+    /// The events `slot`'s framing made of this record, if a reader asked for them already.
+    pub(crate) fn frame(&self, slot: Slot) -> Option<Bytes> {
+        self.frames[slot as usize].get().cloned()
     }
 
     pub(crate) fn from_record(record: &Record, prev: u64) -> Entry {
         Entry::new(record.seq, prev, record.tag.as_deref(), &record.batch)
     }
 
-    /// The heap this entry holds while cached: its batch, its events (the buffer's capacity,
-    /// which `Bytes` keeps), the shared allocation holding it, the `Bytes` header and its
-    /// slot in the cache.
+    /// The heap this entry holds while cached: its batch, the frames counted so far (each
+    /// buffer's capacity, which `Bytes` keeps, and its header), the shared allocation holding
+    /// it and its slot in the cache.
     fn cost(&self) -> usize {
         self.batch.len()
-            + self.live_capacity
+            + self.charged.load(Ordering::Relaxed)
             + std::mem::size_of::<Entry>()
             + 2 * std::mem::size_of::<usize>()
-            + BYTES_HEADER
             + std::mem::size_of::<Arc<Entry>>()
     }
 }
@@ -116,6 +121,9 @@ pub(crate) enum Found {
 #[derive(Debug)]
 pub(crate) struct Tail {
     state: Mutex<State>,
+    /// What each framing carries from record to record for this address (a door's mirror of
+    /// the value), shared by its readers ([`Tail::carry`]).
+    carries: Mutex<[Option<Arc<dyn Any + Send + Sync>>; SLOTS]>,
     last: watch::Sender<u64>,
     /// What this tail adds to its log's usage beside its entries.
     fixed: usize,
@@ -235,6 +243,7 @@ impl Tail {
         }
         Tail {
             state: Mutex::new(state),
+            carries: Mutex::new(Default::default()),
             last: watch::channel(last).0,
             fixed,
         }
@@ -350,6 +359,52 @@ impl Tail {
             out.push(Arc::clone(e));
         }
         Found::Entries(out)
+    }
+
+    /// Fills `entry`'s `slot` with `frame` (unless a reader filled it first: then that is
+    /// kept) and returns what the slot holds. The frame counts in the cache's byte bound
+    /// while the entry is cached; the oldest entries go if it passes the bound.
+    pub(crate) fn set_frame(&self, entry: &Entry, slot: Slot, frame: Vec<u8>) -> Bytes {
+        let cost = frame.capacity() + BYTES_HEADER;
+        let frame = Bytes::from(frame);
+        let mut state = lock(&self.state);
+        let cell = &entry.frames[slot as usize];
+        if cell.set(frame).is_err() {
+            return cell.get().cloned().unwrap_or_default();
+        }
+        let cached = state
+            .entries
+            .front()
+            .is_some_and(|first| first.seq <= entry.seq && entry.seq <= state.last)
+            && state.entries.back().is_some_and(|last| entry.seq <= last.seq);
+        if cached {
+            // Under the lock, as every change of what the cache counts.
+            entry.charged.fetch_add(cost, Ordering::Relaxed);
+            state.bytes += cost;
+            state.usage.add(cost);
+            while state.entries.len() > 1
+                && state.bytes > state.bounds.bytes
+                && state.entries[0].seq < entry.seq
+            {
+                state.pop_front();
+            }
+        }
+        cell.get().cloned().unwrap_or_default()
+    }
+
+    /// What `slot`'s framing carries from record to record for this address, shared by its
+    /// readers (empty at first, and for a tail loaded anew).
+    pub(crate) fn carry<C: Send + 'static>(&self, slot: Slot) -> Arc<Mutex<Option<C>>> {
+        let mut carries = self.carries.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = &mut carries[slot as usize];
+        if let Some(carry) = held.as_ref() {
+            if let Ok(carry) = Arc::clone(carry).downcast::<Mutex<Option<C>>>() {
+                return carry;
+            }
+        }
+        let carry = Arc::new(Mutex::new(None));
+        *held = Some(Arc::clone(&carry) as Arc<dyn Any + Send + Sync>);
+        carry
     }
 
     /// A receiver that changes when a record is appended.

@@ -12,7 +12,7 @@ use hashlink::LinkedHashMap;
 use super::follower::Following;
 use super::{lock, Shared, Want};
 use crate::store::{is_base_tag, Address, ReadOptions, Record, Result, Store};
-use crate::streams::tail::{Tail, TAIL_OVERHEAD};
+use crate::live::tail::{Tail, TAIL_OVERHEAD};
 
 /// The tail caches and who feeds them. Locked after the store, never before.
 #[derive(Default)]
@@ -42,7 +42,7 @@ impl<S> Shared<S> {
     /// caller holds) is forgotten; one still held is emptied, and its readers read the store.
     pub(super) fn trim(&self, index: &mut Index, keep: Option<&Address>) {
         self.trim_to_bound(index, keep);
-        crate::streams::metrics::tail_cache_bytes(self.usage.bytes());
+        crate::live::metrics::tail_cache_bytes(self.usage.bytes());
     }
 
     fn trim_to_bound(&self, index: &mut Index, keep: Option<&Address>) {
@@ -287,7 +287,7 @@ mod tests {
     use super::*;
     use crate::store::BASE;
     use crate::store::{Durability, JsonlStore};
-    use crate::streams::tail::Found;
+    use crate::live::tail::Found;
     use crate::streams::LogBuilder;
 
     #[test]

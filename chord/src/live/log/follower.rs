@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::{lock, Shared};
 use crate::store::{Address, Error, LiveSource, LiveTail, Result, Store};
-use crate::streams::tail::Tail;
+use crate::live::tail::Tail;
 
 /// How long a follower waits on the store before it looks whether it is still wanted.
 const FOLLOW_POLL: Duration = Duration::from_millis(500);
@@ -61,7 +61,7 @@ impl<S: Store> Shared<S> {
             .iter()
             .map(|(address, f)| {
                 let lag = f.heard.elapsed();
-                crate::streams::metrics::follower_lag(address, lag);
+                crate::live::metrics::follower_lag(address, lag);
                 lag
             })
             .max()
@@ -106,7 +106,7 @@ impl<S> Follower<S> {
                         if let Some(following) = self.following(&mut index.followers) {
                             following.heard = Instant::now();
                         }
-                        crate::streams::metrics::follower_lag(&self.address, Duration::ZERO);
+                        crate::live::metrics::follower_lag(&self.address, Duration::ZERO);
                         log.trim(&mut index, Some(&self.address));
                     }
                 }
@@ -122,7 +122,7 @@ impl<S> Follower<S> {
                     if let Some(log) = self.log.upgrade() {
                         let mut index = lock(&log.index);
                         if let Some(following) = self.following(&mut index.followers) {
-                            crate::streams::metrics::follower_lag(
+                            crate::live::metrics::follower_lag(
                                 &self.address,
                                 following.heard.elapsed(),
                             );

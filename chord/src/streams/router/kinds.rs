@@ -1,34 +1,17 @@
-//! The request metrics: one middleware around every streams route that tells what a request
-//! asks ([`kind`]), and records its answer's status and its time to the response head
-//! ([`metrics::REQUESTS`](super::metrics::REQUESTS),
-//! [`metrics::REQUEST_SECONDS`](super::metrics::REQUEST_SECONDS)).
-//!
-//! One place rather than a line in each handler: every answer is counted, the router's own
-//! `405`s, the cross-origin policy's preflights and the answers a handler never sees (a
-//! malformed name, a refusal) included, and the labels cannot drift between handlers. The
-//! labels are a fixed set (the kinds, the status codes): no stream name, so the number of
-//! series stays bounded whatever the number of streams.
-
-use std::time::Instant;
+//! What a Durable Streams request asks, as the request metrics' `kind` label names it.
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method};
-use axum::middleware::Next;
-use axum::response::Response;
 use percent_encoding::percent_decode_str;
 
-/// Records the request's kind, status and time to its response head.
-pub(super) async fn record(request: Request, next: Next) -> Response {
-    let kind = kind(request.method(), request.uri().query(), request.headers());
-    let start = Instant::now();
-    let response = next.run(request).await;
-    super::metrics::answered(kind, response.status(), start.elapsed());
-    response
+/// The kind of a request to the streams router.
+pub(super) fn classify(request: &Request) -> &'static str {
+    kind(request.method(), request.uri().query(), request.headers())
 }
 
 /// What a request asks, as the `kind` label names it (one of
 /// [`REQUEST_KINDS`](super::metrics::REQUEST_KINDS)).
-pub(super) fn kind(method: &Method, query: Option<&str>, headers: &HeaderMap) -> &'static str {
+fn kind(method: &Method, query: Option<&str>, headers: &HeaderMap) -> &'static str {
     match *method {
         Method::GET => match live(query).as_deref() {
             None => "catch_up",
@@ -100,7 +83,7 @@ mod tests {
             "options",
             "other",
         ] {
-            assert!(super::super::metrics::REQUEST_KINDS.contains(&k), "{k}");
+            assert!(crate::live::metrics::REQUEST_KINDS.contains(&k), "{k}");
         }
     }
 }

@@ -1,0 +1,356 @@
+//! One response's AG-UI events: the run's log as a [`Cursor`] yields it, each record framed
+//! as the events it gives ([`View`]), made once for every reader of the run.
+//!
+//! The events of a record depend on the records before it (a text append names its message;
+//! a string's append is a whole `replace` in a JSON Patch). The run's tail cache carries one
+//! [`Mirror`] (a view positioned after some record), shared by the run's readers: the first
+//! reader to reach a record the mirror is just before advances the mirror and fills the
+//! record's frames; every other reader sends those bytes. A reader holds a view of its own
+//! only while it cannot use the shared frames: behind the cache, resuming, or where the
+//! mirror is elsewhere; it gives the view up (or hands it to the mirror) as soon as it can,
+//! so a reader at the tail holds no copy of the state.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+
+use super::events::{codes, Event};
+use super::id::{frame, EventId};
+use super::view::View;
+use crate::live::cursor::{Cursor, Step};
+use crate::live::frames::Slot;
+use crate::live::sse::{Feed, Next, Pending};
+use crate::live::tail::{Entry, Tail};
+
+/// The view the run's readers share, after record `at`; and where the run's terminal event
+/// is, once a reader framed it.
+#[derive(Default)]
+pub(crate) struct Shared {
+    mirror: Option<Mirror>,
+    terminal: Option<u64>,
+}
+
+/// A view after record `at`.
+pub(crate) struct Mirror {
+    view: View,
+    at: u64,
+}
+
+/// The run's shared view, carried by its tail cache.
+pub(crate) type Carry = Arc<Mutex<Option<Shared>>>;
+
+/// The carry of `tail`'s run.
+pub(crate) fn carry(tail: &Tail) -> Carry {
+    tail.carry::<Shared>(Slot::Passing)
+}
+
+fn lock(carry: &Carry) -> MutexGuard<'_, Option<Shared>> {
+    carry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Builds a view after a record of the run, from the log (reads the store: it runs off the
+/// runtime's workers).
+pub(crate) type Rebuild = Arc<dyn Fn(u64) -> Result<View, String> + Send + Sync>;
+
+/// The reader's own view, when it has one.
+enum Own {
+    /// None: the reader reads the shared frames.
+    Shared,
+    /// A view after the reader's position.
+    View(View),
+    /// The reader starts at a base with no value: the base's start frames.
+    Fresh,
+}
+
+/// The events of one response.
+pub(crate) struct RunFeed {
+    cursor: Cursor,
+    carry: Carry,
+    own: Own,
+    rebuild: Rebuild,
+    /// A view being built after the reader's position.
+    building: Option<Pending<Result<View, String>>>,
+    /// Events to send before any record's.
+    first: Option<Bytes>,
+    /// Ended: the terminal event went, or the log cannot be read on.
+    done: bool,
+    /// Whether any event was sent.
+    sent: bool,
+    /// Counts the response among the endpoint's readers while it lives.
+    _slot: crate::live::bound::Permit,
+}
+
+/// Why a record gave no frames.
+enum Stuck {
+    /// The reader needs a view after its position.
+    NoView,
+    /// The record gives no events: the log is not a run's, or is damaged.
+    Broken(String),
+}
+
+impl RunFeed {
+    /// A response after record `cursor.after()`: `own` is the reader's view there, or `None`
+    /// for a reader with no value, starting at a base; `first` goes before anything else.
+    pub(crate) fn new(
+        cursor: Cursor,
+        own: Option<View>,
+        first: Option<Bytes>,
+        rebuild: Rebuild,
+        slot: crate::live::bound::Permit,
+    ) -> RunFeed {
+        RunFeed {
+            carry: carry(cursor.tail()),
+            cursor,
+            own: match own {
+                Some(view) => Own::View(view),
+                None => Own::Fresh,
+            },
+            rebuild,
+            building: None,
+            first,
+            done: false,
+            sent: false,
+            _slot: slot,
+        }
+    }
+
+    /// The frames of record `seq` (the reader's next), from its view: with the frames, whether
+    /// the record ended the run.
+    fn framed(view: &mut View, seq: u64, batch: &str) -> Result<(Vec<u8>, bool), Stuck> {
+        let events = view
+            .record(batch)
+            .map_err(|e| Stuck::Broken(e.to_string()))?;
+        let mut out = Vec::new();
+        for (k, event) in events.iter().enumerate() {
+            frame(&mut out, Some(EventId { seq, k }), event);
+        }
+        Ok((out, view.ended()))
+    }
+
+    /// The frames of a cached record, shared when any reader made them already.
+    fn entry(&mut self, entry: &Arc<Entry>) -> Result<Bytes, Stuck> {
+        let tail = Arc::clone(self.cursor.tail());
+        if matches!(self.own, Own::Fresh) && entry.base {
+            if let Some(frames) = entry.frame(Slot::Start) {
+                self.own = Own::Shared;
+                return Ok(frames);
+            }
+            let mut view = View::new();
+            let (frames, ended) = Self::framed(&mut view, entry.seq, &entry.batch)?;
+            self.ended_at(entry.seq, ended);
+            self.own = Own::View(view);
+            return Ok(tail.set_frame(entry, Slot::Start, frames));
+        }
+        if let Some(frames) = entry.frame(Slot::Passing) {
+            self.own = Own::Shared; // a view of its own would be stale now
+            return Ok(frames);
+        }
+        let carry = Arc::clone(&self.carry);
+        let mut shared = lock(&carry);
+        let shared = shared.get_or_insert_with(Shared::default);
+        if let Some(frames) = entry.frame(Slot::Passing) {
+            self.own = Own::Shared;
+            return Ok(frames);
+        }
+        let own = std::mem::replace(&mut self.own, Own::Shared);
+        let (frames, ended) = match (shared.mirror.as_mut(), own) {
+            (Some(mirror), _) if mirror.at == entry.prev => {
+                let framed = Self::framed(&mut mirror.view, entry.seq, &entry.batch)?;
+                mirror.at = entry.seq;
+                framed
+            }
+            (mirror, Own::View(mut view)) => {
+                let framed = Self::framed(&mut view, entry.seq, &entry.batch)?;
+                if mirror.is_none_or(|m| m.at < entry.prev) {
+                    // The mirror is behind (or none yet): this view moves it to the tail.
+                    shared.mirror = Some(Mirror {
+                        view,
+                        at: entry.seq,
+                    });
+                } else {
+                    self.own = Own::View(view);
+                }
+                framed
+            }
+            (_, own) => {
+                self.own = own;
+                return Err(Stuck::NoView);
+            }
+        };
+        if ended {
+            shared.terminal = Some(entry.seq);
+        }
+        Ok(tail.set_frame(entry, Slot::Passing, frames))
+    }
+
+    /// Records that record `seq` ended the run, when it did.
+    fn ended_at(&self, seq: u64, ended: bool) {
+        if ended {
+            lock(&self.carry)
+                .get_or_insert_with(Shared::default)
+                .terminal = Some(seq);
+        }
+    }
+
+    /// Whether the run's terminal event is at or before record `seq`.
+    fn ended_by(&self, seq: u64) -> bool {
+        lock(&self.carry)
+            .as_ref()
+            .and_then(|s| s.terminal)
+            .is_some_and(|t| t <= seq)
+    }
+
+    /// The frames of `records` (from the cache or the store), up to the run's terminal
+    /// event; `Err` with what is sent so far when the reader must first get a view.
+    fn frames(&mut self, out: &mut Vec<u8>, records: Records<'_>) -> Result<(), Stuck> {
+        let mut last = None;
+        let result = (|| {
+            match records {
+                Records::Entries(entries) => {
+                    for entry in entries {
+                        let frames = self.entry(entry)?;
+                        out.extend_from_slice(&frames);
+                        last = Some(entry.seq);
+                        if self.ended_by(entry.seq) {
+                            self.done = true;
+                            break;
+                        }
+                    }
+                }
+                Records::Store(records) => {
+                    for record in records {
+                        let view = match &mut self.own {
+                            Own::View(view) => view,
+                            Own::Fresh => {
+                                self.own = Own::View(View::new());
+                                let Own::View(view) = &mut self.own else {
+                                    unreachable!()
+                                };
+                                view
+                            }
+                            Own::Shared => return Err(Stuck::NoView),
+                        };
+                        let (frames, ended) = Self::framed(view, record.seq, &record.batch)?;
+                        out.extend_from_slice(&frames);
+                        last = Some(record.seq);
+                        if ended {
+                            self.done = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if let Some(last) = last {
+            self.cursor.seek(last);
+        }
+        result
+    }
+
+    /// A `RUN_ERROR` for a log the feed cannot read on (no id: it is no place in the log).
+    fn broken(&mut self, why: &str) -> Poll<Next> {
+        tracing::warn!(target: "chord::ag_ui", run = %self.cursor.address(), after = self.cursor.after(), error = why, "a run's log gives no events");
+        self.done = true;
+        let event = Event::RunError {
+            message: format!("the run's log cannot be read: {why}"),
+            code: Some(codes::LOG_UNREADABLE.to_owned()),
+        };
+        let mut out = Vec::new();
+        frame(&mut out, None, &event);
+        self.sent = true;
+        Poll::Ready(Next::Data(Bytes::from(out)))
+    }
+}
+
+/// Records a cursor yielded.
+enum Records<'a> {
+    Entries(&'a [Arc<Entry>]),
+    Store(&'a [crate::store::Record]),
+}
+
+impl Feed for RunFeed {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
+        loop {
+            if let Some(first) = self.first.take() {
+                self.sent = true;
+                return Poll::Ready(Next::Data(first));
+            }
+            if self.done {
+                return Poll::Ready(Next::End);
+            }
+            if let Some(building) = self.building.as_mut() {
+                let Poll::Ready(built) = building.as_mut().poll(cx) else {
+                    return Poll::Pending;
+                };
+                self.building = None;
+                match built {
+                    Ok(view) => self.own = Own::View(view),
+                    Err(why) => return self.broken(&why),
+                }
+            }
+            let after = self.cursor.after();
+            let step = match self.cursor.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(step) => step,
+            };
+            // The cursor moved past what it yielded; the feed moves it only as far as it
+            // framed (it may stop for a view, or at the terminal event).
+            self.cursor.seek(after);
+            let mut out = Vec::new();
+            let framed = match &step {
+                Step::Entries(entries) => self.frames(&mut out, Records::Entries(entries)),
+                Step::Records(records) => self.frames(&mut out, Records::Store(records)),
+                Step::Idle => continue,
+                // Compacted away before anything was sent (an agent that ran ahead of its
+                // client, past what retention keeps): the response starts where a reader
+                // with no id starts, at the oldest base kept, rather than send nothing.
+                Step::Gone if !self.sent => {
+                    let floor = self.cursor.tail().position().floor;
+                    self.cursor.seek(floor);
+                    self.own = Own::Fresh;
+                    continue;
+                }
+                // Compacted away meanwhile: the client's next request says so.
+                Step::Gone | Step::End => return Poll::Ready(Next::End),
+                Step::Failed(why) => return self.broken(why),
+            };
+            match framed {
+                Ok(()) => {}
+                Err(Stuck::NoView) => {
+                    let rebuild = Arc::clone(&self.rebuild);
+                    let at = self.cursor.after();
+                    let built = tokio::task::spawn_blocking(move || rebuild(at));
+                    self.building = Some(Box::pin(async move {
+                        built
+                            .await
+                            .unwrap_or_else(|_| Err("the read was cancelled".to_owned()))
+                    }));
+                }
+                Err(Stuck::Broken(why)) => {
+                    if !out.is_empty() {
+                        self.first = Some(Bytes::from(out));
+                    }
+                    let broken = self.broken(&why);
+                    return match self.first.take() {
+                        Some(before) => {
+                            // What was framed goes first, then the error.
+                            let Poll::Ready(Next::Data(error)) = broken else {
+                                return broken;
+                            };
+                            let mut both = before.to_vec();
+                            both.extend_from_slice(&error);
+                            Poll::Ready(Next::Data(Bytes::from(both)))
+                        }
+                        None => broken,
+                    };
+                }
+            }
+            if !out.is_empty() {
+                self.sent = true;
+                return Poll::Ready(Next::Data(Bytes::from(out)));
+            }
+        }
+    }
+}

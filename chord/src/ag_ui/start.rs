@@ -1,0 +1,511 @@
+//! Runs and their responses: starting a run (its first record, its agent on a thread of its
+//! own, within the endpoint's bound), where a response starts in a run's log (its start, or
+//! after a `Last-Event-ID`), and ending a run whose producer is gone.
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::events::{codes, RunAgentInput};
+use super::feed::{Rebuild, RunFeed};
+use super::id::{frame, EventId};
+use super::router::{blocking, refuse, AgUi};
+use super::run::{Envelope, Outcome, Run};
+use super::view::View;
+use crate::live::bound::{busy, Bound, Permit};
+use crate::live::cursor::Cursor;
+use crate::live::log::{Source, Want};
+use crate::live::server::Draining;
+use crate::live::sse::{self, SseBody, Timing};
+use crate::live::Log;
+use crate::store::{
+    is_base_tag, recover, Address, Checkpoint, Durable, LogWriter, ReadOptions, Record, Store,
+    BASE,
+};
+use crate::Tracked;
+
+/// Most bytes of batches one read of the log takes (a larger record is read whole).
+const CHUNK: usize = 64 * 1024;
+
+/// What a client past a bound is told to wait, in seconds.
+const RETRY_AFTER: u64 = 1;
+
+/// What the handlers share.
+pub(crate) struct Shared<T: Tracked, S: Store> {
+    pub(crate) app: AgUi<T, S>,
+    pub(crate) source: Arc<dyn Source>,
+    /// The runs whose producer runs in this process (or is being started).
+    pub(crate) running: Mutex<HashSet<Address>>,
+    /// The runs in flight, bounded ([`AgUi::max_runs`]).
+    pub(crate) runs: Bound,
+    /// The open event streams, bounded ([`AgUi::max_readers`]).
+    pub(crate) readers: Bound,
+}
+
+fn lock<V>(m: &Mutex<V>) -> MutexGuard<'_, V> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a response starts in the run's log.
+pub(crate) struct Start {
+    cursor: Cursor,
+    /// The reader's view after where it starts; `None`: it starts at a base, with no value.
+    view: Option<View>,
+    /// Events to send first: the rest of the record a resumed client was in.
+    first: Vec<u8>,
+}
+
+/// A `POST /` with a checked input: starts the run unless it exists, and answers its events.
+pub(crate) async fn post<T, S>(
+    shared: Arc<Shared<T, S>>,
+    input: RunAgentInput,
+    state: Option<T>,
+    last: Option<EventId>,
+    draining: Option<Draining>,
+) -> Response
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let address = shared.address(&input.thread_id, &input.run_id);
+    let Some(reader) = shared.readers.take() else {
+        return busy("the endpoint has its most event streams open", RETRY_AFTER);
+    };
+    let start = {
+        let shared = Arc::clone(&shared);
+        let address = address.clone();
+        blocking(move || start_or_join(&shared, address, input, state, last.is_some())).await
+    };
+    match start {
+        Ok(Ok(Some(start))) => respond(&shared, &address, start, draining, reader),
+        Ok(Ok(None)) => events_with(shared, address, last, draining, reader).await,
+        Ok(Err(r)) => *r,
+        Err(r) => r,
+    }
+}
+
+/// The SSE response of a run's events, from its start or after `last`.
+pub(crate) async fn events<T, S>(
+    shared: Arc<Shared<T, S>>,
+    address: Address,
+    last: Option<EventId>,
+    draining: Option<Draining>,
+) -> Response
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let Some(reader) = shared.readers.take() else {
+        return busy("the endpoint has its most event streams open", RETRY_AFTER);
+    };
+    events_with(shared, address, last, draining, reader).await
+}
+
+async fn events_with<T, S>(
+    shared: Arc<Shared<T, S>>,
+    address: Address,
+    last: Option<EventId>,
+    draining: Option<Draining>,
+    reader: Permit,
+) -> Response
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let start = {
+        let shared = Arc::clone(&shared);
+        let address = address.clone();
+        blocking(move || start_at(&shared, &address, last)).await
+    };
+    match start {
+        Ok(Ok(start)) => respond(&shared, &address, start, draining, reader),
+        Ok(Err(r)) => *r,
+        Err(r) => r,
+    }
+}
+
+/// The SSE response of a run's events from `start`.
+fn respond<T, S>(
+    shared: &Shared<T, S>,
+    address: &Address,
+    start: Start,
+    draining: Option<Draining>,
+    reader: Permit,
+) -> Response
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let timing = Timing {
+        lifetime: shared.app.lifetime,
+        keep_alive: shared.app.keep_alive,
+        coalesce: Duration::ZERO,
+        drain: draining,
+    };
+    let log = shared.app.log.clone();
+    let at = address.clone();
+    let rebuild: Rebuild = Arc::new(move |after| match view_through(&log, &at, after) {
+        Ok((view, _)) => Ok(view),
+        Err(Resumed::Missing | Resumed::Gone) => {
+            Err("the run's records were compacted away".to_owned())
+        }
+        Err(Resumed::Failed(why)) => Err(why),
+    });
+    let first = (!start.first.is_empty()).then(|| Bytes::from(start.first));
+    let feed = RunFeed::new(start.cursor, start.view, first, rebuild, reader);
+    let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
+    sse::headers(r.headers_mut());
+    r
+}
+
+/// Finds where a response starts (reads the store: call it off the runtime's workers).
+fn start_at<T, S>(
+    shared: &Shared<T, S>,
+    address: &Address,
+    last: Option<EventId>,
+) -> Result<Start, Box<Response>>
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let want = Want {
+        live: true,
+        after: last.map(|l| l.seq),
+    };
+    let tail = match shared.source.tail(address, want) {
+        Ok(Some(tail)) => tail,
+        Ok(None) => return Err(Box::new(refuse(StatusCode::NOT_FOUND, "no such run"))),
+        Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
+    };
+    orphan(shared, address);
+    let cursor = |after| {
+        Cursor::new(
+            Arc::clone(&shared.source),
+            address.clone(),
+            Arc::clone(&tail),
+            after,
+            CHUNK,
+        )
+    };
+    let Some(last) = last else {
+        let after = tail.position().floor;
+        return Ok(Start {
+            cursor: cursor(after),
+            view: None,
+            first: Vec::new(),
+        });
+    };
+    let gone = || {
+        Box::new(refuse(
+            StatusCode::GONE,
+            "the run's records at this Last-Event-ID were compacted away: start again without it",
+        ))
+    };
+    if last.seq < tail.position().floor {
+        return Err(gone());
+    }
+    let (view, events) = match view_through(&shared.app.log, address, last.seq) {
+        Ok(through) => through,
+        // The record was there when the floor was read, or never was: a compaction since
+        // (of a checkpoint the run appended, which moves the tail's floor before the store
+        // drops what it passed) makes it gone, not unknown.
+        Err(Resumed::Missing) if last.seq < tail.position().floor => return Err(gone()),
+        Err(Resumed::Missing) => return Err(unknown_id()),
+        Err(Resumed::Gone) => {
+            return Err(Box::new(refuse(
+                StatusCode::GONE,
+                "the run's records before this Last-Event-ID were compacted away: \
+                 start again without it",
+            )))
+        }
+        Err(Resumed::Failed(why)) => {
+            return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, why)))
+        }
+    };
+    if last.k >= events.len() {
+        return Err(unknown_id());
+    }
+    if last.k + 1 == events.len() && view.ended() {
+        // The id is the run's terminal event: nothing follows, ever. `204` stops an
+        // `EventSource`, which would otherwise reconnect for ever.
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return Err(Box::new(r));
+    }
+    let mut first = Vec::new();
+    for (k, event) in events.iter().enumerate().skip(last.k + 1) {
+        frame(&mut first, Some(EventId { seq: last.seq, k }), event);
+    }
+    Ok(Start {
+        cursor: cursor(last.seq),
+        view: Some(view),
+        first,
+    })
+}
+
+/// Starts the run unless it exists: writes its first record and calls the agent on a thread
+/// of its own. `resuming`: the client sent a `Last-Event-ID`, so the run must exist. Returns,
+/// for a run it started, where the response starts: at the run's first record, taken before
+/// the agent runs (the agent may write, and retention drop, records before the response
+/// would otherwise look for its start); `None` for a run that exists.
+fn start_or_join<T, S>(
+    shared: &Arc<Shared<T, S>>,
+    address: Address,
+    input: RunAgentInput,
+    state: Option<T>,
+    resuming: bool,
+) -> Result<Option<Start>, Box<Response>>
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let mut running = lock(&shared.running);
+    if running.contains(&address) {
+        return Ok(None);
+    }
+    let want = Want {
+        live: true,
+        after: None,
+    };
+    match shared.source.tail(&address, want) {
+        Ok(Some(_)) => return Ok(None),
+        Ok(None) => {}
+        Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
+    }
+    if resuming {
+        return Err(Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            "unknown Last-Event-ID: this server has no such run",
+        )));
+    }
+    let Some(permit) = shared.runs.take() else {
+        return Err(Box::new(busy(
+            "the endpoint runs its most runs at once",
+            RETRY_AFTER,
+        )));
+    };
+    let state = state.unwrap_or_else(|| (shared.app.init)(&input));
+    let writer = LogWriter::new(shared.app.log.clone(), shared.app.checkpoint);
+    let mut run = Run::new(
+        writer,
+        address.clone(),
+        &input.thread_id,
+        &input.run_id,
+        state,
+    );
+    if let Err(e) = run.flush() {
+        return Err(Box::new(refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format_args!("storing the run's start: {e}"),
+        )));
+    }
+    running.insert(address.clone());
+    drop(running);
+    let fail = |run: &mut Run<T, Log<S>>, why: &str| {
+        // (The run is stored but will not be produced: it is ended as failed.)
+        if let Err(e) = run.end(Outcome::error(codes::PRODUCER_GONE, why)) {
+            tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "a run that could not be produced could not be ended");
+        }
+        lock(&shared.running).remove(&address);
+    };
+    let start = match start_at(shared, &address, None) {
+        Ok(start) => start,
+        Err(refused) => {
+            fail(&mut run, "the run's start could not be read back");
+            return Err(refused);
+        }
+    };
+    // The agent's own thread: an agent blocks (an LLM call takes seconds), and the blocking
+    // pool serves the endpoint's reads, which must not wait behind it.
+    let (tx, rx) = std::sync::mpsc::channel::<Run<T, Log<S>>>();
+    let producer = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name("chord-agent".to_owned())
+        .spawn(move || {
+            if let Ok(run) = rx.recv() {
+                produce(&producer, &input, run);
+            }
+            drop(permit);
+        });
+    match spawned {
+        Ok(_) => {
+            // The thread is waiting for it: a send fails only if it is gone.
+            let _ = tx.send(run);
+        }
+        Err(e) => {
+            fail(&mut run, &format!("the agent's thread could not start: {e}"));
+            return Err(Box::new(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format_args!("the agent's thread could not start: {e}"),
+            )));
+        }
+    }
+    Ok(Some(start))
+}
+
+/// Calls the agent, then stores how the run ended.
+fn produce<T, S>(shared: &Shared<T, S>, input: &RunAgentInput, mut run: Run<T, Log<S>>)
+where
+    T: Tracked + Serialize + Send + 'static,
+    S: Store + Send + 'static,
+{
+    let address = run.address().clone();
+    let done = catch_unwind(AssertUnwindSafe(|| (shared.app.agent)(input, &mut run)));
+    let outcome = match done {
+        Ok(Ok(())) => Outcome::Finished,
+        Ok(Err(e)) => Outcome::error(codes::AGENT_FAILED, e.to_string()),
+        Err(panic) => {
+            let said = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            Outcome::error(
+                codes::AGENT_PANICKED,
+                format!("the agent panicked: {said}"),
+            )
+        }
+    };
+    let ended = catch_unwind(AssertUnwindSafe(|| run.end(outcome.clone())));
+    if !matches!(ended, Ok(Ok(_))) {
+        // The handle could not store it (a panic left it half-changed, the store failed):
+        // the outcome goes through a handle of its own, from what the log holds.
+        drop(run);
+        if let Err(e) = end_from_log(&shared.app.log, shared.app.checkpoint, &address, outcome) {
+            tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "the run's outcome could not be stored");
+        }
+    }
+    lock(&shared.running).remove(&address);
+}
+
+/// Ends the run stored at `address` with `outcome` (its open messages ended), whatever its
+/// state's type: recovered from the log, changed, flushed.
+fn end_from_log<S: Store>(
+    log: &Log<S>,
+    checkpoint: Checkpoint,
+    address: &Address,
+    outcome: Outcome,
+) -> crate::store::Result<()> {
+    let writer = LogWriter::new(log.clone(), checkpoint);
+    let mut run: Durable<Envelope<Value>, _> =
+        Durable::open(writer, address.clone(), Envelope::default)?;
+    if run.outcome != Outcome::Running {
+        return Ok(());
+    }
+    let open: Vec<usize> = (run.messages.iter().enumerate())
+        .filter(|(_, m)| !m.ended)
+        .map(|(i, _)| i)
+        .collect();
+    {
+        let mut envelope = run.state();
+        for i in open {
+            if let Some(mut m) = envelope.messages.get_mut(i) {
+                m.ended.set(true);
+            }
+        }
+        envelope.outcome.set(outcome);
+    }
+    run.flush().map(drop)
+}
+
+/// A run left unfinished by a producer that is gone (this process restarted mid-run) is
+/// ended with a `RUN_ERROR`, so that its clients do not wait for ever. Only over a store no
+/// other process writes: over a shared one, the producer may run on another node.
+fn orphan<T: Tracked, S: Store>(shared: &Shared<T, S>, address: &Address) {
+    if shared.app.log.live_source().is_some() {
+        return;
+    }
+    let running = lock(&shared.running);
+    if running.contains(address) {
+        return;
+    }
+    let unfinished = matches!(
+        recover(&shared.app.log, address),
+        Ok(Some(envelope)) if envelope.pointer("/outcome/status") == Some(&Value::from("running"))
+    );
+    if unfinished {
+        let outcome = Outcome::error(
+            codes::PRODUCER_GONE,
+            "the run's producer stopped before the run ended (the server restarted)",
+        );
+        if let Err(e) = end_from_log(&shared.app.log, shared.app.checkpoint, address, outcome) {
+            tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "an orphaned run could not be ended");
+        }
+    }
+    drop(running);
+}
+
+/// Why [`view_through`] gives no view.
+enum Resumed {
+    /// The log has no record at that seq.
+    Missing,
+    /// The records before it, back to a base, were compacted away.
+    Gone,
+    /// The store failed, the records before were compacted away, or a record gives no
+    /// events: why.
+    Failed(String),
+}
+
+/// The answer to a Last-Event-ID that names no event of the run.
+fn unknown_id() -> Box<Response> {
+    Box::new(refuse(
+        StatusCode::BAD_REQUEST,
+        "unknown Last-Event-ID: the run has no such event",
+    ))
+}
+
+/// The view after record `seq` of the run, built from the last base before it, and the
+/// events of that record.
+fn view_through<S: Store>(
+    log: &Log<S>,
+    address: &Address,
+    seq: u64,
+) -> Result<(View, Vec<super::Event>), Resumed> {
+    let failed = |e: &dyn std::fmt::Display| Resumed::Failed(e.to_string());
+    // The record itself.
+    let at = ReadOptions::asc().cursor(seq.checked_sub(1)).limit(1);
+    let record = match log.read_list(address, &at) {
+        Ok(page) => match page.records.into_iter().next() {
+            Some(r) if r.seq == seq => r,
+            _ => return Err(Resumed::Missing),
+        },
+        Err(e) => return Err(failed(&e)),
+    };
+    // The records before it, back to a base.
+    let mut before: Vec<Record> = Vec::new();
+    let mut options = ReadOptions::desc()
+        .cursor(Some(seq))
+        .stop_at_tag(BASE)
+        .limit(100);
+    loop {
+        let page = log.read_list(address, &options).map_err(|e| failed(&e))?;
+        let based = page
+            .records
+            .last()
+            .is_some_and(|r| is_base_tag(r.tag.as_deref()));
+        before.extend(page.records);
+        if based || page.next_cursor.is_none() {
+            if !based && !before.is_empty() {
+                return Err(Resumed::Gone);
+            }
+            break;
+        }
+        options.cursor = page.next_cursor;
+    }
+    let mut view = View::new();
+    for r in before.iter().rev() {
+        view.record(&r.batch).map_err(|e| failed(&e))?;
+    }
+    let events = view.record(&record.batch).map_err(|e| failed(&e))?;
+    Ok((view, events))
+}
