@@ -5,8 +5,8 @@ use std::path::Path;
 
 use chord::store::{Address, JsonlStore, PostgresStore, ReadOptions, Store, BASE};
 
+use crate::failure::Failure;
 use crate::output::{self, Progress};
-use crate::Failure;
 
 /// An open log.
 pub(crate) enum Log {

@@ -5,6 +5,8 @@ use std::io::{self, BufWriter, IsTerminal, Stdout, Write};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
+use crate::failure::Failure;
+
 /// A log bigger than this shows a progress bar while it is read.
 pub(crate) const LONG_BYTES: u64 = 16 << 20;
 /// More records than this show a progress bar while they are walked.
@@ -46,7 +48,7 @@ impl Out {
     }
 
     /// One JSON document: compact for programs, indented for people.
-    pub(crate) fn json_value(&mut self, value: &Value) -> Result<(), crate::Failure> {
+    pub(crate) fn json_value(&mut self, value: &Value) -> Result<(), Failure> {
         if self.json {
             serde_json::to_writer(&mut self.out, value)?;
         } else {
@@ -57,7 +59,7 @@ impl Out {
     }
 
     /// One JSON value on its own line (JSON Lines).
-    pub(crate) fn json_line(&mut self, value: &Value) -> Result<(), crate::Failure> {
+    pub(crate) fn json_line(&mut self, value: &Value) -> Result<(), Failure> {
         serde_json::to_writer(&mut self.out, value)?;
         writeln!(self.out)?;
         Ok(())
@@ -135,5 +137,14 @@ impl Progress {
         if let Some(bar) = &self.0 {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The plural ending of a count's noun in the text output: `1 record`, `2 records`.
+pub(crate) fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }

@@ -18,7 +18,9 @@ use chord::store::{Durability, JsonlStore, PostgresStore, Store};
 use chord::streams::{self, default_cors, Access, Health, Log, Server, Streams};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use crate::tokens::Tokens;
+use crate::failure::with_causes;
+use crate::log::postgres_url;
+use crate::tokens::{TokenError, Tokens};
 
 /// The route of the Prometheus scrape.
 pub(crate) const METRICS_ROUTE: &str = "/metrics";
@@ -88,42 +90,9 @@ pub(crate) struct Args {
 /// Why `chord serve` could not start or went on serving: each names the flag or the log.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ServeError {
-    /// A token file could not be read.
-    #[error("{flag} {}: {source}", path.display())]
-    TokenFile {
-        /// The flag that named it.
-        flag: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// A token file holds no token.
-    #[error(
-        "{flag} {}: no token in it (one a line; blank lines and lines starting with # are \
-         skipped)",
-        path.display()
-    )]
-    NoToken {
-        /// The flag that named it.
-        flag: &'static str,
-        /// The file.
-        path: PathBuf,
-    },
-    /// A token file's line is not a token.
-    #[error(
-        "{flag} {}:{line}: not a token: a token is visible ASCII with no space (what an \
-         Authorization header carries)",
-        path.display()
-    )]
-    BadToken {
-        /// The flag that named it.
-        flag: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The line, from 1.
-        line: usize,
-    },
+    /// `--read-token-file` or `--write-token-file` names no usable file of tokens.
+    #[error(transparent)]
+    Tokens(#[from] TokenError),
     /// `--cache-control` is not a header value.
     #[error("--cache-control {0:?}: not a valid header value (visible ASCII)")]
     CacheControl(String),
@@ -138,7 +107,7 @@ pub(crate) enum ServeError {
     #[error("--cors-origin {0:?}: not an origin (scheme://host or scheme://host:port)")]
     Origin(String),
     /// The log could not be opened.
-    #[error("opening the log to serve: {}", crate::with_causes(.0))]
+    #[error("opening the log to serve: {}", with_causes(.0))]
     Open(#[source] chord::store::Error),
     /// The log is a SQLite database, and this `chord` was built without SQLite.
     #[cfg_attr(feature = "sqlite", allow(dead_code))]
@@ -341,7 +310,7 @@ fn is_sqlite(log: &Path) -> bool {
 
 /// Opens `log` to serve: for writing when writes are on, else read-only.
 fn open(log: &Path, writes: bool) -> Result<(Opened, String), ServeError> {
-    if let Some(url) = crate::log::postgres_url(log) {
+    if let Some(url) = postgres_url(log) {
         let store = if writes {
             PostgresStore::open(url, Durability::default())
         } else {

@@ -7,8 +7,9 @@ use chord::store::{is_base_tag, Address, ReadOptions};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::output::{Out, Progress, LONG_RECORDS};
-use crate::{plural, Failure};
+use crate::failure::Failure;
+use crate::log::Log;
+use crate::output::{plural, Out, Progress, LONG_RECORDS};
 
 /// What one address holds.
 struct PerAddress {
@@ -18,8 +19,9 @@ struct PerAddress {
     replay: usize,
 }
 
+/// Runs `chord stats`.
 pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
-    let log = crate::open(log)?;
+    let log = Log::open(log)?;
     let store = log.store();
     // A database's record count is not known before reading (no bar, then).
     let total = log.len().unwrap_or(0);

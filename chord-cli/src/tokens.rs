@@ -1,11 +1,51 @@
 //! The bearer tokens of `chord serve`: read from a file, checked on each request.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
 use axum::http::{header, HeaderMap, Uri};
 use percent_encoding::percent_decode_str;
 
-use crate::serve::ServeError;
+/// Why a token file was refused: each names the flag and the file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TokenError {
+    /// The file could not be read.
+    #[error("{flag} {}: {source}", path.display())]
+    Unreadable {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The file holds no token.
+    #[error(
+        "{flag} {}: no token in it (one a line; blank lines and lines starting with # are \
+         skipped)",
+        path.display()
+    )]
+    NoToken {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
+    /// A line of the file is not a token.
+    #[error(
+        "{flag} {}:{line}: not a token: a token is visible ASCII with no space (what an \
+         Authorization header carries)",
+        path.display()
+    )]
+    BadToken {
+        /// The flag that named it.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+    },
+}
 
 /// The tokens a request may carry; any one of them is accepted.
 #[derive(Debug)]
@@ -18,8 +58,8 @@ impl Tokens {
     /// whitespace trimmed; blank lines and lines starting with `#` are skipped. A token is
     /// visible ASCII with no space (what an `Authorization` header carries), so a file of
     /// another kind (a key pair, a binary) is refused rather than half read.
-    pub(crate) fn read(flag: &'static str, path: &Path) -> Result<Tokens, ServeError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ServeError::TokenFile {
+    pub(crate) fn read(flag: &'static str, path: &Path) -> Result<Tokens, TokenError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Unreadable {
             flag,
             path: path.to_owned(),
             source,
@@ -31,7 +71,7 @@ impl Tokens {
                 continue;
             }
             if !line.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(ServeError::BadToken {
+                return Err(TokenError::BadToken {
                     flag,
                     path: path.to_owned(),
                     line: n + 1,
@@ -40,7 +80,7 @@ impl Tokens {
             tokens.push(line.as_bytes().to_vec());
         }
         if tokens.is_empty() {
-            return Err(ServeError::NoToken {
+            return Err(TokenError::NoToken {
                 flag,
                 path: PathBuf::from(path),
             });
@@ -97,7 +137,7 @@ impl Tokens {
 mod tests {
     use super::*;
 
-    fn tokens(text: &str) -> Result<Tokens, ServeError> {
+    fn tokens(text: &str) -> Result<Tokens, TokenError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens");
         std::fs::write(&path, text).unwrap();
