@@ -251,6 +251,7 @@
 //! assert_eq!(&client, patcher.value());
 //! ```
 
+mod config;
 mod events;
 mod feed;
 mod id;
@@ -264,6 +265,6 @@ mod view;
 pub use self::events::{
     codes, Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
 };
-pub use self::router::{AgUi, AgentError, RunRequest, RunRequestKind};
+pub use self::config::{AgUi, AgentError, RunRequest, RunRequestKind};
 pub use self::patch::{PatchError, Patcher};
 pub use self::run::{Envelope, MessageId, Outcome, Run, TextMessage};

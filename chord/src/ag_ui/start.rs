@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::events::{codes, RunAgentInput};
 use super::feed::{Rebuild, RunFeed};
 use super::id::{frame, EventId};
-use super::router::{blocking, refuse, AgUi};
+use super::config::AgUi;
 use super::run::{Envelope, Outcome, Run};
 use super::view::View;
 use crate::live::bound::{busy, Bound, Permit};
@@ -52,6 +52,26 @@ pub(crate) struct Shared<T: Tracked, S: Store> {
 
 fn lock<V>(m: &Mutex<V>) -> MutexGuard<'_, V> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A plain-text refusal saying why.
+pub(crate) fn refuse(status: StatusCode, reason: impl std::fmt::Display) -> Response {
+    let mut r = (status, format!("{reason}\n")).into_response();
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// Runs blocking work (the store's API is synchronous) off the runtime's workers.
+pub(crate) async fn blocking<R: Send + 'static>(
+    work: impl FnOnce() -> R + Send + 'static,
+) -> Result<R, Response> {
+    tokio::task::spawn_blocking(work).await.map_err(|_| {
+        refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server's work for this request failed",
+        )
+    })
 }
 
 /// Where a response starts in the run's log.
