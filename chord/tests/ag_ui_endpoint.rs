@@ -284,7 +284,7 @@ async fn serve_with<S: Store + Send + 'static>(
 ) -> TestServer {
     let app = AgUi::new(
         log,
-        move |_: &RunAgentInput, run: &mut Run<Steps, S>| -> Result<(), AgentError> {
+        move |_: &RunAgentInput, run: &mut Run<Steps, Log<S>>| -> Result<(), AgentError> {
             let id = run.start_message();
             for (i, token) in TOKENS.iter().enumerate() {
                 if let Some((at, gate)) = &gate {
@@ -612,7 +612,7 @@ async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
     let log = LogBuilder::new()
         .retention(Retention::Bases(64))
         .build(file);
-    let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, JsonlStore>| {
+    let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, Log<JsonlStore>>| {
         Err::<(), _>("a second producer started")
     })
     .checkpoint(every)
@@ -641,9 +641,13 @@ async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_or_panicking_producer_ends_its_run_with_run_error() {
-    for (ending, said) in [
-        (Ending::Fail, "the model is away"),
-        (Ending::Panic, "the agent panicked: a bug in the agent"),
+    for (ending, said, code) in [
+        (Ending::Fail, "the model is away", "AGENT_FAILED"),
+        (
+            Ending::Panic,
+            "the agent panicked: a bug in the agent",
+            "AGENT_PANICKED",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let log = log_in(dir.path());
@@ -659,7 +663,7 @@ async fn a_failing_or_panicking_producer_ends_its_run_with_run_error() {
         }
         assert_eq!(
             client.ended,
-            Some(json!({"type": "RUN_ERROR", "message": said}))
+            Some(json!({"type": "RUN_ERROR", "message": said, "code": code}))
         );
         assert_eq!(
             client.text(),
@@ -760,10 +764,19 @@ async fn bad_input_is_refused_with_its_reason_and_starts_nothing() {
     let (offset, _) = first.split_once(':').unwrap();
     let beyond: &'static str = Box::leak(format!("{offset}:7").into_boxed_str());
     refused(400, "unknown Last-Event-ID")(get("/runs/t/ok".into(), beyond).await);
-    // After the last event: nothing more, and the response ends.
+    // After the terminal event: nothing more, ever: `204`, which stops an `EventSource`.
     let last: &'static str = Box::leak(events.last().unwrap().id.clone().unwrap().into_boxed_str());
     let (status, rest) = get("/runs/t/ok".into(), last).await;
-    assert_eq!((status, rest.as_str()), (200, ""));
+    assert_eq!((status, rest.as_str()), (204, ""));
+    // One event before it: the terminal event alone.
+    let (offset, k) = last.split_once(':').unwrap();
+    let k: usize = k.parse().unwrap();
+    if k > 0 {
+        let before: &'static str = Box::leak(format!("{offset}:{}", k - 1).into_boxed_str());
+        let (status, rest) = get("/runs/t/ok".into(), before).await;
+        assert_eq!(status, 200);
+        assert!(rest.contains("RUN_FINISHED"), "{rest}");
+    }
     // Nothing was stored for the refused runs.
     let addresses = log.addresses().unwrap();
     assert_eq!(addresses, [Address::new("ag-ui/t", "ok")]);
@@ -774,7 +787,7 @@ async fn bad_input_is_refused_with_its_reason_and_starts_nothing() {
 async fn a_refused_request_is_refused_before_its_body_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(dir.path());
-    let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, JsonlStore>| {
+    let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, Log<JsonlStore>>| {
         Ok::<(), chord::ag_ui::AgentError>(())
     })
     .authorize(|r: &chord::ag_ui::RunRequest<'_>| {
@@ -812,7 +825,7 @@ async fn a_quiet_run_sends_keep_alive_comments() {
     let gate = Mutex::new(gate);
     let app = AgUi::new(
         &log,
-        move |_: &RunAgentInput, run: &mut Run<Steps, JsonlStore>| {
+        move |_: &RunAgentInput, run: &mut Run<Steps, Log<JsonlStore>>| {
             *run.state().tokens += 1;
             run.flush()?;
             gate.lock().unwrap().recv()?; // quiet until the test has seen a keep-alive

@@ -138,8 +138,13 @@ impl RunFeed {
             }
             let mut view = View::new();
             let (frames, ended) = Self::framed(&mut view, entry.seq, &entry.batch)?;
-            self.ended_at(entry.seq, ended);
-            self.own = Own::View(view);
+            let carry = Arc::clone(&self.carry);
+            let mut shared = lock(&carry);
+            let shared = shared.get_or_insert_with(Shared::default);
+            if ended {
+                shared.terminal = Some(entry.seq);
+            }
+            self.settle(shared, view, entry.seq);
             return Ok(tail.set_frame(entry, Slot::Start, frames));
         }
         if let Some(frames) = entry.frame(Slot::Passing) {
@@ -160,17 +165,9 @@ impl RunFeed {
                 mirror.at = entry.seq;
                 framed
             }
-            (mirror, Own::View(mut view)) => {
+            (_, Own::View(mut view)) => {
                 let framed = Self::framed(&mut view, entry.seq, &entry.batch)?;
-                if mirror.is_none_or(|m| m.at < entry.prev) {
-                    // The mirror is behind (or none yet): this view moves it to the tail.
-                    shared.mirror = Some(Mirror {
-                        view,
-                        at: entry.seq,
-                    });
-                } else {
-                    self.own = Own::View(view);
-                }
+                self.settle(shared, view, entry.seq);
                 framed
             }
             (_, own) => {
@@ -184,12 +181,15 @@ impl RunFeed {
         Ok(tail.set_frame(entry, Slot::Passing, frames))
     }
 
-    /// Records that record `seq` ended the run, when it did.
-    fn ended_at(&self, seq: u64, ended: bool) {
-        if ended {
-            lock(&self.carry)
-                .get_or_insert_with(Shared::default)
-                .terminal = Some(seq);
+    /// Gives the reader's view, after record `at`, to the mirror when the mirror is behind it
+    /// (or there is none yet): the reader reads the shared frames from here, and holds no
+    /// copy of the state. A mirror ahead of it is left where it is.
+    fn settle(&mut self, shared: &mut Shared, view: View, at: u64) {
+        if shared.mirror.as_ref().is_none_or(|m| m.at < at) {
+            shared.mirror = Some(Mirror { view, at });
+            self.own = Own::Shared;
+        } else {
+            self.own = Own::View(view);
         }
     }
 

@@ -45,7 +45,7 @@
 //!
 //! ```no_run
 //! use chord::ag_ui::{AgUi, AgentError, Run, RunAgentInput};
-//! use chord::store::{Durability, JsonlStore};
+//! use chord::store::{Durability, JsonlStore, Store};
 //! use chord::streams::{serve, Log};
 //! # use chord::Tracked;
 //! # use serde::{Deserialize, Serialize};
@@ -54,7 +54,7 @@
 //! # #[derive(Tracked, Serialize, Deserialize)]
 //! # struct Step { title: String, done: bool }
 //!
-//! fn agent(input: &RunAgentInput, run: &mut Run<Research, JsonlStore>) -> Result<(), AgentError> {
+//! fn agent<S: Store>(input: &RunAgentInput, run: &mut Run<Research, S>) -> Result<(), AgentError> {
 //!     run.state().plan.push(Step { title: "search".into(), done: false });
 //!     run.flush()?; // STATE_DELTA [{"op":"add","path":"/plan/-","value":{...}}]
 //!     run.state().sources.push("https://docs.ag-ui.com".into());

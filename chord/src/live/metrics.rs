@@ -82,6 +82,9 @@ pub const FALLBACKS: &str = "chord_fallbacks_total";
 /// | `fork` | `PUT` with `Stream-Forked-From` |
 /// | `delete` | `DELETE` |
 /// | `options` | `OPTIONS` (a cross-origin preflight, or the methods served) |
+/// | `ag_ui_run` | AG-UI: `POST /`, a run started or resumed |
+/// | `ag_ui_events` | AG-UI: `GET /runs/{threadId}/{runId}`, a run's events |
+/// | `ag_ui_state` | AG-UI: `GET /runs/{threadId}/{runId}/state`, a run's state |
 /// | `other` | any other method, or a `GET` with an unknown `live` mode |
 pub const REQUEST_KINDS: &[&str] = &[
     "catch_up",
@@ -93,6 +96,9 @@ pub const REQUEST_KINDS: &[&str] = &[
     "fork",
     "delete",
     "options",
+    "ag_ui_run",
+    "ag_ui_events",
+    "ag_ui_state",
     "other",
 ];
 

@@ -1,0 +1,494 @@
+//! The AG-UI door keeps the promises of the live layer it stands on: the same headers on every
+//! answer, its requests in the request metrics, runs and readers bounded with agents off the
+//! reads' pool, bounded memory per open response whatever the state's size, a typed client
+//! state, and a run that needs no router.
+
+#[path = "support/counting.rs"]
+mod counting;
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use chord::ag_ui::{AgUi, AgentError, Outcome, Run, RunAgentInput};
+use chord::store::{Address, Checkpoint, JsonlStore, LogWriter, Store};
+use chord::streams::metrics as m;
+use chord::streams::{Log, Server};
+use chord::Tracked;
+use http_body_util::BodyExt;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower_service::Service;
+
+#[global_allocator]
+static ALLOC: counting::Counting = counting::Counting;
+
+/// How long a test waits for what must happen before it calls it a failure: a hang, not a
+/// timing, is what it catches.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+#[derive(Tracked, Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
+struct Plan {
+    steps: Vec<String>,
+    n: u32,
+}
+
+fn input(thread: &str, run: &str, state: &str) -> String {
+    format!(
+        r#"{{"threadId":"{thread}","runId":"{run}","state":{state},"messages":[],"tools":[],"context":[],"forwardedProps":{{}}}}"#
+    )
+}
+
+fn log_in(dir: &std::path::Path) -> Log<JsonlStore> {
+    Log::new(JsonlStore::open(dir.join("runs.jsonl"), Default::default()).unwrap())
+}
+
+async fn call(
+    app: &mut axum::Router,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let mut request = Request::builder().method(method).uri(path);
+    if body.is_some() {
+        request = request.header("content-type", "application/json");
+    }
+    let request = request
+        .body(body.map_or_else(Body::empty, Body::from))
+        .unwrap();
+    std::future::poll_fn(|cx| Service::<Request<Body>>::poll_ready(app, cx))
+        .await
+        .unwrap();
+    let response = app.call(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    // An event stream of a finished run ends; a bounded read keeps a live one from hanging.
+    let text = match tokio::time::timeout(Duration::from_secs(2), body.collect()).await {
+        Ok(Ok(b)) => String::from_utf8_lossy(&b.to_bytes()).into_owned(),
+        _ => String::new(),
+    };
+    (parts.status, parts.headers, text)
+}
+
+fn finishing(_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>) -> Result<(), AgentError> {
+    run.state().steps.push("search".into());
+    run.flush()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_of_every_verb_and_route_carries_the_layers_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let mut app = AgUi::new(&log, finishing).router();
+    let (status, _, _) = call(&mut app, Method::POST, "/", Some(input("t", "r", "{}"))).await;
+    assert_eq!(status, 200);
+    let verbs = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::TRACE,
+        Method::CONNECT,
+    ];
+    let paths = ["/", "/runs/t/r", "/runs/t/r/state", "/nope", "/runs/t"];
+    let mut answers = 0;
+    for verb in &verbs {
+        for path in paths {
+            let (status, headers, _) = call(&mut app, verb.clone(), path, None).await;
+            for (name, value) in [
+                ("x-content-type-options", "nosniff"),
+                ("cross-origin-resource-policy", "cross-origin"),
+            ] {
+                assert_eq!(
+                    headers.get(name).and_then(|v| v.to_str().ok()),
+                    Some(value),
+                    "{verb} {path} answered {status} without {name}"
+                );
+            }
+            answers += 1;
+        }
+    }
+    assert_eq!(answers, 45);
+}
+
+#[test]
+fn ag_ui_requests_are_counted_under_kinds_of_their_own() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let log = log_in(dir.path());
+            let mut app = AgUi::new(&log, finishing).router();
+            let (status, _, _) =
+                call(&mut app, Method::POST, "/", Some(input("t", "r", "{}"))).await;
+            assert_eq!(status, 200);
+            assert_eq!(call(&mut app, Method::GET, "/runs/t/r/state", None).await.0, 200);
+            assert_eq!(call(&mut app, Method::GET, "/runs/t/x/state", None).await.0, 404);
+            assert_eq!(call(&mut app, Method::GET, "/runs/t/x", None).await.0, 404);
+        })
+    });
+    let mut counted = Vec::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let (_, key) = key.into_parts();
+        if key.name() != m::REQUESTS {
+            continue;
+        }
+        let label = |name: &str| {
+            key.labels()
+                .find(|l| l.key() == name)
+                .map(|l| l.value().to_owned())
+                .unwrap_or_default()
+        };
+        if let DebugValue::Counter(n) = value {
+            counted.push((label("kind"), label("status"), n));
+        }
+    }
+    counted.sort();
+    assert_eq!(
+        counted,
+        [
+            ("ag_ui_events".to_owned(), "404".to_owned(), 1),
+            ("ag_ui_run".to_owned(), "200".to_owned(), 1),
+            ("ag_ui_state".to_owned(), "200".to_owned(), 1),
+            ("ag_ui_state".to_owned(), "404".to_owned(), 1),
+        ]
+    );
+    for kind in ["ag_ui_run", "ag_ui_events", "ag_ui_state"] {
+        assert!(m::REQUEST_KINDS.contains(&kind), "{kind}");
+    }
+}
+
+/// A raw HTTP/1 request; the status and, for a `200`, whatever of the body came within
+/// `read_for`.
+async fn raw(
+    addr: std::net::SocketAddr,
+    head: &str,
+    body: &str,
+    read_for: Duration,
+) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "{head} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let until = tokio::time::Instant::now() + read_for;
+    while let Ok(Ok(n)) = tokio::time::timeout_at(until, stream.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+#[test]
+fn runs_in_flight_are_bounded_and_agents_leave_the_reads_pool_free() {
+    // A small blocking pool: were agents run on it (as an LLM's slow steps are), four of them
+    // would leave no thread for the endpoint's store reads.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log_in(dir.path());
+        let (release, gate) = mpsc::channel::<()>();
+        let gate = Arc::new(Mutex::new(gate));
+        let app = AgUi::new(&log, move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+            run.state().steps.push("think".into());
+            run.flush()?;
+            let _ = gate.lock().unwrap().recv(); // a slow model
+            Ok::<(), AgentError>(())
+        })
+        .max_runs(6)
+        .router();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
+        // Six runs in flight: the bound.
+        let mut streams = Vec::new();
+        for i in 0..6 {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let body = input("t", &format!("r{i}"), "{}");
+            let request = format!(
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut buf = [0u8; 4096];
+            let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+                .await
+                .expect("a run's response starts")
+                .unwrap();
+            assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&buf[..n]));
+            streams.push(stream);
+        }
+        // One more: refused, nothing started or stored.
+        let (status, text) = raw(addr, "POST /", &input("t", "r6", "{}"), Duration::from_secs(2)).await;
+        assert_eq!(status, 503, "{text}");
+        assert!(text.to_ascii_lowercase().contains("retry-after: 1"), "{text}");
+        assert!(!log.addresses().unwrap().contains(&Address::new("ag-ui/t", "r6")));
+        // With the bound reached, reads of the runs are answered.
+        let state = tokio::time::timeout(
+            PATIENCE,
+            raw(addr, "GET /runs/t/r0/state", "", Duration::from_millis(500)),
+        )
+        .await
+        .expect("a run's state answers while the bound is reached");
+        assert_eq!(state.0, 200, "{}", state.1);
+        assert!(state.1.contains(r#""steps":["think"]"#), "{}", state.1);
+        let events = tokio::time::timeout(
+            PATIENCE,
+            raw(addr, "GET /runs/t/r1", "", Duration::from_millis(500)),
+        )
+        .await
+        .expect("a run's events answer while the bound is reached");
+        assert_eq!(events.0, 200, "{}", events.1);
+        assert!(events.1.contains("STATE_SNAPSHOT"), "{}", events.1);
+        // The runs end; the bound has room again.
+        for _ in 0..6 {
+            release.send(()).unwrap();
+        }
+        drop(streams);
+        let mut started = 0;
+        for _ in 0..100 {
+            let (status, _) = raw(addr, "POST /", &input("t", "r7", "{}"), Duration::from_millis(300)).await;
+            if status == 200 {
+                started += 1;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(started, 1, "a run starts once the others ended");
+        release.send(()).unwrap();
+        server.abort();
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_event_streams_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Arc::new(Mutex::new(gate));
+    let app = AgUi::new(&log, move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+        run.state().n.set(1);
+        run.flush()?;
+        let _ = gate.lock().unwrap().recv();
+        Ok::<(), AgentError>(())
+    })
+    .max_readers(3)
+    .router();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
+    let mut open = Vec::new();
+    let (status, _) = raw(addr, "POST /", &input("t", "r", "{}"), Duration::from_millis(300)).await;
+    assert_eq!(status, 200); // its stream closed when the read above gave up
+    for _ in 0..3 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /runs/t/r HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 1024];
+        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf)).await.unwrap().unwrap();
+        assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+        open.push(stream);
+    }
+    let (status, text) = raw(addr, "GET /runs/t/r", "", Duration::from_millis(500)).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.to_ascii_lowercase().contains("retry-after"), "{text}");
+    drop(open);
+    release.send(()).unwrap();
+    server.abort();
+}
+
+/// The state of the memory test: about a megabyte.
+#[derive(Tracked, Serialize, Deserialize, Default)]
+struct Big {
+    rows: Vec<String>,
+    n: u32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_hundred_open_streams_of_a_megabyte_state_share_its_frames() {
+    let _turn = counting::ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Arc::new(Mutex::new(gate));
+    let app = AgUi::new(&log, move |_: &RunAgentInput, run: &mut Run<Big, Log<JsonlStore>>| {
+        for i in 0..1000 {
+            run.state().rows.push(format!("{i:04} {}", "x".repeat(1000)));
+        }
+        run.flush()?;
+        let id = run.start_message();
+        run.append(&id, "ready");
+        run.flush()?;
+        let _ = gate.lock().unwrap().recv();
+        Ok::<(), AgentError>(())
+    })
+    .max_readers(1000)
+    .router();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
+    let (status, first) = raw(addr, "POST /", &input("t", "r", "{}"), Duration::from_secs(3)).await;
+    assert_eq!(status, 200);
+    assert!(first.contains("ready"), "the run's first response saw its text");
+    let idle = counting::LIVE.load(Relaxed);
+    // Each reader is read until it has the text after the state (the whole snapshot went by),
+    // through a small buffer: the test's clients hold next to nothing.
+    let mut readers = Vec::new();
+    for _ in 0..400 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /runs/t/r HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        readers.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; 2048];
+            let mut window: Vec<u8> = Vec::new();
+            let mut total = 0usize;
+            loop {
+                let n = stream.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the stream ended early");
+                total += n;
+                window.extend_from_slice(&buf[..n]);
+                if window.windows(5).any(|w| w == b"ready") {
+                    break;
+                }
+                let keep = window.len().saturating_sub(8);
+                window.drain(..keep);
+            }
+            (stream, total)
+        }));
+    }
+    let mut open = Vec::new();
+    for reader in readers {
+        let (stream, total) = tokio::time::timeout(PATIENCE, reader).await.unwrap().unwrap();
+        assert!(total > 1_000_000, "each reader was sent the whole state: {total}");
+        open.push(stream);
+    }
+    let held = counting::LIVE.load(Relaxed).saturating_sub(idle);
+    println!("400 open streams of a 1 MB state: {} KiB above idle", held / 1024);
+    assert!(
+        held < 64 << 20,
+        "400 open streams hold {} MiB above idle",
+        held >> 20
+    );
+    drop(open);
+    release.send(()).unwrap();
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_state_is_typed_and_a_misfit_is_refused_naming_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let mut app = AgUi::new(&log, finishing).router();
+    // A state that is the agent's: the run starts with it.
+    let given = r#"{"steps":["given"],"n":7}"#;
+    assert_eq!(call(&mut app, Method::POST, "/", Some(input("t", "a", given))).await.0, 200);
+    let (_, _, state) = call(&mut app, Method::GET, "/runs/t/a/state", None).await;
+    assert_eq!(state, r#"{"steps":["given","search"],"n":7}"#);
+    // None, null or {}: the initial state.
+    for (run, none) in [("b", "null"), ("c", "{}")] {
+        assert_eq!(call(&mut app, Method::POST, "/", Some(input("t", run, none))).await.0, 200);
+        let (_, _, state) = call(&mut app, Method::GET, &format!("/runs/t/{run}/state"), None).await;
+        assert_eq!(state, r#"{"steps":["search"],"n":0}"#);
+    }
+    // A misfit, or a member named twice: 400 naming it, nothing stored.
+    for (run, body, said) in [
+        ("d", input("t", "d", r#"{"steps":["a",3],"n":1}"#), "state.steps[1]"),
+        ("e", input("t", "e", r#"{"steps":[]}"#), "missing field `n`"),
+        ("f", input("t", "f", r#"{"steps":[],"n":1,"n":2}"#), "duplicate member name \"n\""),
+        (
+            "g",
+            r#"{"threadId":"t","runId":"g","runId":"h","messages":[]}"#.to_owned(),
+            "duplicate member name \"runId\"",
+        ),
+    ] {
+        let (status, _, text) = call(&mut app, Method::POST, "/", Some(body)).await;
+        assert_eq!(status, 400, "{run}: {text}");
+        assert!(text.contains(said), "{run}: {text}");
+        assert!(!log.addresses().unwrap().contains(&Address::new("ag-ui/t", run)));
+    }
+}
+
+/// A state without `Default`.
+#[derive(Tracked, Serialize, Deserialize)]
+struct Seeded {
+    seed: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_without_default_is_served_from_its_initial_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let mut app = AgUi::with_initial(
+        &log,
+        |input: &RunAgentInput| Seeded {
+            seed: format!("for {}", input.run_id),
+        },
+        |_: &RunAgentInput, run: &mut Run<Seeded, Log<JsonlStore>>| {
+            *run.state().seed += "!";
+            run.flush()?;
+            Ok::<(), AgentError>(())
+        },
+    )
+    .router();
+    assert_eq!(call(&mut app, Method::POST, "/", Some(input("t", "r", "{}"))).await.0, 200);
+    let (_, _, state) = call(&mut app, Method::GET, "/runs/t/r/state", None).await;
+    assert_eq!(state, r#"{"seed":"for r!"}"#);
+}
+
+#[test]
+fn a_run_is_produced_without_the_router() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default()).unwrap();
+    let writer = LogWriter::new(store, Checkpoint::Never);
+    let address = Address::new("ag-ui/t", "r");
+    let mut run = Run::new(writer, address.clone(), "t", "r", Plan::default());
+    run.flush().unwrap();
+    run.state().steps.push("a".into());
+    let id = run.start_message();
+    run.append(&id, "half");
+    run.flush().unwrap();
+    run.fail("the model is away").unwrap();
+    assert_eq!(
+        run.envelope().outcome,
+        Outcome::error(chord::ag_ui::codes::AGENT_FAILED, "the model is away")
+    );
+    assert!(run.envelope().messages[0].ended, "an open message is ended");
+    drop(run);
+    let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default()).unwrap();
+    let stored = chord::store::recover(&store, &address).unwrap().unwrap();
+    assert_eq!(stored["outcome"]["status"], "error");
+    assert_eq!(stored["outcome"]["code"], "AGENT_FAILED");
+    assert_eq!(stored["state"]["steps"][0], "a");
+    let _ = store.addresses();
+}
