@@ -237,10 +237,13 @@ impl Config {
                 handle: scrape,
                 tokens: self.read.clone(),
             }));
-        streams
-            .router()
-            .merge(Health::new(log).router())
-            .merge(metrics)
+        // The headers every chord answer carries, on `/metrics` and on unrouted paths too.
+        chord::live::headers(
+            streams
+                .router()
+                .merge(Health::new(log).router())
+                .merge(metrics),
+        )
     }
 }
 

@@ -491,6 +491,54 @@ fn each_request_counts_under_its_kind_and_the_server_drains_on_sigterm() {
 /// `promtool check metrics` on the scrape, when promtool is installed (Debian's `prometheus`
 /// package has it; `scripts/test` installs it); a visible `SKIPPED` line otherwise, and a
 /// failure under `CI=true`.
+#[test]
+fn every_answer_of_every_route_carries_the_security_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agent.jsonl");
+    write_lane(JsonlStore::open(&log, Durability::EveryAppend).unwrap());
+    let served = Served::start(&[log.to_str().unwrap(), "--public"]);
+    let verbs = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PROPFIND",
+    ];
+    let targets = [
+        "/streams/lanes/main?offset=-1",
+        "/streams/lanes/none",
+        "/metrics",
+        "/healthz",
+        "/readyz",
+        "/",
+        "/nope",
+        "/streams",
+        "/streams/lanes",
+        "/metrics/x",
+    ];
+    let mut answers = 0;
+    for verb in verbs {
+        for target in targets {
+            let mut s = connect(&served.addr, verb, target, &[], "");
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            // The head only: a `HEAD` answer has no body to read to its end.
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+            for header in [
+                "x-content-type-options: nosniff",
+                "cross-origin-resource-policy: cross-origin",
+            ] {
+                assert!(
+                    head.contains(header),
+                    "{verb} {target} without {header}:\n{head}"
+                );
+            }
+            answers += 1;
+        }
+    }
+    assert_eq!(answers, 90);
+    let _ = served.terminate();
+}
+
 fn promtool_check(text: &str) {
     let child = Command::new("promtool")
         .args(["check", "metrics"])

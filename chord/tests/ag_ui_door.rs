@@ -133,8 +133,14 @@ fn ag_ui_requests_are_counted_under_kinds_of_their_own() {
             let (status, _, _) =
                 call(&mut app, Method::POST, "/", Some(input("t", "r", "{}"))).await;
             assert_eq!(status, 200);
-            assert_eq!(call(&mut app, Method::GET, "/runs/t/r/state", None).await.0, 200);
-            assert_eq!(call(&mut app, Method::GET, "/runs/t/x/state", None).await.0, 404);
+            assert_eq!(
+                call(&mut app, Method::GET, "/runs/t/r/state", None).await.0,
+                200
+            );
+            assert_eq!(
+                call(&mut app, Method::GET, "/runs/t/x/state", None).await.0,
+                404
+            );
             assert_eq!(call(&mut app, Method::GET, "/runs/t/x", None).await.0, 404);
         })
     });
@@ -293,19 +299,28 @@ async fn open_event_streams_are_bounded() {
     let log = log_in(dir.path());
     let (release, gate) = mpsc::channel::<()>();
     let gate = Arc::new(Mutex::new(gate));
-    let app = AgUi::new(&log, move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
-        run.state().n.set(1);
-        run.flush()?;
-        let _ = gate.lock().unwrap().recv();
-        Ok::<(), AgentError>(())
-    })
+    let app = AgUi::new(
+        &log,
+        move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+            run.state().n.set(1);
+            run.flush()?;
+            let _ = gate.lock().unwrap().recv();
+            Ok::<(), AgentError>(())
+        },
+    )
     .max_readers(3)
     .router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
     let mut open = Vec::new();
-    let (status, _) = raw(addr, "POST /", &input("t", "r", "{}"), Duration::from_millis(300)).await;
+    let (status, _) = raw(
+        addr,
+        "POST /",
+        &input("t", "r", "{}"),
+        Duration::from_millis(300),
+    )
+    .await;
     assert_eq!(status, 200); // its stream closed when the read above gave up
     for _ in 0..3 {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -314,7 +329,10 @@ async fn open_event_streams_are_bounded() {
             .await
             .unwrap();
         let mut buf = [0u8; 1024];
-        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf)).await.unwrap().unwrap();
+        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
         assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
         open.push(stream);
     }
@@ -335,30 +353,46 @@ struct Big {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_hundred_open_streams_of_a_megabyte_state_share_its_frames() {
-    let _turn = counting::ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = counting::ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(dir.path());
     let (release, gate) = mpsc::channel::<()>();
     let gate = Arc::new(Mutex::new(gate));
-    let app = AgUi::new(&log, move |_: &RunAgentInput, run: &mut Run<Big, Log<JsonlStore>>| {
-        for i in 0..1000 {
-            run.state().rows.push(format!("{i:04} {}", "x".repeat(1000)));
-        }
-        run.flush()?;
-        let id = run.start_message();
-        run.append(&id, "ready");
-        run.flush()?;
-        let _ = gate.lock().unwrap().recv();
-        Ok::<(), AgentError>(())
-    })
+    let app = AgUi::new(
+        &log,
+        move |_: &RunAgentInput, run: &mut Run<Big, Log<JsonlStore>>| {
+            for i in 0..1000 {
+                run.state()
+                    .rows
+                    .push(format!("{i:04} {}", "x".repeat(1000)));
+            }
+            run.flush()?;
+            let id = run.start_message();
+            run.append(&id, "ready");
+            run.flush()?;
+            let _ = gate.lock().unwrap().recv();
+            Ok::<(), AgentError>(())
+        },
+    )
     .max_readers(1000)
     .router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
-    let (status, first) = raw(addr, "POST /", &input("t", "r", "{}"), Duration::from_secs(3)).await;
+    let (status, first) = raw(
+        addr,
+        "POST /",
+        &input("t", "r", "{}"),
+        Duration::from_secs(3),
+    )
+    .await;
     assert_eq!(status, 200);
-    assert!(first.contains("ready"), "the run's first response saw its text");
+    assert!(
+        first.contains("ready"),
+        "the run's first response saw its text"
+    );
     let idle = counting::LIVE.load(Relaxed);
     // Each reader is read until it has the text after the state (the whole snapshot went by),
     // through a small buffer: the test's clients hold next to nothing.
@@ -389,12 +423,21 @@ async fn four_hundred_open_streams_of_a_megabyte_state_share_its_frames() {
     }
     let mut open = Vec::new();
     for reader in readers {
-        let (stream, total) = tokio::time::timeout(PATIENCE, reader).await.unwrap().unwrap();
-        assert!(total > 1_000_000, "each reader was sent the whole state: {total}");
+        let (stream, total) = tokio::time::timeout(PATIENCE, reader)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            total > 1_000_000,
+            "each reader was sent the whole state: {total}"
+        );
         open.push(stream);
     }
     let held = counting::LIVE.load(Relaxed).saturating_sub(idle);
-    println!("400 open streams of a 1 MB state: {} KiB above idle", held / 1024);
+    println!(
+        "400 open streams of a 1 MB state: {} KiB above idle",
+        held / 1024
+    );
     assert!(
         held < 64 << 20,
         "400 open streams hold {} MiB above idle",
@@ -412,20 +455,39 @@ async fn the_clients_state_is_typed_and_a_misfit_is_refused_naming_its_field() {
     let mut app = AgUi::new(&log, finishing).router();
     // A state that is the agent's: the run starts with it.
     let given = r#"{"steps":["given"],"n":7}"#;
-    assert_eq!(call(&mut app, Method::POST, "/", Some(input("t", "a", given))).await.0, 200);
+    assert_eq!(
+        call(&mut app, Method::POST, "/", Some(input("t", "a", given)))
+            .await
+            .0,
+        200
+    );
     let (_, _, state) = call(&mut app, Method::GET, "/runs/t/a/state", None).await;
     assert_eq!(state, r#"{"steps":["given","search"],"n":7}"#);
     // None, null or {}: the initial state.
     for (run, none) in [("b", "null"), ("c", "{}")] {
-        assert_eq!(call(&mut app, Method::POST, "/", Some(input("t", run, none))).await.0, 200);
-        let (_, _, state) = call(&mut app, Method::GET, &format!("/runs/t/{run}/state"), None).await;
+        assert_eq!(
+            call(&mut app, Method::POST, "/", Some(input("t", run, none)))
+                .await
+                .0,
+            200
+        );
+        let (_, _, state) =
+            call(&mut app, Method::GET, &format!("/runs/t/{run}/state"), None).await;
         assert_eq!(state, r#"{"steps":["search"],"n":0}"#);
     }
     // A misfit, or a member named twice: 400 naming it, nothing stored.
     for (run, body, said) in [
-        ("d", input("t", "d", r#"{"steps":["a",3],"n":1}"#), "state.steps[1]"),
+        (
+            "d",
+            input("t", "d", r#"{"steps":["a",3],"n":1}"#),
+            "state.steps[1]",
+        ),
         ("e", input("t", "e", r#"{"steps":[]}"#), "missing field `n`"),
-        ("f", input("t", "f", r#"{"steps":[],"n":1,"n":2}"#), "duplicate member name \"n\""),
+        (
+            "f",
+            input("t", "f", r#"{"steps":[],"n":1,"n":2}"#),
+            "duplicate member name \"n\"",
+        ),
         (
             "g",
             r#"{"threadId":"t","runId":"g","runId":"h","messages":[]}"#.to_owned(),
@@ -435,7 +497,10 @@ async fn the_clients_state_is_typed_and_a_misfit_is_refused_naming_its_field() {
         let (status, _, text) = call(&mut app, Method::POST, "/", Some(body)).await;
         assert_eq!(status, 400, "{run}: {text}");
         assert!(text.contains(said), "{run}: {text}");
-        assert!(!log.addresses().unwrap().contains(&Address::new("ag-ui/t", run)));
+        assert!(!log
+            .addresses()
+            .unwrap()
+            .contains(&Address::new("ag-ui/t", run)));
     }
 }
 
@@ -461,7 +526,12 @@ async fn a_state_without_default_is_served_from_its_initial_value() {
         },
     )
     .router();
-    assert_eq!(call(&mut app, Method::POST, "/", Some(input("t", "r", "{}"))).await.0, 200);
+    assert_eq!(
+        call(&mut app, Method::POST, "/", Some(input("t", "r", "{}")))
+            .await
+            .0,
+        200
+    );
     let (_, _, state) = call(&mut app, Method::GET, "/runs/t/r/state", None).await;
     assert_eq!(state, r#"{"seed":"for r!"}"#);
 }

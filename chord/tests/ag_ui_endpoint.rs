@@ -612,9 +612,12 @@ async fn a_run_resumes_on_a_new_server_over_the_same_log_file() {
     let log = LogBuilder::new()
         .retention(Retention::Bases(64))
         .build(file);
-    let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, Log<JsonlStore>>| {
-        Err::<(), _>("a second producer started")
-    })
+    let app = AgUi::new(
+        &log,
+        |_: &RunAgentInput, _: &mut Run<Steps, Log<JsonlStore>>| {
+            Err::<(), _>("a second producer started")
+        },
+    )
     .checkpoint(every)
     .router();
     let server = serve_router(app).await;
@@ -787,9 +790,12 @@ async fn bad_input_is_refused_with_its_reason_and_starts_nothing() {
 async fn a_refused_request_is_refused_before_its_body_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(dir.path());
-    let app = AgUi::new(&log, |_: &RunAgentInput, _: &mut Run<Steps, Log<JsonlStore>>| {
-        Ok::<(), chord::ag_ui::AgentError>(())
-    })
+    let app = AgUi::new(
+        &log,
+        |_: &RunAgentInput, _: &mut Run<Steps, Log<JsonlStore>>| {
+            Ok::<(), chord::ag_ui::AgentError>(())
+        },
+    )
     .authorize(|r: &chord::ag_ui::RunRequest<'_>| {
         r.headers
             .get("authorization")

@@ -230,5 +230,4 @@ where
     pub fn address(&self, thread_id: &str, run_id: &str) -> Address {
         Address::new(format!("{}{thread_id}", self.namespace), run_id)
     }
-
 }

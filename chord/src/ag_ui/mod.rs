@@ -262,9 +262,9 @@ mod run;
 mod start;
 mod view;
 
+pub use self::config::{AgUi, AgentError, RunRequest, RunRequestKind};
 pub use self::events::{
     codes, Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
 };
-pub use self::config::{AgUi, AgentError, RunRequest, RunRequestKind};
 pub use self::patch::{PatchError, Patcher};
 pub use self::run::{Envelope, MessageId, Outcome, Run, TextMessage};

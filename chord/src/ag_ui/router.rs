@@ -14,9 +14,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::config::{AgUi, RunRequest, RunRequestKind};
 use super::events::{check_id, RunAgentInput};
 use super::id::EventId;
-use super::config::{AgUi, RunRequest, RunRequestKind};
 use super::start::{self, blocking, refuse, Shared};
 use crate::live::bound::Bound;
 use crate::live::server::Draining;
@@ -123,8 +123,15 @@ fn client_state<T: DeserializeOwned>(state: &Value) -> Result<Option<T>, String>
         .map(Some)
         .map_err(|e| {
             let path = e.path().to_string();
-            let at = if path == "." { "the state".to_owned() } else { format!("`state.{path}`") };
-            format!("the state does not fit this agent's state: {at}: {}", e.inner())
+            let at = if path == "." {
+                "the state".to_owned()
+            } else {
+                format!("`state.{path}`")
+            };
+            format!(
+                "the state does not fit this agent's state: {at}: {}",
+                e.inner()
+            )
         })
 }
 
@@ -191,7 +198,9 @@ where
     let parsed = std::str::from_utf8(&bytes)
         .map_err(|e| e.to_string())
         .and_then(|text| crate::json::value_from_str(text).map_err(|e| e.to_string()))
-        .and_then(|value| serde_json::from_value::<RunAgentInput>(value).map_err(|e| e.to_string()));
+        .and_then(|value| {
+            serde_json::from_value::<RunAgentInput>(value).map_err(|e| e.to_string())
+        });
     let input = match parsed {
         Ok(input) => input,
         Err(e) => {
@@ -292,7 +301,10 @@ mod tests {
         }
         assert_eq!(
             client_state::<S>(&serde_json::json!({"plan": ["a"], "n": 2})),
-            Ok(Some(S { plan: vec!["a".into()], n: 2 }))
+            Ok(Some(S {
+                plan: vec!["a".into()],
+                n: 2
+            }))
         );
         let why = client_state::<S>(&serde_json::json!({"plan": ["a", 3], "n": 2})).unwrap_err();
         assert!(why.contains("`state.plan[1]`"), "{why}");

@@ -14,10 +14,10 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::config::AgUi;
 use super::events::{codes, RunAgentInput};
 use super::feed::{Rebuild, RunFeed};
 use super::id::{frame, EventId};
-use super::config::AgUi;
 use super::run::{Envelope, Outcome, Run};
 use super::view::View;
 use crate::live::bound::{busy, Bound, Permit};
@@ -27,8 +27,7 @@ use crate::live::server::Draining;
 use crate::live::sse::{self, SseBody, Timing};
 use crate::live::Log;
 use crate::store::{
-    is_base_tag, recover, Address, Checkpoint, Durable, LogWriter, ReadOptions, Record, Store,
-    BASE,
+    is_base_tag, recover, Address, Checkpoint, Durable, LogWriter, ReadOptions, Record, Store, BASE,
 };
 use crate::Tracked;
 
@@ -363,7 +362,10 @@ where
             let _ = tx.send(run);
         }
         Err(e) => {
-            fail(&mut run, &format!("the agent's thread could not start: {e}"));
+            fail(
+                &mut run,
+                &format!("the agent's thread could not start: {e}"),
+            );
             return Err(Box::new(refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format_args!("the agent's thread could not start: {e}"),
@@ -390,10 +392,7 @@ where
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".to_owned());
-            Outcome::error(
-                codes::AGENT_PANICKED,
-                format!("the agent panicked: {said}"),
-            )
+            Outcome::error(codes::AGENT_PANICKED, format!("the agent panicked: {said}"))
         }
     };
     let ended = catch_unwind(AssertUnwindSafe(|| run.end(outcome.clone())));

@@ -118,17 +118,23 @@ impl Cursor {
                 Poll::Ready(false) => return Poll::Ready(Step::End),
                 Poll::Ready(true) => {}
             }
-            match self.tail.read(self.after, self.chunk) {
-                Found::Gone => return Poll::Ready(Step::Gone),
-                Found::Miss => self.read = Some(self.read_store()),
-                Found::Entries(entries) if !entries.is_empty() => {
+            match read(
+                &self.source,
+                &self.address,
+                &self.tail,
+                self.after,
+                self.chunk,
+            ) {
+                Read::Gone => return Poll::Ready(Step::Gone),
+                Read::Stored(read) => self.read = Some(read),
+                Read::Cached(entries) if !entries.is_empty() => {
                     if let Some(last) = entries.last() {
                         self.after = last.seq;
                     }
                     self.idle = false;
                     return Poll::Ready(Step::Entries(entries));
                 }
-                Found::Entries(_) => {
+                Read::Cached(_) => {
                     self.changes.caught_up();
                     if !self.idle {
                         self.idle = true;
@@ -138,26 +144,51 @@ impl Cursor {
             }
         }
     }
+}
 
-    /// A read of the store after the reader's position, off the runtime's workers.
-    fn read_store(&self) -> Pending<Result<Option<Vec<Record>>, String>> {
-        metrics::cache_miss();
-        let source = Arc::clone(&self.source);
-        let address = self.address.clone();
-        let (after, chunk) = (self.after, self.chunk);
-        let span = tracing::debug_span!("chord.store.read", stream = %address, after);
-        let read = tokio::task::spawn_blocking(move || {
-            span.in_scope(|| source.read(&address, after, chunk))
-                .map_err(|e| format!("reading {address}: {e}"))
-        });
-        Box::pin(async move {
-            let read = read
-                .await
-                .unwrap_or_else(|_| Err("the read was cancelled".to_owned()));
-            if read.is_err() {
-                metrics::read_failed();
-            }
-            read
-        })
+/// What one read after a position found.
+pub(crate) enum Read {
+    /// The records after it (none when it is the tail), all from the tail cache.
+    Cached(Vec<Arc<Entry>>),
+    /// The position is behind the cache: the store's records after it, being read off the
+    /// runtime's workers (`Ok(None)`: compacted away meanwhile).
+    Stored(Pending<Result<Option<Vec<Record>>, String>>),
+    /// The position is before the oldest base kept, or beyond the tail.
+    Gone,
+}
+
+/// The records after `after` of `address`, at most `max_bytes` of batches (a single larger
+/// record whole): from the tail cache, or else from the store, on the blocking pool, counted
+/// in `chord_cache_misses_total`, traced as `chord.store.read`, and a failure counted in
+/// `chord_read_errors_total`. Every read of a log behind its cache goes through here.
+pub(crate) fn read(
+    source: &Arc<dyn Source>,
+    address: &Address,
+    tail: &Tail,
+    after: u64,
+    max_bytes: usize,
+) -> Read {
+    match tail.read(after, max_bytes) {
+        Found::Entries(entries) => Read::Cached(entries),
+        Found::Gone => Read::Gone,
+        Found::Miss => {
+            metrics::cache_miss();
+            let source = Arc::clone(source);
+            let address = address.clone();
+            let span = tracing::debug_span!("chord.store.read", stream = %address, after);
+            let read = tokio::task::spawn_blocking(move || {
+                span.in_scope(|| source.read(&address, after, max_bytes))
+                    .map_err(|e| format!("reading {address}: {e}"))
+            });
+            Read::Stored(Box::pin(async move {
+                let read = read
+                    .await
+                    .unwrap_or_else(|_| Err("the read was cancelled".to_owned()));
+                if read.is_err() {
+                    metrics::read_failed();
+                }
+                read
+            }))
+        }
     }
 }

@@ -38,4 +38,3 @@ async fn record(classify: Classify, request: Request, next: Next) -> Response {
     super::metrics::answered(kind, response.status(), start.elapsed());
     response
 }
-

@@ -376,7 +376,10 @@ impl Tail {
             .entries
             .front()
             .is_some_and(|first| first.seq <= entry.seq && entry.seq <= state.last)
-            && state.entries.back().is_some_and(|last| entry.seq <= last.seq);
+            && state
+                .entries
+                .back()
+                .is_some_and(|last| entry.seq <= last.seq);
         if cached {
             // Under the lock, as every change of what the cache counts.
             entry.charged.fetch_add(cost, Ordering::Relaxed);

@@ -48,4 +48,3 @@ pub(crate) type AuthorizeRead = Arc<dyn Fn(&ReadRequest<'_>) -> Access + Send + 
 
 /// The write hook, as the router holds it.
 pub(crate) type AuthorizeWrite = Arc<dyn Fn(&WriteRequest<'_>) -> Access + Send + Sync>;
-

@@ -19,9 +19,10 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::Frame;
 
+use crate::live::cursor::{self, Read};
 use crate::live::log::Source;
 use crate::live::sse::Pending;
-use crate::live::tail::{Found, Tail};
+use crate::live::tail::Tail;
 use crate::store::{Address, CHECKPOINT};
 
 /// Records read from the store: seq, whether a checkpoint, and batch.
@@ -156,8 +157,14 @@ impl http_body::Body for CatchUpBody {
                     None => continue,
                 }
             }
-            match this.tail.read(this.after, this.max_bytes) {
-                Found::Entries(entries) => {
+            match cursor::read(
+                &this.source,
+                &this.address,
+                &this.tail,
+                this.after,
+                this.max_bytes,
+            ) {
+                Read::Cached(entries) => {
                     let frame =
                         this.frame(entries.iter().map(|e| (e.seq, e.checkpoint, &*e.batch)));
                     match this.answer(frame) {
@@ -165,34 +172,21 @@ impl http_body::Body for CatchUpBody {
                         None => continue,
                     }
                 }
-                Found::Gone => {
+                Read::Gone => {
                     this.done = true;
                     return Poll::Ready(Some(Err(gone(&this.address, this.after))));
                 }
-                Found::Miss => {
-                    crate::live::metrics::cache_miss();
-                    let source = Arc::clone(&this.source);
-                    let address = this.address.clone();
-                    let (after, max) = (this.after, this.max_bytes);
-                    let read = tokio::task::spawn_blocking(move || {
-                        let _span =
-                            tracing::debug_span!("chord.store.read", stream = %address, after)
-                                .entered();
-                        match source.read(&address, after, max) {
+                Read::Stored(read) => {
+                    let (address, after) = (this.address.clone(), this.after);
+                    this.read = Some(Box::pin(async move {
+                        match read.await {
                             Ok(Some(records)) => Ok(records
                                 .into_iter()
                                 .map(|r| (r.seq, r.tag.as_deref() == Some(CHECKPOINT), r.batch))
                                 .collect::<Vec<_>>()),
                             Ok(None) => Err(gone(&address, after)),
-                            Err(e) => {
-                                crate::live::metrics::read_failed();
-                                Err(io::Error::other(format!("reading {address}: {e}")))
-                            }
+                            Err(why) => Err(io::Error::other(why)),
                         }
-                    });
-                    this.read = Some(Box::pin(async move {
-                        read.await
-                            .unwrap_or_else(|_| Err(io::Error::other("the read was cancelled")))
                     }));
                 }
             }

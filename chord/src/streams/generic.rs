@@ -14,9 +14,9 @@ use serde_json::value::RawValue;
 use tokio::time::{sleep_until, Instant};
 
 use super::memory::{Backend, Config, MemoryStream, State, MAX_TTL};
+use super::{frame, Offset};
 use crate::live::offset::Start;
 use crate::live::sse::{self, Changes, Feed, Fields, Next, SseBody, Timing};
-use super::{frame, Offset};
 use crate::store::Address;
 
 /// Most bytes of messages in one catch-up response (a single larger message is sent whole).

@@ -12,8 +12,8 @@ use axum::Router;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
-use crate::live::log::Source;
 use super::Log;
+use crate::live::log::Source;
 use crate::store::Store;
 
 /// The liveness route: `200` while the process answers.

@@ -17,9 +17,9 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, timeout_at, Instant};
 
+use super::Offset;
 use crate::live::log::Source;
 use crate::live::tail::Tail;
-use super::Offset;
 use crate::store::{Address, CheckedBatch, BASE, MAX_RECORD_BYTES};
 
 /// What the protocol's write side may be asked to do.

@@ -11,8 +11,8 @@ use hashlink::LinkedHashMap;
 
 use super::follower::Following;
 use super::{lock, Shared, Want};
-use crate::store::{is_base_tag, Address, ReadOptions, Record, Result, Store};
 use crate::live::tail::{Tail, TAIL_OVERHEAD};
+use crate::store::{is_base_tag, Address, ReadOptions, Record, Result, Store};
 
 /// The tail caches and who feeds them. Locked after the store, never before.
 #[derive(Default)]
@@ -285,9 +285,9 @@ mod tests {
 
     use super::super::tests::{seqs, set, Db, LIVE};
     use super::*;
+    use crate::live::tail::Found;
     use crate::store::BASE;
     use crate::store::{Durability, JsonlStore};
-    use crate::live::tail::Found;
     use crate::streams::LogBuilder;
 
     #[test]

@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::{lock, Shared};
-use crate::store::{Address, Error, LiveSource, LiveTail, Result, Store};
 use crate::live::tail::Tail;
+use crate::store::{Address, Error, LiveSource, LiveTail, Result, Store};
 
 /// How long a follower waits on the store before it looks whether it is still wanted.
 const FOLLOW_POLL: Duration = Duration::from_millis(500);

@@ -15,14 +15,14 @@ use axum::Router;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::auth::{AuthorizeRead, AuthorizeWrite, ReadRequest};
-use crate::live::Access;
-use crate::live::log::Source;
 use super::memory::Backend;
-use crate::live::server::Draining;
-use crate::live::sse::Timing;
 use super::write::{Bodies, WriteRequest};
 use super::Log;
+use crate::live::log::Source;
+use crate::live::server::Draining;
+use crate::live::sse::Timing;
 use crate::live::sse::DEFAULT_KEEP_ALIVE;
+use crate::live::Access;
 use crate::store::{Address, Store};
 
 /// The route the router serves: a value's stream by namespace and key, each one path segment

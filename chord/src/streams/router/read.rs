@@ -11,17 +11,17 @@ use bytes::Bytes;
 use tokio::time::{sleep_until, Instant};
 
 use super::{Streams, BASE_OFFSET_HEADER};
-use crate::store::{Address, Record, CHECKPOINT};
-use crate::streams::catchup::CatchUpBody;
+use crate::live::cursor::{self, Cursor, Read, Step};
+use crate::live::frames::Slot;
 use crate::live::headers::plain;
 use crate::live::log::Want;
 use crate::live::metrics::{self, Reading};
 use crate::live::offset::{BaseOffset, Start};
 use crate::live::server::Draining;
-use crate::live::cursor::{Cursor, Step};
-use crate::live::frames::Slot;
 use crate::live::sse::{self, Feed, Next, Pending, SseBody};
 use crate::live::tail::{Entry, Found, Tail};
+use crate::store::{Address, Record, CHECKPOINT};
+use crate::streams::catchup::CatchUpBody;
 use crate::streams::{frame, Offset};
 
 /// Most bytes of batches read at once for a catch-up response (a single larger record is
@@ -222,33 +222,16 @@ impl Reader {
 
     /// The records after `from`, from the cache or else the store. `None`: gone.
     async fn chunk(&self, from: ReadFrom) -> Result<Option<Chunk>, Response> {
-        let after = from.after;
-        match self.tail.read(after, CHUNK) {
-            Found::Entries(entries) => Ok(Some(Chunk::new(Items::Entries(entries), from))),
-            Found::Gone => Ok(None),
-            Found::Miss => {
-                metrics::cache_miss();
-                let source = Arc::clone(&self.streams.source);
-                let address = self.address.clone();
-                let span = tracing::debug_span!("chord.store.read", stream = %address, after);
-                let read = move || span.in_scope(|| source.read(&address, after, CHUNK));
-                match tokio::task::spawn_blocking(read).await {
-                    Ok(Ok(Some(records))) => Ok(Some(Chunk::new(Items::Records(records), from))),
-                    // Compacted away meanwhile: gone, as the cache would say now.
-                    Ok(Ok(None)) => Ok(None),
-                    Ok(Err(e)) => Err({
-                        metrics::read_failed();
-                        plain(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            format!("reading {}: {e}\n", self.address),
-                        )
-                    }),
-                    Err(_) => Err(plain(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "the read was cancelled\n",
-                    )),
-                }
-            }
+        let source = &self.streams.source;
+        match cursor::read(source, &self.address, &self.tail, from.after, CHUNK) {
+            Read::Cached(entries) => Ok(Some(Chunk::new(Items::Entries(entries), from))),
+            Read::Gone => Ok(None),
+            Read::Stored(read) => match read.await {
+                Ok(Some(records)) => Ok(Some(Chunk::new(Items::Records(records), from))),
+                // Compacted away meanwhile: gone, as the cache would say now.
+                Ok(None) => Ok(None),
+                Err(why) => Err(plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"))),
+            },
         }
     }
 
@@ -475,7 +458,12 @@ impl LogFeed {
                 return Some(e[0].frame(Slot::Tail).unwrap_or_else(|| {
                     let mut out = Vec::with_capacity(e[0].batch.len() + 128);
                     frame::data_event(&mut out, [&*e[0].batch]);
-                    frame::control_event(&mut out, Offset::from_seq(next), frame::cursor(None), true);
+                    frame::control_event(
+                        &mut out,
+                        Offset::from_seq(next),
+                        frame::cursor(None),
+                        true,
+                    );
                     tail.set_frame(&e[0], Slot::Tail, out)
                 }));
             }

@@ -21,21 +21,21 @@ use axum::Router;
 use tower_service::Service;
 use tracing::Instrument;
 
+use super::kinds;
 use super::names::{check_name, fork_source};
 use super::read::{self, load, Reader};
 use super::Streams;
-use crate::store::Address;
-use crate::streams::auth::{ReadKind, ReadRequest};
-use crate::live::{refusal, Access};
-use crate::streams::generic;
-use super::kinds;
-use crate::live::headers::plain;
 use crate::live::headers;
+use crate::live::headers::plain;
 use crate::live::log::Want;
-use crate::streams::memory::MemoryStream;
 use crate::live::offset::Start;
 use crate::live::requests;
 use crate::live::server::Draining;
+use crate::live::{refusal, Access};
+use crate::store::Address;
+use crate::streams::auth::{ReadKind, ReadRequest};
+use crate::streams::generic;
+use crate::streams::memory::MemoryStream;
 use crate::streams::write::{self, WriteKind, WriteRequest};
 
 /// What every route's handlers share: the configuration, and the namespace of a
