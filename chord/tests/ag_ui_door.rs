@@ -185,7 +185,7 @@ async fn raw(
 ) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let request = format!(
-        "{head} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{head} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -561,4 +561,124 @@ fn a_run_is_produced_without_the_router() {
     assert_eq!(stored["outcome"]["code"], "AGENT_FAILED");
     assert_eq!(stored["state"]["steps"][0], "a");
     let _ = store.addresses();
+}
+
+/// Reads a response's events until it ends; the `RUN_ERROR` among them, if any.
+async fn run_error(addr: std::net::SocketAddr, path: &str) -> Option<serde_json::Value> {
+    let (status, text) = raw(addr, &format!("GET {path}"), "", PATIENCE).await;
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .find(|e| e["type"] == "RUN_ERROR")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_error_says_what_failed_when_the_producer_is_gone_or_the_log_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // A run whose producer went without ending it (a server that stopped mid-run).
+        let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default()).unwrap();
+        let writer = LogWriter::new(store, Checkpoint::Never);
+        let mut run = Run::new(
+            writer,
+            Address::new("ag-ui/t", "gone"),
+            "t",
+            "gone",
+            Plan::default(),
+        );
+        run.flush().unwrap();
+        drop(run);
+        // And a log at a run's address that is not a run's.
+        let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default()).unwrap();
+        let mut writer = LogWriter::new(store, Checkpoint::Never);
+        writer
+            .append(
+                &Address::new("ag-ui/t", "bad"),
+                &[chord::Op::Replace(serde_json::json!(5))],
+            )
+            .unwrap();
+    }
+    let log = log_in(dir.path());
+    let app = AgUi::new(&log, finishing).router();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
+    let gone = run_error(addr, "/runs/t/gone").await.expect("a RUN_ERROR");
+    assert_eq!(gone["code"], "PRODUCER_GONE", "{gone}");
+    let bad = run_error(addr, "/runs/t/bad").await.expect("a RUN_ERROR");
+    assert_eq!(bad["code"], "LOG_UNREADABLE", "{bad}");
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_ends_open_event_streams_at_an_event_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path());
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Arc::new(Mutex::new(gate));
+    let app = AgUi::new(
+        &log,
+        move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+            run.state().n.set(1);
+            run.flush()?;
+            let _ = gate.lock().unwrap().recv();
+            Ok::<(), AgentError>(())
+        },
+    )
+    .router();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(Server::new().drain(PATIENCE).serve(listener, app, async {
+        let _ = stopped.await;
+    }));
+    let (status, _) = raw(
+        addr,
+        "POST /",
+        &input("t", "r", "{}"),
+        Duration::from_millis(300),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /runs/t/r HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("STATE_DELTA") {
+        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    stop.send(()).unwrap();
+    // The response ends (the chunked body's last chunk) though the run goes on.
+    let ended = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+            if n == 0 || got.ends_with(b"0\r\n\r\n") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the drain ended the event stream");
+    let text = String::from_utf8_lossy(&got);
+    let body = text
+        .split("\r\n\r\n")
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join("\r\n\r\n");
+    assert!(
+        !body.contains("RUN_FINISHED"),
+        "the run had not ended: {body}"
+    );
+    release.send(()).unwrap();
+    let _ = tokio::time::timeout(PATIENCE, server).await;
 }
