@@ -313,22 +313,27 @@ async fn open_event_streams_are_bounded() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
-    let mut open = Vec::new();
-    let (status, _) = raw(
-        addr,
-        "POST /",
-        &input("t", "r", "{}"),
-        Duration::from_millis(300),
-    )
-    .await;
-    assert_eq!(status, 200); // its stream closed when the read above gave up
-    for _ in 0..3 {
+    // The run's own response, held open: one reader of three.
+    let mut post = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = input("t", "r", "{}");
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    post.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = tokio::time::timeout(PATIENCE, post.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    let mut open = vec![post];
+    for _ in 0..2 {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream
             .write_all(b"GET /runs/t/r HTTP/1.1\r\nHost: x\r\n\r\n")
             .await
             .unwrap();
-        let mut buf = [0u8; 1024];
         let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
             .await
             .unwrap()
