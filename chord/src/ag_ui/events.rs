@@ -240,7 +240,7 @@ impl Event {
 
 /// The `code` of a `RUN_ERROR`: what failed.
 pub mod codes {
-    /// The agent returned an error ([`Run::fail`](super::Run::fail) too).
+    /// The agent returned an error ([`Run::fail`](crate::ag_ui::Run::fail) too).
     pub const AGENT_FAILED: &str = "AGENT_FAILED";
     /// The agent panicked.
     pub const AGENT_PANICKED: &str = "AGENT_PANICKED";

@@ -33,10 +33,35 @@
 //! }
 //! ```
 //!
+//! **Choosing the state's shape.** RFC 6902 has no append: a `STATE_DELTA` for a `String`
+//! field that grew by a token replaces the whole string, so a field that grows token by
+//! token costs its whole length on every flush (quadratic in the answer's length), where the
+//! chord log itself stores each token once. Stream growing text as a message instead
+//! ([`Run::append`]: a `TEXT_MESSAGE_CONTENT` carries just the token), or keep it as a list
+//! of chunks (each new chunk one `add` at `/-`):
+//!
+//! ```
+//! use chord::{ag_ui::Patcher, track};
+//! use serde_json::json;
+//!
+//! let mut tracker = track(json!({"answer": "It is", "chunks": ["It is"]}));
+//! tracker.flush().unwrap(); // the first flush is the whole value: the STATE_SNAPSHOT
+//! let mut patcher = Patcher::new(tracker.get().clone());
+//! tracker.edit(|v| {
+//!     v["answer"].as_str().map(str::to_owned).map(|a| v["answer"] = json!(a + " an event"));
+//!     v["chunks"].as_array_mut().unwrap().push(json!(" an event"));
+//! });
+//! let delta = serde_json::to_string(&patcher.patch(&tracker.flush().unwrap()).unwrap()).unwrap();
+//! assert_eq!(
+//!     delta,
+//!     r#"[{"op":"replace","path":"/answer","value":"It is an event"},{"op":"add","path":"/chunks/-","value":" an event"}]"#,
+//! );
+//! ```
+//!
 //! # The handler
 //!
 //! [`AgUi::new`] takes the log the runs are written to and the agent: a function called, on
-//! a blocking thread, with the input and the run's [`Run`] handle. It changes the state
+//! a thread of its own, with the input and the run's [`Run`] handle. It changes the state
 //! through [`Run::state`], streams text with [`Run::start_message`], [`Run::append`] and
 //! [`Run::end_message`], and stores what changed with [`Run::flush`]: each flush is one
 //! record of the run's log and the events its clients are sent next. When the agent returns
@@ -46,7 +71,7 @@
 //! ```no_run
 //! use chord::ag_ui::{AgUi, AgentError, Run, RunAgentInput};
 //! use chord::store::{Durability, JsonlStore, Store};
-//! use chord::streams::{serve, Log};
+//! use chord::streams::{serve, Log, LogBuilder, Retention};
 //! # use chord::Tracked;
 //! # use serde::{Deserialize, Serialize};
 //! # #[derive(Tracked, Serialize, Deserialize, Default)]
@@ -71,13 +96,20 @@
 //! }
 //!
 //! # async fn main_() -> Result<(), Box<dyn std::error::Error>> {
-//! let log = Log::new(JsonlStore::open("runs.jsonl", Durability::EveryAppend)?);
+//! // 64 bases of each run kept: a client resumes from any event of a long run (see Resume).
+//! let store = JsonlStore::open("runs.jsonl", Durability::EveryAppend)?;
+//! let log: Log<JsonlStore> = LogBuilder::new().retention(Retention::Bases(64)).build(store);
 //! let app = AgUi::new(&log, agent).router(); // POST /, GET /runs/{threadId}/{runId}
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8788").await?;
 //! serve(listener, app, std::future::pending()).await?;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! An agent written generic over the store, as above, runs without the router too: over any
+//! store's [`LogWriter`](crate::store::LogWriter), [`Run::new`] starts a run and
+//! [`Run::finish`] or [`Run::fail`] ends it (for the agent's tests, or another server). A
+//! state without `Default` is served with [`AgUi::with_initial`].
 //!
 //! `chord/examples/ag_ui_agent.rs` in the repository is a whole scripted agent (a plan, tool
 //! calls with their output, an answer token by token), run with
@@ -87,14 +119,24 @@
 //!
 //! | route | answer |
 //! | --- | --- |
-//! | `POST /` with a `RunAgentInput` | a new run (`threadId`, `runId` not seen before) is started and its events answered from `RUN_STARTED`; an existing one is not started again: its events are answered, after `Last-Event-ID` when sent |
-//! | `GET /runs/{threadId}/{runId}` | the run's events, after `Last-Event-ID` when sent (what `EventSource` sends on reconnecting); 404 if no such run |
+//! | `POST /` with a `RunAgentInput` | a new run (`threadId`, `runId` not seen before) is started and its events answered from `RUN_STARTED`; an existing one is not started again: its events are answered, after `Last-Event-ID` when sent; `503` with `Retry-After` past [`AgUi::max_runs`] or [`AgUi::max_readers`], nothing started |
+//! | `GET /runs/{threadId}/{runId}` | the run's events, after `Last-Event-ID` when sent (what `EventSource` sends on reconnecting); `204` when that id is the run's terminal event (an `EventSource` stops); 404 if no such run; `503` past [`AgUi::max_readers`] |
 //! | `GET /runs/{threadId}/{runId}/state` | the run's current state as JSON; 404 if no such run |
 //!
 //! Event streams are `text/event-stream` with `Cache-Control: no-cache` and
 //! `X-Accel-Buffering: no` (a proxy does not hold them back); each record's events are
 //! written and flushed as the record is stored, a `: keep-alive` comment goes after 15 s of
-//! quiet ([`AgUi::keep_alive`]), and the response ends after the run's terminal event.
+//! quiet ([`AgUi::keep_alive`]), and the response ends after the run's terminal event, or when
+//! the server drains ([`Server`](crate::streams::Server)), at an event boundary.
+//!
+//! The router stands on the [live layer](crate::live) as the streams router does: every
+//! answer (every verb, route and status, errors and 404s included) carries the same headers
+//! ([`live::headers`](crate::live::headers): `X-Content-Type-Options: nosniff`,
+//! `Cross-Origin-Resource-Policy: cross-origin`), and every request is counted in
+//! `chord_requests_total` and `chord_request_seconds` with the kinds `ag_ui_run`,
+//! `ag_ui_events` and `ag_ui_state`; event streams count in `chord_sse_open`,
+//! `chord_sse_ended_total` and `chord_stream_readers`, and reads behind the tail cache in
+//! `chord_cache_misses_total` (see the [`streams`](crate::streams) module's metrics table).
 //!
 //! **Bad input** is refused with a plain-text reason, never a panic, and starts nothing:
 //! `415` for a body that is not `application/json`, `413` for one over
@@ -102,7 +144,31 @@
 //! is read), `408` for one that does not arrive within [`AgUi::body_timeout`], `400` for JSON
 //! that is not a `RunAgentInput` (the reason names the field and position) or has an empty,
 //! overlong or control-character id ([`RunAgentInput::check`]), and for a malformed or unknown
-//! `Last-Event-ID`. Unknown fields of the input are ignored, so a newer client is not refused.
+//! `Last-Event-ID`, and for JSON that names a member twice (as everywhere in chord). Unknown
+//! fields of the input are ignored, so a newer client is not refused.
+//!
+//! **The client's state arrives typed.** A `state` that is absent, `null` or `{}` (what
+//! `@ag-ui/client` sends when the application set none) starts the run with the initial
+//! state ([`AgUi::with_initial`], or `T::default()`); any other is read into `T`, and the
+//! run starts with it, or is refused with a `400` naming the field
+//! (`the state does not fit this agent's state: `state.plan[1]`: invalid type: ...`), before
+//! anything is stored.
+//!
+//! # Bounds
+//!
+//! | bound | default | past it |
+//! | --- | --- | --- |
+//! | runs in flight | 64 ([`AgUi::max_runs`]) | `503` with `Retry-After: 1`, nothing started |
+//! | open event streams | 1,024 ([`AgUi::max_readers`]) | `503` with `Retry-After: 1` |
+//! | a `RunAgentInput` | 1 MiB ([`AgUi::body_limit`]) | `413`, before a byte is read when announced |
+//!
+//! Each agent runs on a thread of its own (an agent blocks: a model's step takes seconds),
+//! never on the blocking pool that serves the endpoint's store reads, so `/state` and the
+//! events of every run answer while every run slot is taken. An open event stream costs the
+//! same whatever the state's size: the events of each record are made once and shared by
+//! every reader (see [the run's log](#the-runs-log)), and a reader at the tail holds no copy
+//! of the state (400 open streams of a run with a 1 MB state hold about 8 MiB, most of it
+//! the connections' buffers; `chord/tests/ag_ui_door.rs` holds them under 64 MiB).
 //!
 //! **Authorization.** [`AgUi::authorize`] takes a hook like
 //! [`Streams::reads`](crate::streams::Streams::reads): it sees each request's head
@@ -117,8 +183,10 @@
 //! A run is stored in the log at `Address::new("ag-ui/" + threadId, runId)`
 //! ([`AgUi::namespace`]) as one tracked value, its [`Envelope`]: the ids, the state, the text
 //! messages, the [`Outcome`]. The event stream is a view of that log, not a channel of its
-//! own: each record's ops turn into events, read by a mirror of the envelope (one per
-//! response: a copy of the state and of the messages' text):
+//! own: each record's ops turn into events, read by a mirror of the envelope (one per run,
+//! carried by the run's tail cache: the first reader to reach a record makes its events,
+//! and every other reader is sent the same bytes; a reader behind the cache, or resuming,
+//! holds a mirror of its own until it catches up):
 //!
 //! - the first record (the whole envelope) is `RUN_STARTED`, `STATE_SNAPSHOT`, and the text
 //!   events of any message it holds;
@@ -127,7 +195,10 @@
 //!   with), an append to its text a `TEXT_MESSAGE_CONTENT` with exactly the appended text, the
 //!   message ended a `TEXT_MESSAGE_END`: the text is stored as appends and sent once, never
 //!   inside a state delta;
-//! - the outcome is `RUN_FINISHED` or `RUN_ERROR`;
+//! - the outcome is `RUN_FINISHED` or `RUN_ERROR`, whose `code` says what failed
+//!   ([`codes`]): `AGENT_FAILED` (the agent returned an error, or [`Run::fail`]),
+//!   `AGENT_PANICKED`, `PRODUCER_GONE` (the server running the agent stopped first),
+//!   `LOG_UNREADABLE` (the run's log cannot be read; sent, not stored);
 //! - a checkpoint (the whole envelope again, written by the [`checkpoint`](AgUi::checkpoint)
 //!   policy so that a resume reads back a bounded stretch) equal to the mirror gives nothing;
 //!   one that differs gives what differs.
@@ -143,7 +214,9 @@
 //! among that record's events. A client that reconnects with `Last-Event-ID: <offset>:<k>`
 //! is sent the events after it: the rest of that record's, then the later records'. It is
 //! not sent `RUN_STARTED` again (it is still in its run), and text in flight goes on from
-//! the next token: no event twice, none missing. It reconnects either way:
+//! the next token: no event twice, none missing. An id that is the run's terminal event is
+//! answered `204 No Content`: nothing follows, and a browser's `EventSource` stops instead
+//! of reconnecting every few seconds. It reconnects either way:
 //!
 //! - `POST /` with the same `RunAgentInput` (the same `threadId` and `runId`) and the
 //!   `Last-Event-ID` header: the run exists, so no second agent starts;

@@ -28,7 +28,7 @@ pub(crate) const DEFAULT_TAIL_CACHE_BYTES: usize = 64 << 20;
 pub(crate) const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
 
 /// A [`Store`] shared by one writer and any number of readers: what the stream server
-/// ([`Streams`](super::Streams)) serves.
+/// ([`Streams`](crate::streams::Streams)) serves.
 ///
 /// Write through it as through any store (`LogWriter::new(log.clone(), ..)`, [`Durable`]); every
 /// append also lands in its address's *tail cache*, the newest records, each held once with

@@ -62,7 +62,7 @@ pub const REQUESTS: &str = "chord_requests_total";
 /// Seconds from a request's arrival at the streams routes to its response head, label
 /// `kind` (histogram). For a catch-up read that is the time to read and send its first
 /// chunk (the rest follows as the client takes it); for a long-poll, the wait for a record
-/// (up to [`Streams::long_poll`](super::Streams::long_poll)); for an SSE response, the time
+/// (up to [`Streams::long_poll`](crate::streams::Streams::long_poll)); for an SSE response, the time
 /// to open it, not how long it stays open.
 pub const REQUEST_SECONDS: &str = "chord_request_seconds";
 /// A tracker's whole-value fallback diffs, as [`Tracker::fallbacks`](crate::Tracker::fallbacks)
