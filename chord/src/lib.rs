@@ -728,7 +728,8 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
-//! | `ag-ui` | `ag_ui`: a run of a Rust agent served to [AG-UI](https://docs.ag-ui.com) clients from a chord log (state patches, text deltas, resumable event ids), and `ag_ui::Patcher` | `streams`, json-patch |
+//! | `ag-ui` | `ag_ui`: a run of a Rust agent served to [AG-UI](https://docs.ag-ui.com) clients from a chord log (state patches, text deltas, resumable event ids), and `ag_ui::Patcher` | `ag-ui-patch`, `streams`, serde_path_to_error |
+//! | `ag-ui-patch` | `ag_ui` without the server stack: `ag_ui::Patcher` (a flush's ops as an RFC 6902 patch), the events, the input, and `ag_ui::Run` over any store | json-patch |
 //!
 //! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
 //! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
@@ -753,8 +754,8 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 // The derive's generated code names `::chord`: so may this crate's own derived types.
 extern crate self as chord;
 
-#[cfg(feature = "ag-ui")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
+#[cfg(feature = "ag-ui-patch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ag-ui-patch")))]
 pub mod ag_ui;
 mod apply;
 mod diff;

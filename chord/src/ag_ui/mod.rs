@@ -324,17 +324,25 @@
 //! assert_eq!(&client, patcher.value());
 //! ```
 
+#[cfg(feature = "ag-ui")]
 mod config;
 mod events;
+#[cfg(feature = "ag-ui")]
 mod feed;
+#[cfg(feature = "ag-ui")]
 mod id;
 mod patch;
 mod pointer;
+#[cfg(feature = "ag-ui")]
 mod router;
 mod run;
+#[cfg(feature = "ag-ui")]
 mod start;
+#[cfg(feature = "ag-ui")]
 mod view;
 
+#[cfg(feature = "ag-ui")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
 pub use self::config::{AgUi, AgentError, RunRequest, RunRequestKind};
 pub use self::events::{
     codes, Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
