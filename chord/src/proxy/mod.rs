@@ -9,7 +9,8 @@
 
 mod deque;
 mod elements;
-mod leaf;
+pub(crate) mod hints;
+pub(crate) mod leaf;
 pub(crate) mod map;
 mod option;
 mod text;
