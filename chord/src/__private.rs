@@ -2,12 +2,15 @@
 //! (`::chord::__private::...`). Not a public API: anything here may change in any release.
 //! Only re-exports: each item lives in the module of its concept.
 
+pub use crate::proxy::debug::debug_json;
 pub use crate::proxy::hints::{
     AppendOrCopyTheText, AssignThroughTheProxy, NoOtherRhs, NoRhs, WriteStarToReadTheOperand,
     WriteStarToReadTheValue,
 };
-pub use crate::proxy::leaf::{flush_json_field, flush_opaque_field};
-pub use crate::proxy::{debug_json, flush_leaf, LeafProxy};
+pub use crate::proxy::leaf::{
+    flush as flush_leaf, flush_json_field, flush_opaque_field, leaf_proxy, leaf_proxy_with_json,
+};
+pub use crate::proxy::LeafProxy;
 pub use crate::tracker::flatten::{
     Flatten, FlattenCheck, FlattenOk, FlattenRefused, FlattenUntracked, Members, UniqueMembers,
 };
@@ -24,8 +27,9 @@ pub use std::vec::Vec;
 
 /// What the derive's `TypeScript` implementations call.
 pub mod ts {
-    pub use crate::typescript::{
-        enumeration, fields, structure, tuple, Declarations, EnumRepr, Fields, Member, Probe,
-        TsParam, TsType, TypeScript, ViaTypeScript, ViaUnknown,
+    pub use crate::typescript::derived::{
+        declare_generic, enumeration, fields, structure, tuple, EnumRepr, Fields, Probe, TsParam,
+        ViaTypeScript, ViaUnknown,
     };
+    pub use crate::typescript::{Declarations, Member, TsType, TypeScript};
 }

@@ -39,8 +39,7 @@ fn json_of<T: Serialize>(v: &T) -> Option<Value> {
 }
 
 impl<'a, T: Serialize> LeafProxy<'a, T> {
-    #[doc(hidden)]
-    pub fn new(v: &'a mut T, cx: Cx<'a>) -> Self {
+    fn new(v: &'a mut T, cx: Cx<'a>) -> Self {
         LeafProxy {
             v,
             cx,
@@ -62,8 +61,7 @@ impl<'a, T: Serialize> LeafProxy<'a, T> {
 
 impl<'a, T> LeafProxy<'a, T> {
     /// A leaf whose JSON is written by `json` (a field with `#[serde(with = "...")]`).
-    #[doc(hidden)]
-    pub fn with_json(v: &'a mut T, cx: Cx<'a>, json: fn(&T) -> Option<Value>) -> Self {
+    fn with_json(v: &'a mut T, cx: Cx<'a>, json: fn(&T) -> Option<Value>) -> Self {
         LeafProxy {
             v,
             cx,
@@ -186,7 +184,6 @@ compound!(AddAssign add_assign, SubAssign sub_assign, MulAssign mul_assign,
     ShrAssign shr_assign);
 
 /// Emits the ops for a leaf at `path`.
-#[doc(hidden)]
 pub fn flush<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
@@ -376,6 +373,21 @@ where
 }
 
 // ---- Fields tracked as one JSON value: `#[chord(opaque)]` and `#[serde(with = "...")]`. ----
+
+/// The proxy of a value tracked as one JSON leaf: a field marked `#[chord(opaque)]`, or a
+/// type whose derive tracks it whole.
+pub fn leaf_proxy<'a, T: Serialize>(v: &'a mut T, cx: Cx<'a>) -> LeafProxy<'a, T> {
+    LeafProxy::new(v, cx)
+}
+
+/// The proxy of a field whose JSON `json` writes (a field with `#[serde(with = "...")]`).
+pub fn leaf_proxy_with_json<'a, T>(
+    v: &'a mut T,
+    cx: Cx<'a>,
+    json: fn(&T) -> Option<Value>,
+) -> LeafProxy<'a, T> {
+    LeafProxy::with_json(v, cx, json)
+}
 
 /// Flushes a field tracked as one opaque JSON value.
 pub fn flush_opaque_field<T: Serialize + ?Sized>(
