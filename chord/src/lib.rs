@@ -278,10 +278,10 @@
 //! *second* use (`["#", id, path]`, then the bare id), omits a path equal to the previous op's
 //! within a batch, and resets at every `r`, so a reader that starts at a base batch decodes
 //! with a fresh decoder. The tables are bounded at both ends whatever the stream: ids are
-//! below [`MAX_IDS`] (1,024; when all are taken the encoder redefines one not used lately), only
-//! paths with at most [`MAX_ID_PATH_UNITS`] (256) UTF-16 units of key text get one, and a
-//! decoder (Rust or JavaScript) refuses a definition that breaks either rule. The detail is in
-//! [`wire`].
+//! below [`wire::MAX_IDS`] (1,024; when all are taken the encoder redefines one not used
+//! lately), only paths with at most [`wire::MAX_ID_PATH_UNITS`] (256) UTF-16 units of key
+//! text get one, and a decoder (Rust or JavaScript) refuses a definition that breaks either
+//! rule. The detail is in [`wire`].
 //!
 //! [`apply`] applies a batch to an `Option<serde_json::Value>` (`None` before the first base
 //! batch). It is strict (a missing parent, a wrong type or an index past the end is an error,
@@ -625,8 +625,8 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | work per batch (see [the cost of each verb](#the-cost-of-each-verb)) | 2^24 units | [`Limits::max_work`] |
 //! | segments of a path | 128 | [`MAX_PATH_SEGMENTS`] |
 //! | counts, indices, ids; integers in JS-safe mode | 2^53 − 1 | [`MAX_SAFE_INTEGER`] |
-//! | ids in the wire's path table | 1,024 | [`MAX_IDS`] |
-//! | key text of a path that gets an id | 256 UTF-16 units | [`MAX_ID_PATH_UNITS`] |
+//! | ids in the wire's path table | 1,024 | [`wire::MAX_IDS`] |
+//! | key text of a path that gets an id | 256 UTF-16 units | [`wire::MAX_ID_PATH_UNITS`] |
 //! | bytes of a stored record | 64 MiB | [`store::MAX_RECORD_BYTES`] |
 //! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::LogBuilder::tail_records`, `tail_bytes` |
 //! | bytes of all of a log's tail caches together (least recently used out first) | 64 MiB | `streams::LogBuilder::tail_cache_bytes` |
@@ -757,6 +757,7 @@ extern crate self as chord;
 #[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
 pub mod ag_ui;
 mod apply;
+mod batch;
 mod diff;
 mod error;
 mod json;
@@ -768,6 +769,7 @@ pub mod proxy;
 #[cfg(feature = "replica")]
 #[cfg_attr(docsrs, doc(cfg(feature = "replica")))]
 pub mod replica;
+mod safe_integer;
 pub mod store;
 #[cfg(feature = "streams")]
 #[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
@@ -779,16 +781,16 @@ mod validate;
 pub mod wire;
 
 pub use crate::apply::{apply, apply_with, IntoOp, Limits};
+pub use crate::batch::{display_batch, is_base};
 pub use crate::diff::diff;
 pub use crate::error::{Category, Error, ErrorKind, Result};
-pub use crate::op::{display_batch, is_base, utf16_len, Op};
+pub use crate::op::Op;
 pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
-pub use crate::tracker::js_safe::MAX_SAFE_INTEGER;
+pub use crate::safe_integer::MAX_SAFE_INTEGER;
 pub use crate::tracker::{track, Fallbacks, Proxy, Tracked, Tracker, FALLBACK_PATHS};
+pub use crate::utf16::utf16_len;
 pub use crate::validate::{batch_from_value, parse_batch};
-pub use crate::wire::{
-    Applied, Decoder, Encoder, PathRef, WireBatch, WireOp, MAX_IDS, MAX_ID_PATH_UNITS,
-};
+pub use crate::wire::{Applied, Decoder, Encoder, PathRef, WireBatch, WireOp};
 pub use chord_derive::Tracked;
 
 #[doc(hidden)]
