@@ -192,11 +192,11 @@ fn construct(f: &Field) -> TokenStream {
     };
     match kind(f) {
         Kind::Skipped => quote!(#binding),
-        Kind::Opaque => quote!(::chord::__private::LeafProxy::new(#binding, #cx)),
+        Kind::Opaque => quote!(::chord::__private::leaf_proxy(#binding, #cx)),
         Kind::With(with) => {
             let call = with_call(with);
             quote! {
-                ::chord::__private::LeafProxy::with_json(#binding, #cx, |__v: &#ty| {
+                ::chord::__private::leaf_proxy_with_json(#binding, #cx, |__v: &#ty| {
                     #call(__v, ::chord::__private::serde_json::value::Serializer).ok()
                 })
             }
@@ -811,7 +811,7 @@ fn opaque(input: &DeriveInput) -> TokenStream {
             type Proxy<'__a> = ::chord::__private::LeafProxy<'__a, Self> where Self: '__a;
 
             fn __proxy<'__a>(&'__a mut self, cx: ::chord::__private::Cx<'__a>) -> Self::Proxy<'__a> {
-                ::chord::__private::LeafProxy::new(self, cx)
+                ::chord::__private::leaf_proxy(self, cx)
             }
 
             fn __flush(

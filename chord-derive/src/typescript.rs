@@ -139,7 +139,8 @@ pub(crate) fn expand(input: &Input) -> TokenStream {
         #[automatically_derived]
         impl #impl_generics #ts::TypeScript for #ident #ty_generics #where_clause {
             fn ts_type(__decls: &mut #ts::Declarations) -> #ts::TsType {
-                __decls.declare_generic(
+                #ts::declare_generic(
+                    __decls,
                     ::chord::__private::core::concat!(
                         ::chord::__private::core::module_path!(), "::", #rust_name),
                     #ts_name,

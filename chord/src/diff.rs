@@ -178,7 +178,7 @@ pub(crate) fn window_ops(path: &NonEmptyPath, before: &str, after: &str, kept: u
     let dropped = &before[..before.len() - kept];
     let mut ops = Vec::with_capacity(2);
     if !dropped.is_empty() {
-        ops.push(Op::Truncate(path.clone(), utf16::len(dropped)));
+        ops.push(Op::Truncate(path.clone(), utf16::utf16_len(dropped)));
     }
     if after.len() > kept {
         ops.push(Op::Append(path.clone(), after[kept..].to_owned()));

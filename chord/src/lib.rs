@@ -59,7 +59,8 @@
 //! 10. [The cost of each verb](#the-cost-of-each-verb).
 //! 11. [Where chord differs from the TypeScript reference](#where-chord-differs-from-the-typescript-reference).
 //!
-//! The [feature flags](#feature-flags) and a [map of the crate](#map-of-the-crate) close it.
+//! The [feature flags](#feature-flags), the [dependencies](#dependencies) and a
+//! [map of the crate](#map-of-the-crate) close it.
 //!
 //! ## Tracking typed state
 //!
@@ -278,10 +279,10 @@
 //! *second* use (`["#", id, path]`, then the bare id), omits a path equal to the previous op's
 //! within a batch, and resets at every `r`, so a reader that starts at a base batch decodes
 //! with a fresh decoder. The tables are bounded at both ends whatever the stream: ids are
-//! below [`MAX_IDS`] (1,024; when all are taken the encoder redefines one not used lately), only
-//! paths with at most [`MAX_ID_PATH_UNITS`] (256) UTF-16 units of key text get one, and a
-//! decoder (Rust or JavaScript) refuses a definition that breaks either rule. The detail is in
-//! [`wire`].
+//! below [`wire::MAX_IDS`] (1,024; when all are taken the encoder redefines one not used
+//! lately), only paths with at most [`wire::MAX_ID_PATH_UNITS`] (256) UTF-16 units of key
+//! text get one, and a decoder (Rust or JavaScript) refuses a definition that breaks either
+//! rule. The detail is in [`wire`].
 //!
 //! [`apply`] applies a batch to an `Option<serde_json::Value>` (`None` before the first base
 //! batch). It is strict (a missing parent, a wrong type or an index past the end is an error,
@@ -625,8 +626,8 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | work per batch (see [the cost of each verb](#the-cost-of-each-verb)) | 2^24 units | [`Limits::max_work`] |
 //! | segments of a path | 128 | [`MAX_PATH_SEGMENTS`] |
 //! | counts, indices, ids; integers in JS-safe mode | 2^53 − 1 | [`MAX_SAFE_INTEGER`] |
-//! | ids in the wire's path table | 1,024 | [`MAX_IDS`] |
-//! | key text of a path that gets an id | 256 UTF-16 units | [`MAX_ID_PATH_UNITS`] |
+//! | ids in the wire's path table | 1,024 | [`wire::MAX_IDS`] |
+//! | key text of a path that gets an id | 256 UTF-16 units | [`wire::MAX_ID_PATH_UNITS`] |
 //! | bytes of a stored record | 64 MiB | [`store::MAX_RECORD_BYTES`] |
 //! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::LogBuilder::tail_records`, `tail_bytes` |
 //! | bytes of all of a log's tail caches together (least recently used out first) | 64 MiB | `streams::LogBuilder::tail_cache_bytes` |
@@ -724,16 +725,70 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | --- | --- | --- |
 //! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
 //! | `postgres` | `store::PostgresStore`, the PostgreSQL backend: shared by a cluster, one writer per address, a live tail across nodes | postgres (the synchronous client) |
-//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink |
+//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink, time |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
 //! | `ag-ui` | `ag_ui`: a run of a Rust agent served to [AG-UI](https://docs.ag-ui.com) clients from a chord log (state patches, text deltas, resumable event ids), and `ag_ui::Patcher` | `ag-ui-patch`, `streams`, serde_path_to_error |
 //! | `ag-ui-patch` | `ag_ui` without the server stack: `ag_ui::Patcher` (a flush's ops as an RFC 6902 patch), the events, the input, and `ag_ui::Run` over any store | json-patch |
 //!
-//! The core (tracking, the format, the codec, the applier, JSONL logs and recovery) depends on
-//! serde, serde_json, thiserror, crc32c, hashbrown, foldhash, itoa, ryu-js, tracing and
-//! percent-encoding.
+//! # Dependencies
+//!
+//! Every dependency, with what chord uses it for. The core (tracking, the format, the codec,
+//! the applier, JSONL logs and recovery) takes these:
+//!
+//! - **chord-derive**: `#[derive(Tracked)]`, the proxies, flush walks and TypeScript
+//!   declarations of a user's types.
+//! - **serde**: every value chord tracks is `Serialize`, and ops, paths and records are
+//!   serialized and deserialized through it.
+//! - **serde_json**: the JSON values ops carry and the text batches are read from and written
+//!   to, with `preserve_order` (object members keep their order, as in JavaScript),
+//!   `float_roundtrip` and `raw_value`.
+//! - **hashbrown**: the hash tables whose hashes chord supplies (`HashTable`): the wire
+//!   encoder's path table and the tracker's index of a node's children.
+//! - **foldhash**: the hash of those two tables, cheaper than SipHash on short keys, with a
+//!   random seed per table.
+//! - **itoa**: integers written into JSON text without the formatting machinery.
+//! - **smallvec**: an array's splice runs with room for two inline, so a streaming push
+//!   records its run without allocating.
+//! - **ryu-js**: floats spelled as JavaScript's `Number.prototype.toString` spells them, for
+//!   an encoder set to [`wire::Numbers::JavaScript`].
+//! - **tracing**: events for what a user may want to know without handling it (a tracker's
+//!   whole-value fallbacks, target `chord::fallback`), and the streams layer's spans around
+//!   requests and store work.
+//! - **thiserror**: the `Display` and `source` of every error type.
+//! - **crc32c**: the per-record checksums of the durable logs (CRC-32C, hardware-accelerated
+//!   where the CPU has it).
+//! - **percent-encoding**: stream names in URL paths, the `schema` parameter of a PostgreSQL
+//!   URL, and the offsets a replica sends.
+//! - **metrics**: counters, gauges and histograms of the tracker's fallbacks and the streams
+//!   layer, through the `metrics` facade (without a recorder installed, every call is a
+//!   no-op).
+//!
+//! The features add these (see the table above for which feature takes which):
+//!
+//! - **rusqlite** (`sqlite`): the SQLite backend, with SQLite bundled so nothing needs
+//!   installing.
+//! - **postgres** (`postgres`): the PostgreSQL backend, through the synchronous client; TLS
+//!   comes from a connector the caller brings.
+//! - **tokio** (`streams`, `replica`): the runtime the server and the replica run on.
+//! - **axum** (`streams`): the router of the streams endpoints.
+//! - **hyper** (`streams`, `replica`): HTTP/1, the server's connections and the replica's
+//!   client.
+//! - **hyper-util** (`streams`, `replica`): hyper's tokio glue (I/O and executor).
+//! - **http-body** (`streams`): the bodies the server streams (catch-up pages, SSE).
+//! - **http-body-util** (`replica`): reading the replica's response bodies.
+//! - **bytes** (`streams`, `replica`): the buffers bodies and framed events are sent and read
+//!   in, shared between readers without copies.
+//! - **tower-service** (`streams`): calling the router per connection in the server.
+//! - **socket2** (`streams`): the kernel send buffer of each connection
+//!   (`streams::Server::send_buffer`).
+//! - **hashlink** (`streams`): the least-recently-used order of `streams::Log`'s tail caches.
+//! - **time** (`streams`): RFC 3339 timestamps of `Stream-Expires-At`, every field
+//!   range-checked.
+//! - **tower-http** (`streams`): the CORS layer of cross-origin reads (`Streams::cors`).
+//! - **json-patch** (`ag-ui`): the RFC 6902 operation types of AG-UI's `STATE_DELTA` events,
+//!   which `ag_ui::Patcher` builds from ops.
 //!
 //! # Map of the crate
 //!
@@ -758,6 +813,7 @@ extern crate self as chord;
 #[cfg_attr(docsrs, doc(cfg(feature = "ag-ui-patch")))]
 pub mod ag_ui;
 mod apply;
+mod batch;
 mod diff;
 mod error;
 mod json;
@@ -772,6 +828,7 @@ pub mod proxy;
 #[cfg(feature = "replica")]
 #[cfg_attr(docsrs, doc(cfg(feature = "replica")))]
 pub mod replica;
+mod safe_integer;
 pub mod store;
 #[cfg(feature = "streams")]
 #[cfg_attr(docsrs, doc(cfg(feature = "streams")))]
@@ -783,16 +840,16 @@ mod validate;
 pub mod wire;
 
 pub use crate::apply::{apply, apply_with, IntoOp, Limits};
+pub use crate::batch::{display_batch, is_base};
 pub use crate::diff::diff;
 pub use crate::error::{Category, Error, ErrorKind, Result};
-pub use crate::op::{display_batch, is_base, utf16_len, Op};
+pub use crate::op::Op;
 pub use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
-pub use crate::tracker::js_safe::MAX_SAFE_INTEGER;
+pub use crate::safe_integer::MAX_SAFE_INTEGER;
 pub use crate::tracker::{track, Fallbacks, Proxy, Tracked, Tracker, FALLBACK_PATHS};
+pub use crate::utf16::utf16_len;
 pub use crate::validate::{batch_from_value, parse_batch};
-pub use crate::wire::{
-    Applied, Decoder, Encoder, PathRef, WireBatch, WireOp, MAX_IDS, MAX_ID_PATH_UNITS,
-};
+pub use crate::wire::{Applied, Decoder, Encoder, PathRef, WireBatch, WireOp};
 pub use chord_derive::Tracked;
 
 #[doc(hidden)]
@@ -802,3 +859,42 @@ pub mod __private;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    /// The names in a bulleted list of the crate docs' `# Dependencies` (`- **name**`).
+    fn documented() -> Vec<&'static str> {
+        let docs = include_str!("lib.rs");
+        let start = docs
+            .find("//! # Dependencies")
+            .expect("a Dependencies section");
+        let end = start + docs[start..].find("//! # Map").expect("a section after it");
+        docs[start..end]
+            .lines()
+            .filter_map(|l| l.strip_prefix("//! - **")?.split("**").next())
+            .collect()
+    }
+
+    /// The names under `[dependencies]` in `Cargo.toml`.
+    fn declared() -> Vec<&'static str> {
+        let manifest = include_str!("../Cargo.toml");
+        let start = manifest.find("\n[dependencies]\n").expect("[dependencies]");
+        manifest[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.starts_with('['))
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| l.split([' ', '=']).next())
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_list_every_dependency_once() {
+        let mut documented = documented();
+        let mut declared = declared();
+        assert!(declared.contains(&"serde_json"), "{declared:?}");
+        documented.sort_unstable();
+        declared.sort_unstable();
+        assert_eq!(documented, declared);
+    }
+}

@@ -5,8 +5,7 @@ use std::fmt;
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::Value;
 
-use crate::path::{NonEmptyPath, Path};
-use crate::utf16;
+use crate::path::{NonEmptyPath, Path, Seg};
 
 /// One change to a JSON document.
 ///
@@ -92,20 +91,47 @@ impl Op {
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
-}
 
-/// Whether `batch` is a base batch: exactly when its first op is an `r`.
-///
-/// Recovery stops at base batches, so this is a token comparison, never a path inspection.
-///
-/// ```
-/// use chord::{is_base, path, Op};
-/// assert!(is_base(&[Op::Replace(serde_json::json!({}))]));
-/// assert!(!is_base(&[Op::Delete(path!["a"]), Op::Replace(serde_json::json!({}))]));
-/// assert!(!is_base(&[]));
-/// ```
-pub fn is_base(batch: &[Op]) -> bool {
-    matches!(batch.first(), Some(Op::Replace(_)))
+    /// The op re-rooted: the location at `from` becomes the location at `to`, so an op at or
+    /// under `from` is the same change at or under `to` (its path's prefix `from` replaced by
+    /// `to`). `None` when the op is not at or under `from`.
+    ///
+    /// One rule for the verbs, whatever the paths: an `r` is the `s` of the root (path `[]`).
+    /// So an op that lands on the root is an `r` when it was an `s` or an `r`, stays a `p`
+    /// (the root may be an array), and is `None` when it is a `d`, an `a` or a `t`, which no
+    /// op expresses at the root; an `r` moved off the root is an `s` of `to`. Every other
+    /// field of the op is kept.
+    pub(crate) fn rerooted(self, from: &[Seg], to: &[Seg]) -> Option<Op> {
+        let segments = match &self {
+            Op::Replace(_) => &[][..],
+            op => op.path()?.segments(),
+        };
+        let path: Path = to
+            .iter()
+            .chain(segments.strip_prefix(from)?)
+            .cloned()
+            .collect();
+        Some(match self {
+            Op::Replace(v) | Op::Set(_, v) => match NonEmptyPath::try_from(path) {
+                Ok(p) => Op::Set(p, v),
+                Err(_) => Op::Replace(v),
+            },
+            Op::Delete(_) => Op::Delete(path.try_into().ok()?),
+            Op::Append(_, text) => Op::Append(path.try_into().ok()?, text),
+            Op::Truncate(_, n) => Op::Truncate(path.try_into().ok()?, n),
+            Op::Splice {
+                index,
+                remove,
+                items,
+                ..
+            } => Op::Splice {
+                path,
+                index,
+                remove,
+                items,
+            },
+        })
+    }
 }
 
 impl Serialize for Op {
@@ -219,46 +245,107 @@ impl fmt::Display for Op {
     }
 }
 
-/// A readable multi-line rendering of a batch: one op per line, base batches marked.
-///
-/// ```
-/// use chord::{display_batch, path, Op};
-/// let batch = [Op::Replace(serde_json::json!({"x": 1})), Op::Set(path!["x"], 2.into())];
-/// assert_eq!(display_batch(&batch).to_string(), "base batch, 2 ops\n  replace {\"x\":1}\n  set x = 2");
-/// ```
-pub fn display_batch(batch: &[Op]) -> impl fmt::Display + '_ {
-    BatchDisplay(batch)
-}
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
 
-struct BatchDisplay<'a>(&'a [Op]);
+    use super::*;
+    use crate::path;
 
-impl fmt::Display for BatchDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = if is_base(self.0) {
-            "base batch"
-        } else {
-            "batch"
-        };
-        let plural = if self.0.len() == 1 { "" } else { "s" };
-        write!(f, "{kind}, {} op{plural}", self.0.len())?;
-        for op in self.0 {
-            if f.alternate() {
-                write!(f, "\n  {op:#}")?;
-            } else {
-                write!(f, "\n  {op}")?;
-            }
-        }
-        Ok(())
+    fn segs(p: Path) -> Vec<Seg> {
+        p.segments().to_vec()
     }
-}
 
-/// Length of `s` in UTF-16 code units, the unit of every character count in an op.
-///
-/// `O(len)`; ASCII-only text takes a fast path.
-///
-/// ```
-/// assert_eq!(chord::utf16_len("a😀"), 3);
-/// ```
-pub fn utf16_len(s: &str) -> usize {
-    utf16::len(s)
+    fn splice(path: Path) -> Op {
+        Op::Splice {
+            path,
+            index: 1,
+            remove: 2,
+            items: vec![json!(3)],
+        }
+    }
+
+    #[test]
+    fn the_prefix_is_replaced_and_the_rest_kept() {
+        let from = segs(path!["state"].into());
+        let to = segs(path!["runs", 0].into());
+        let cases = [
+            (
+                Op::Set(path!["state", "n"], json!(1)),
+                Op::Set(path!["runs", 0, "n"], json!(1)),
+            ),
+            (
+                Op::Delete(path!["state", 2]),
+                Op::Delete(path!["runs", 0, 2]),
+            ),
+            (
+                Op::Append(path!["state", "text"], "tok".into()),
+                Op::Append(path!["runs", 0, "text"], "tok".into()),
+            ),
+            (
+                Op::Truncate(path!["state", "text"], 4),
+                Op::Truncate(path!["runs", 0, "text"], 4),
+            ),
+            (
+                splice(path!["state", "xs"].into()),
+                splice(path!["runs", 0, "xs"].into()),
+            ),
+            (
+                splice(path!["state"].into()),
+                splice(path!["runs", 0].into()),
+            ),
+        ];
+        for (op, moved) in cases {
+            assert_eq!(op.clone().rerooted(&from, &to), Some(moved.clone()), "{op}");
+            // ...and back.
+            assert_eq!(moved.rerooted(&to, &from), Some(op));
+        }
+    }
+
+    #[test]
+    fn an_op_outside_the_prefix_is_none() {
+        let from = segs(path!["state", "a"].into());
+        for op in [
+            Op::Set(path!["state", "b"], json!(1)),
+            Op::Set(path!["state"], json!({})),
+            Op::Delete(path!["messages"]),
+            splice(Path::root()),
+            Op::Replace(json!({})),
+        ] {
+            assert_eq!(op.clone().rerooted(&from, &[]), None, "{op}");
+        }
+    }
+
+    #[test]
+    fn a_set_of_the_root_is_a_replace_and_back() {
+        let from = segs(path!["state"].into());
+        assert_eq!(
+            Op::Set(path!["state"], json!({"n": 1})).rerooted(&from, &[]),
+            Some(Op::Replace(json!({"n": 1})))
+        );
+        assert_eq!(
+            Op::Replace(json!({"n": 1})).rerooted(&[], &from),
+            Some(Op::Set(path!["state"], json!({"n": 1})))
+        );
+        assert_eq!(
+            Op::Replace(json!(1)).rerooted(&[], &[]),
+            Some(Op::Replace(json!(1)))
+        );
+        assert_eq!(
+            splice(path!["state"].into()).rerooted(&from, &[]),
+            Some(splice(Path::root()))
+        );
+    }
+
+    #[test]
+    fn what_the_root_cannot_take_is_none() {
+        let from = segs(path!["state"].into());
+        for op in [
+            Op::Delete(path!["state"]),
+            Op::Append(path!["state"], "x".into()),
+            Op::Truncate(path!["state"], 1),
+        ] {
+            assert_eq!(op.clone().rerooted(&from, &[]), None, "{op}");
+        }
+    }
 }

@@ -1,7 +1,13 @@
 //! Counting in UTF-16 code units, the unit JavaScript strings use.
 
-/// Length of `s` in UTF-16 code units. `O(len)`, with an ASCII fast path.
-pub(crate) fn len(s: &str) -> usize {
+/// Length of `s` in UTF-16 code units, the unit of every character count in an op.
+///
+/// `O(len)`; ASCII-only text takes a fast path.
+///
+/// ```
+/// assert_eq!(chord::utf16_len("a😀"), 3);
+/// ```
+pub fn utf16_len(s: &str) -> usize {
     if s.is_ascii() {
         return s.len();
     }
@@ -36,11 +42,11 @@ mod tests {
 
     #[test]
     fn counts_units_not_bytes_or_chars() {
-        assert_eq!(len(""), 0);
-        assert_eq!(len("abc"), 3);
-        assert_eq!(len("é"), 1); // 2 bytes, 1 unit
-        assert_eq!(len("😀"), 2); // 4 bytes, 2 units
-        assert_eq!(len("a😀é"), 4);
+        assert_eq!(utf16_len(""), 0);
+        assert_eq!(utf16_len("abc"), 3);
+        assert_eq!(utf16_len("é"), 1); // 2 bytes, 1 unit
+        assert_eq!(utf16_len("😀"), 2); // 4 bytes, 2 units
+        assert_eq!(utf16_len("a😀é"), 4);
     }
 
     #[test]

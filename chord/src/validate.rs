@@ -10,6 +10,7 @@ use serde_json::{Number, Value};
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{NonEmptyPath, Path, Seg, MAX_PATH_SEGMENTS};
+use crate::safe_integer;
 
 /// Parses a batch of decoded ops from JSON text, validating every op.
 ///
@@ -151,7 +152,7 @@ pub(crate) fn path(value: Value) -> Result<Path> {
     for (i, seg) in segs.into_iter().enumerate() {
         let seg = match seg {
             Value::String(k) => Seg::Key(k.into()),
-            Value::Number(ref n) => match safe_integer(n) {
+            Value::Number(ref n) => match safe_integer::to_usize(n) {
                 Some(n) => Seg::Index(n),
                 None => return Err(bad_index(i, n)),
             },
@@ -187,20 +188,9 @@ pub(crate) fn bad_segment(i: usize, found: &str) -> Error {
     .into()
 }
 
-/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// A non-negative integer a JavaScript replica reads exactly: counts, indices and ids beyond
-/// 2^53 - 1 are refused, so that every replica agrees on every op it accepts.
-pub(crate) fn safe_integer(n: &Number) -> Option<usize> {
-    n.as_u64()
-        .filter(|&n| n <= MAX_SAFE_INTEGER)
-        .and_then(|n| usize::try_from(n).ok())
-}
-
 pub(crate) fn count(value: Value, field: &'static str) -> Result<usize> {
     match &value {
-        Value::Number(n) => safe_integer(n),
+        Value::Number(n) => safe_integer::to_usize(n),
         _ => None,
     }
     .ok_or_else(|| {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::events::Event;
 use super::patch::{PatchError, Patcher};
-use crate::path::{NonEmptyPath, Path, Seg};
+use crate::path::Seg;
 use crate::{Decoder, Op};
 
 /// Why a record does not give events: the log is not a run's, or is damaged.
@@ -310,32 +310,12 @@ fn first_key(op: &Op) -> Option<&str> {
     }
 }
 
-/// The op with its path's first segment taken off: an op on the envelope's `state` as an op
-/// on the state. A `s` of the whole state is an `r`.
+/// The op on the envelope's `state` as an op on the state ([`Op::rerooted`]): a `s` of the
+/// whole state is an `r`; a `d`, `a` or `t` of it is an error.
 fn strip_first(op: Op) -> Result<Op, ViewError> {
-    let rest = |p: &Path| -> Path { p.segments()[1..].iter().cloned().collect() };
-    let non_empty = |p: Path| {
-        NonEmptyPath::try_from(p).map_err(|_| ViewError::NotARun("an op removes the state"))
-    };
-    Ok(match op {
-        Op::Set(p, v) if p.segments().len() == 1 => Op::Replace(v),
-        Op::Set(p, v) => Op::Set(non_empty(rest(&p))?, v),
-        Op::Delete(p) => Op::Delete(non_empty(rest(&p))?),
-        Op::Append(p, t) => Op::Append(non_empty(rest(&p))?, t),
-        Op::Truncate(p, n) => Op::Truncate(non_empty(rest(&p))?, n),
-        Op::Splice {
-            path,
-            index,
-            remove,
-            items,
-        } => Op::Splice {
-            path: rest(&path),
-            index,
-            remove,
-            items,
-        },
-        Op::Replace(v) => Op::Replace(v),
-    })
+    const STATE: [Seg; 1] = [Seg::Key(std::borrow::Cow::Borrowed("state"))];
+    op.rerooted(&STATE, &[])
+        .ok_or(ViewError::NotARun("an op removes the state"))
 }
 
 #[cfg(test)]

@@ -4,9 +4,12 @@ use std::ops::{Deref, DerefMut};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+use crate::tracker::structs::flush_field;
 use crate::tracker::Out;
-use crate::tracker::{flush_assigned, to_json, Before, Cx, Node, Scalar, State, Tracked, Trail};
+use crate::tracker::{
+    flush_assigned, to_json, Before, Cx, Node, Scalar, State, Step, Tracked, Trail,
+};
 
 /// The proxy of a value tracked as one JSON leaf: a number, a `bool`, a set, or a field
 /// marked `#[chord(opaque)]`. Assigning it (`set`, `+=` and the other compound assignments,
@@ -36,8 +39,7 @@ fn json_of<T: Serialize>(v: &T) -> Option<Value> {
 }
 
 impl<'a, T: Serialize> LeafProxy<'a, T> {
-    #[doc(hidden)]
-    pub fn new(v: &'a mut T, cx: Cx<'a>) -> Self {
+    fn new(v: &'a mut T, cx: Cx<'a>) -> Self {
         LeafProxy {
             v,
             cx,
@@ -59,8 +61,7 @@ impl<'a, T: Serialize> LeafProxy<'a, T> {
 
 impl<'a, T> LeafProxy<'a, T> {
     /// A leaf whose JSON is written by `json` (a field with `#[serde(with = "...")]`).
-    #[doc(hidden)]
-    pub fn with_json(v: &'a mut T, cx: Cx<'a>, json: fn(&T) -> Option<Value>) -> Self {
+    fn with_json(v: &'a mut T, cx: Cx<'a>, json: fn(&T) -> Option<Value>) -> Self {
         LeafProxy {
             v,
             cx,
@@ -183,7 +184,6 @@ compound!(AddAssign add_assign, SubAssign sub_assign, MulAssign mul_assign,
     ShrAssign shr_assign);
 
 /// Emits the ops for a leaf at `path`.
-#[doc(hidden)]
 pub fn flush<T: Serialize + ?Sized>(
     value: &T,
     node: &mut Node,
@@ -369,5 +369,83 @@ where
         Self: 'a,
     {
         proxy.set(value);
+    }
+}
+
+// ---- Fields tracked as one JSON value: `#[chord(opaque)]` and `#[serde(with = "...")]`. ----
+
+/// The proxy of a value tracked as one JSON leaf: a field marked `#[chord(opaque)]`, or a
+/// type whose derive tracks it whole.
+pub fn leaf_proxy<'a, T: Serialize>(v: &'a mut T, cx: Cx<'a>) -> LeafProxy<'a, T> {
+    LeafProxy::new(v, cx)
+}
+
+/// The proxy of a field whose JSON `json` writes (a field with `#[serde(with = "...")]`).
+pub fn leaf_proxy_with_json<'a, T>(
+    v: &'a mut T,
+    cx: Cx<'a>,
+    json: fn(&T) -> Option<Value>,
+) -> LeafProxy<'a, T> {
+    LeafProxy::with_json(v, cx, json)
+}
+
+/// Flushes a field tracked as one opaque JSON value.
+pub fn flush_opaque_field<T: Serialize + ?Sized>(
+    value: &T,
+    node: &mut Node,
+    path: &Trail<'_>,
+    seg: Option<Step<'static>>,
+    present: Option<bool>,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    flush_field(&Opaque(value), node, path, seg, present, out)
+}
+
+/// Flushes a field whose JSON a `#[serde(with = "...")]` module wrote (`json`).
+pub fn flush_json_field(
+    json: std::result::Result<Value, serde_json::Error>,
+    node: &mut Node,
+    path: &Trail<'_>,
+    seg: Option<Step<'static>>,
+    present: Option<bool>,
+    out: &mut Out<'_>,
+) -> Result<()> {
+    match json {
+        Ok(v) => flush_opaque_field(&v, node, path, seg, present, out),
+        Err(e) => {
+            let at = match seg {
+                Some(seg) => path.child(seg).to_path(),
+                None => path.to_path(),
+            };
+            Err(Error::from(ErrorKind::NotJson(e.to_string())).at_path(at))
+        }
+    }
+}
+
+/// A borrowed value tracked as a leaf.
+struct Opaque<'a, T: ?Sized>(&'a T);
+
+impl<T: Serialize + ?Sized> Serialize for Opaque<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<T: Serialize + ?Sized> Tracked for Opaque<'_, T> {
+    type Proxy<'b>
+        = ()
+    where
+        Self: 'b;
+
+    fn __proxy<'b>(&'b mut self, _: Cx<'b>) {}
+
+    fn __flush(&self, node: &mut Node, path: &Trail<'_>, out: &mut Out<'_>) -> Result<()> {
+        flush(self.0, node, path, out)
+    }
+
+    fn __assign<'b>(_: &mut (), _: Self)
+    where
+        Self: 'b,
+    {
     }
 }

@@ -14,30 +14,37 @@ use crate::tracker::{
 use crate::tracker::{fallback, Out};
 
 /// A map with string keys that chord tracks as a JSON object: `BTreeMap<String, V>`,
-/// `HashMap<String, V>` and `serde_json::Map<String, Value>`.
-pub trait MapLike: Tracked {
+/// `HashMap<String, V>` and `serde_json::Map<String, Value>`. Sealed: chord implements it for
+/// these three, and [`MapProxy`] is generic over it.
+pub trait MapLike: Tracked + sealed::MapAccess<<Self as MapLike>::Value> {
     /// The value type.
     type Value: Tracked;
-    #[doc(hidden)]
-    fn __get(&self, key: &str) -> Option<&Self::Value>;
-    #[doc(hidden)]
-    fn __get_mut(&mut self, key: &str) -> Option<&mut Self::Value>;
-    #[doc(hidden)]
-    fn __insert(&mut self, key: String, value: Self::Value) -> Option<Self::Value>;
-    #[doc(hidden)]
-    fn __remove(&mut self, key: &str) -> Option<Self::Value>;
-    #[doc(hidden)]
-    fn __keys(&self) -> Vec<String>;
-    #[doc(hidden)]
-    fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Self::Value)>;
-    #[doc(hidden)]
-    fn __len(&self) -> usize;
+}
+
+mod sealed {
+    /// What [`MapProxy`](super::MapProxy) calls on a map: its own methods, under one name for
+    /// the three maps. Public in a private module, so that no type outside chord implements
+    /// [`MapLike`](super::MapLike).
+    pub trait MapAccess<V> {
+        fn __get(&self, key: &str) -> Option<&V>;
+        fn __get_mut(&mut self, key: &str) -> Option<&mut V>;
+        fn __insert(&mut self, key: String, value: V) -> Option<V>;
+        fn __remove(&mut self, key: &str) -> Option<V>;
+        fn __keys(&self) -> Vec<String>;
+        fn __iter_mut<'a>(&'a mut self) -> impl Iterator<Item = (&'a String, &'a mut V)>
+        where
+            V: 'a;
+        fn __len(&self) -> usize;
+    }
 }
 
 macro_rules! std_map {
     ($map:ty, $($extra:tt)*) => {
         impl<V: Tracked, $($extra)*> MapLike for $map {
             type Value = V;
+        }
+
+        impl<V: Tracked, $($extra)*> sealed::MapAccess<V> for $map {
             fn __get(&self, key: &str) -> Option<&V> {
                 self.get(key)
             }
@@ -53,7 +60,10 @@ macro_rules! std_map {
             fn __keys(&self) -> Vec<String> {
                 self.keys().cloned().collect()
             }
-            fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut V)> {
+            fn __iter_mut<'a>(&'a mut self) -> impl Iterator<Item = (&'a String, &'a mut V)>
+            where
+                V: 'a,
+            {
                 self.iter_mut()
             }
             fn __len(&self) -> usize {
@@ -68,6 +78,9 @@ std_map!(HashMap<String, V, S>, S: BuildHasher);
 
 impl MapLike for serde_json::Map<String, Value> {
     type Value = Value;
+}
+
+impl sealed::MapAccess<Value> for serde_json::Map<String, Value> {
     fn __get(&self, key: &str) -> Option<&Value> {
         self.get(key)
     }
@@ -83,7 +96,10 @@ impl MapLike for serde_json::Map<String, Value> {
     fn __keys(&self) -> Vec<String> {
         self.keys().cloned().collect()
     }
-    fn __iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Value)> {
+    fn __iter_mut<'a>(&'a mut self) -> impl Iterator<Item = (&'a String, &'a mut Value)>
+    where
+        Value: 'a,
+    {
         self.iter_mut()
     }
     fn __len(&self) -> usize {
@@ -301,7 +317,7 @@ impl<M: MapLike> DerefMut for MapProxy<'_, M> {
 impl<M: MapLike> fmt::Debug for MapProxy<'_, M> {
     /// The value as JSON (what the replicas hold).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::proxy::debug_json(&*self.m, f)
+        super::debug::debug_json(&*self.m, f)
     }
 }
 

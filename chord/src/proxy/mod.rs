@@ -7,9 +7,11 @@
 //! change it does not model: the location is then compared with the accepted value at flush
 //! (its JSON is taken once, when `&mut` is first taken in a flush interval).
 
+pub(crate) mod debug;
 mod deque;
 mod elements;
-mod leaf;
+pub(crate) mod hints;
+pub(crate) mod leaf;
 pub(crate) mod map;
 mod option;
 mod text;
@@ -24,19 +26,3 @@ pub use option::OptionProxy;
 pub use text::TextProxy;
 pub use value::ValueProxy;
 pub use vec::VecProxy;
-
-#[doc(hidden)]
-pub use leaf::flush as flush_leaf;
-
-/// Writes `value` as JSON: the `Debug` form of every proxy (what the replicas hold), which
-/// needs no `Debug` of the value's type.
-#[doc(hidden)]
-pub fn debug_json<T: serde::Serialize + ?Sized>(
-    value: &T,
-    f: &mut std::fmt::Formatter<'_>,
-) -> std::fmt::Result {
-    match serde_json::to_string(value) {
-        Ok(json) => f.write_str(&json),
-        Err(_) => f.write_str("<not JSON>"),
-    }
-}

@@ -120,7 +120,7 @@ impl<T: Tracked> DerefMut for OptionProxy<'_, T> {
 impl<T: serde::Serialize> fmt::Debug for OptionProxy<'_, T> {
     /// The value as JSON (what the replicas hold).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::proxy::debug_json(&*self.v, f)
+        super::debug::debug_json(&*self.v, f)
     }
 }
 

@@ -456,7 +456,7 @@ impl<T: Tracked> Extend<T> for VecProxy<'_, T> {
 impl<T: serde::Serialize> fmt::Debug for VecProxy<'_, T> {
     /// The value as JSON (what the replicas hold).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::proxy::debug_json(&*self.v, f)
+        super::debug::debug_json(&*self.v, f)
     }
 }
 

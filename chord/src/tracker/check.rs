@@ -7,7 +7,7 @@
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::tracker::js_safe::MAX_SAFE_INTEGER;
+use crate::safe_integer::MAX_SAFE_INTEGER;
 
 use serde::ser::{self, Serialize};
 

@@ -178,23 +178,19 @@ pub(crate) fn fold_into_sets(ops: &mut Vec<Op>) {
         let Op::Set(at, value) = &ops[k] else {
             continue;
         };
-        if !target.starts_with(at.segments()) {
+        // The op, moved under a wrapper whose member stands for the `s`'s location (`None`:
+        // the op is not at or under it), applied to its value.
+        let Some(moved) = ops[j].clone().rerooted(at.segments(), &[WRAPPED]) else {
             continue;
-        }
-        // The op, moved under a wrapper that stands for the `s`'s location, applied to its
-        // value.
-        let depth = at.len();
+        };
         let mut wrapper = Some(serde_json::json!({ "v": value }));
-        let moved = moved_under_wrapper(&ops[j], depth);
-        if let Some(moved) = moved {
-            if crate::apply(&mut wrapper, [moved]).is_ok() {
-                if let (Some(serde_json::Value::Object(mut map)), Op::Set(_, value)) =
-                    (wrapper, &mut ops[k])
-                {
-                    if let Some(v) = map.remove("v") {
-                        *value = v;
-                        keep[j] = false;
-                    }
+        if crate::apply(&mut wrapper, [moved]).is_ok() {
+            if let (Some(serde_json::Value::Object(mut map)), Op::Set(_, value)) =
+                (wrapper, &mut ops[k])
+            {
+                if let Some(v) = map.remove("v") {
+                    *value = v;
+                    keep[j] = false;
                 }
             }
         }
@@ -203,34 +199,9 @@ pub(crate) fn fold_into_sets(ops: &mut Vec<Op>) {
     ops.retain(|_| keep.next().unwrap_or(true));
 }
 
-/// `op` with the first `depth` segments of its path replaced by the one segment `"v"`.
-fn moved_under_wrapper(op: &Op, depth: usize) -> Option<Op> {
-    use crate::path::{NonEmptyPath, Path};
-    let under = |p: &Path| -> Path {
-        let mut segs = vec![Seg::from("v")];
-        segs.extend(p.segments()[depth..].iter().cloned());
-        Path::from(segs)
-    };
-    let non_empty = |p: &Path| NonEmptyPath::try_from(under(p)).ok();
-    Some(match op {
-        Op::Replace(_) => return None,
-        Op::Set(p, v) => Op::Set(non_empty(p.as_path())?, v.clone()),
-        Op::Delete(p) => Op::Delete(non_empty(p.as_path())?),
-        Op::Append(p, t) => Op::Append(non_empty(p.as_path())?, t.clone()),
-        Op::Truncate(p, n) => Op::Truncate(non_empty(p.as_path())?, *n),
-        Op::Splice {
-            path,
-            index,
-            remove,
-            items,
-        } => Op::Splice {
-            path: under(path),
-            index: *index,
-            remove: *remove,
-            items: items.clone(),
-        },
-    })
-}
+/// The member of the wrapper object [`fold_into_sets`] applies a folded op in: it stands for
+/// the location of the `s` the op folds into.
+const WRAPPED: Seg = Seg::Key(std::borrow::Cow::Borrowed("v"));
 
 /// Replaces the ops of each member of the object at `at` (every op in `ops` lies under `at`)
 /// with one `s` of the member's value in `value`, the object's value after them, where that

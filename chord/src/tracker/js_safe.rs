@@ -8,9 +8,7 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Result};
 use crate::op::Op;
 use crate::path::{Path, Seg};
-
-/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`).
-pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+use crate::safe_integer::MAX_SAFE_INTEGER;
 
 /// Checks every value `ops` carry; the error names the first offending integer's path.
 pub(crate) fn check(ops: &[Op]) -> Result<()> {

@@ -5,11 +5,13 @@ pub(crate) mod compact;
 mod cx;
 mod edit;
 pub(crate) mod fallback;
+pub(crate) mod flatten;
 pub(crate) mod js_safe;
 mod node;
 mod out;
 mod scalar;
 pub(crate) mod seq;
+pub(crate) mod structs;
 pub(crate) mod text;
 mod trail;
 

@@ -1056,8 +1056,14 @@ pub(crate) fn flush_assigned(
             let whole_path = path.to_path();
             crate::diff::diff_into(&whole_path, b, &a, &mut rest);
             match rebased(&whole_path, early) {
-                // At the root a whole replacement is an `r`, which must stand alone.
-                Some(mut ops) if !rest.iter().any(|op| matches!(op, Op::Replace(_))) => {
+                // At the root a whole replacement is an `r` (an early edit's too), which must
+                // stand alone.
+                Some(mut ops)
+                    if !ops
+                        .iter()
+                        .chain(&rest)
+                        .any(|op| matches!(op, Op::Replace(_))) =>
+                {
                     ops.extend(rest);
                     // Splices of one stretch of an array compose; early edits the
                     // reassignment overwrote are dead; a member's ops that
@@ -1180,38 +1186,12 @@ pub(crate) fn flush_reassigned<T: serde::Serialize + ?Sized>(
     Ok(())
 }
 
-/// `ops` recorded relative to a node (paths starting with [`HERE`]), moved to `path`.
-/// `None` when one would be an `s`, `d`, `a` or `t` of the root, which no op can express.
+/// `ops` recorded relative to a node (paths starting with [`HERE`]), moved to `path`
+/// ([`Op::rerooted`]). `None` when one would be a `d`, `a` or `t` of the root, which no op
+/// can express.
 fn rebased(path: &Path, ops: &[Op]) -> Option<Vec<Op>> {
-    let at = |rel: &Path| -> Path {
-        let mut p = path.clone();
-        for seg in rel.segments().iter().skip(1) {
-            p.push(seg.clone());
-        }
-        p
-    };
-    let non_empty = |rel: &Path| NonEmptyPath::try_from(at(rel)).ok();
     ops.iter()
-        .map(|op| {
-            Some(match op {
-                Op::Replace(v) => Op::Replace(v.clone()),
-                Op::Set(p, v) => Op::Set(non_empty(p)?, v.clone()),
-                Op::Delete(p) => Op::Delete(non_empty(p)?),
-                Op::Append(p, t) => Op::Append(non_empty(p)?, t.clone()),
-                Op::Truncate(p, n) => Op::Truncate(non_empty(p)?, *n),
-                Op::Splice {
-                    path: p,
-                    index,
-                    remove,
-                    items,
-                } => Op::Splice {
-                    path: at(p),
-                    index: *index,
-                    remove: *remove,
-                    items: items.clone(),
-                },
-            })
-        })
+        .map(|op| op.clone().rerooted(&[HERE], path.segments()))
         .collect()
 }
 

@@ -19,7 +19,7 @@ impl Scalar {
     /// within ±(2^53 − 1), or any other scalar.
     #[inline]
     pub(crate) fn safe(self) -> bool {
-        use crate::tracker::js_safe::MAX_SAFE_INTEGER;
+        use crate::safe_integer::MAX_SAFE_INTEGER;
         match self {
             Scalar::Int(i) => i.unsigned_abs() <= MAX_SAFE_INTEGER,
             Scalar::UInt(u) => u <= MAX_SAFE_INTEGER,

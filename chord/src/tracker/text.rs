@@ -148,7 +148,7 @@ fn flush_other(current: &str, state: &State, path: &Trail<'_>, out: &mut Out<'_>
                     };
                     // (`dropped` is not empty: appends alone were written by `flush`.)
                     let mut window = Vec::with_capacity(2);
-                    window.push(Op::Truncate(p.clone(), crate::utf16_len(dropped)));
+                    window.push(Op::Truncate(p.clone(), crate::utf16::utf16_len(dropped)));
                     if *tail_start < current.len() {
                         window.push(Op::Append(p.clone(), current[*tail_start..].to_owned()));
                     }

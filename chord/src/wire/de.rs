@@ -28,6 +28,7 @@ use serde_json::{Number, Value};
 use crate::error::{json_type, Error, ErrorKind, Result};
 use crate::json::{KeySeed, Names, RawText, ValueSeed};
 use crate::path::{Path, Seg, MAX_PATH_SEGMENTS, RESERVED};
+use crate::safe_integer;
 use crate::validate;
 use crate::wire::grammar::{self, Elem, Ref};
 use crate::wire::op::WireOp;
@@ -557,14 +558,14 @@ impl<'de> Visitor<'de> for SegSeed {
     }
     fn visit_u64<E>(self, n: u64) -> std::result::Result<SegRead, E> {
         let number = Number::from(n);
-        Ok(match validate::safe_integer(&number) {
+        Ok(match safe_integer::to_usize(&number) {
             Some(i) => SegRead::Seg(Seg::Index(i)),
             None => SegRead::BadNumber(number),
         })
     }
     fn visit_i64<E>(self, n: i64) -> std::result::Result<SegRead, E> {
         let number = Number::from(n);
-        Ok(match validate::safe_integer(&number) {
+        Ok(match safe_integer::to_usize(&number) {
             Some(i) => SegRead::Seg(Seg::Index(i)),
             None => SegRead::BadNumber(number),
         })
@@ -585,7 +586,7 @@ impl<'de> Visitor<'de> for SegSeed {
         Ok(match object(map)? {
             None => SegRead::Other("an object"),
             Some(Value::String(k)) => SegRead::Seg(Seg::from(k)),
-            Some(Value::Number(n)) => match validate::safe_integer(&n) {
+            Some(Value::Number(n)) => match safe_integer::to_usize(&n) {
                 Some(i) => SegRead::Seg(Seg::Index(i)),
                 None => SegRead::BadNumber(n),
             },

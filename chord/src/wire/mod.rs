@@ -48,8 +48,8 @@ pub(crate) mod table;
 /// ```
 /// let mut dec = chord::Decoder::new();
 /// let define = |id: usize| format!(r##"[["#",{id},["a"]]]"##);
-/// assert!(dec.decode_str(&define(chord::MAX_IDS - 1)).is_ok());
-/// assert!(dec.decode_str(&define(chord::MAX_IDS)).is_err());
+/// assert!(dec.decode_str(&define(chord::wire::MAX_IDS - 1)).is_ok());
+/// assert!(dec.decode_str(&define(chord::wire::MAX_IDS)).is_err());
 /// ```
 pub const MAX_IDS: usize = 1024;
 

@@ -532,7 +532,7 @@ pub(crate) fn internable<P: Segments + ?Sized>(path: &P) -> bool {
     let mut units = 0;
     path.each_step(&mut |step| {
         if let Step::Field(k) | Step::Key(k) = step {
-            units += crate::utf16_len(k);
+            units += crate::utf16::utf16_len(k);
         }
     });
     units <= MAX_ID_PATH_UNITS

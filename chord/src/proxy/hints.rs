@@ -9,7 +9,7 @@
 
 use std::convert::Infallible;
 
-use crate::proxy::{DequeProxy, LeafProxy, MapProxy, OptionProxy, TextProxy, ValueProxy, VecProxy};
+use super::{DequeProxy, LeafProxy, MapProxy, OptionProxy, TextProxy, ValueProxy, VecProxy};
 
 /// Implemented by no type: the bound of `From<V>` for the proxies, reached by
 /// `state.field = value.into()`. (Its `Self` is the proxy, not `V`, so that the compiler
