@@ -787,8 +787,10 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! - **time** (`streams`): RFC 3339 timestamps of `Stream-Expires-At`, every field
 //!   range-checked.
 //! - **tower-http** (`streams`): the CORS layer of cross-origin reads (`Streams::cors`).
-//! - **json-patch** (`ag-ui`): the RFC 6902 operation types of AG-UI's `STATE_DELTA` events,
-//!   which `ag_ui::Patcher` builds from ops.
+//! - **json-patch** (`ag-ui-patch`): the RFC 6902 operation types of AG-UI's `STATE_DELTA`
+//!   events, which `ag_ui::Patcher` builds from ops.
+//! - **serde_path_to_error** (`ag-ui`): an AG-UI client's `state` read into the run's state
+//!   type, a misfit refused naming the field it is at (`state.plan[1]`).
 //!
 //! # Map of the crate
 //!
@@ -799,6 +801,9 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //!   snapshots.
 //! - [`Encoder`], [`Decoder`], [`wire`]: the per-stream codec.
 //! - [`store`]: durable logs, recovery, [`store::LogWriter`] and [`store::Durable`].
+//! - `live` (feature `streams`): the layer every protocol door stands on (the log and its
+//!   tail cache, the cursor, shared frames, the SSE body, headers, request metrics, the
+//!   server that drains).
 //! - `streams` (feature `streams`) and `replica` (feature `replica`): live replication.
 //! - `ag_ui` (feature `ag-ui`): AG-UI frontends, a chapter of its own.
 //! - [`Error`], [`ErrorKind`], [`Category`]: one error type, categorised.

@@ -151,7 +151,7 @@
 //! `@ag-ui/client` sends when the application set none) starts the run with the initial
 //! state ([`AgUi::with_initial`], or `T::default()`); any other is read into `T`, and the
 //! run starts with it, or is refused with a `400` naming the field
-//! (`the state does not fit this agent's state: `state.plan[1]`: invalid type: ...`), before
+//! (``the state does not fit this agent's state: `state.plan[1]`: invalid type: ...``), before
 //! anything is stored.
 //!
 //! # Bounds
