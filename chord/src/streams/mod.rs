@@ -303,7 +303,7 @@
 //! without asking the server: without a read hook catch-up reads are
 //! `Cache-Control: private, max-age=60` (the default [`Streams::cache_control`]), and a
 //! browser reuses
-//! one for a minute; with one they are `private, no-cache` ([`AUTHORIZED_CACHE_CONTROL`]),
+//! one for a minute; with one they are `private, no-cache`,
 //! and a browser revalidates before each reuse (a conditional request, through the hook,
 //! answered 304 when allowed and unchanged).
 //!
@@ -368,8 +368,7 @@ pub use self::auth::{ReadKind, ReadRequest};
 pub use self::health::{Health, Readiness, HEALTH_ROUTE, READY_ROUTE};
 pub use self::memory::{Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, MAX_TTL};
 pub use self::router::{
-    default_cors, stream_path, Streams, AUTHORIZED_CACHE_CONTROL, BASE_OFFSET_HEADER,
-    EXPOSED_HEADERS, MAX_NAME, ROUTE,
+    default_cors, stream_path, Streams, BASE_OFFSET_HEADER, EXPOSED_HEADERS, MAX_NAME, ROUTE,
 };
 pub use self::write::{WriteKind, WriteRequest};
 #[doc(no_inline)]

@@ -50,7 +50,7 @@ pub(crate) const DEFAULT_CACHE_CONTROL: &str = "private, max-age=60, stale-while
 /// ([`Streams::reads`]): a browser may keep a read but asks the server again before each use
 /// (a conditional request, answered 304 when unchanged), so that every read goes through the
 /// hook and a cached read is never shown to a request without the credential.
-pub const AUTHORIZED_CACHE_CONTROL: &str = "private, no-cache";
+pub(crate) const AUTHORIZED_CACHE_CONTROL: &str = "private, no-cache";
 
 /// Serves every address of a [`Log`] as a [Durable Stream] (`application/json`, each message
 /// one wire batch exactly as stored) at [`ROUTE`].
@@ -199,7 +199,7 @@ impl Streams {
     }
 
     /// The `Cache-Control` of catch-up and long-poll reads (default
-    /// `private, max-age=60, stale-while-revalidate=300`, or [`AUTHORIZED_CACHE_CONTROL`]
+    /// `private, max-age=60, stale-while-revalidate=300`, or `private, no-cache`
     /// once a read hook is set;
     /// `public, ...` for streams every user may read). Set, it holds with a read hook too.
     pub fn cache_control(mut self, value: HeaderValue) -> Streams {
@@ -282,7 +282,7 @@ impl Streams {
     ///
     /// Without a hook (the default) every read is served. Only a malformed name or an
     /// unknown `live` mode is answered (400) before the hook, as neither says anything of
-    /// a stream. Catch-up and long-poll reads are then [`AUTHORIZED_CACHE_CONTROL`]
+    /// a stream. Catch-up and long-poll reads are then `private, no-cache`
     /// (`private, no-cache`) unless [`cache_control`](Streams::cache_control) says otherwise:
     /// a browser revalidates a read it kept, through the hook, before it uses it again.
     /// Preflight `OPTIONS` requests carry no credentials, and are answered by the

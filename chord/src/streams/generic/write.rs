@@ -1,8 +1,7 @@
-//! The protocol on streams that are not chord logs (held by a [`Backend`]): create, append,
-//! close, delete, idempotent producers, TTL and expiry, and their reads.
+//! Writes to a [`Backend`](crate::streams::Backend) stream: create (with its config, TTL
+//! and expiry), append (with idempotent producers), close, delete.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
@@ -11,61 +10,13 @@ use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use serde::de::{Deserializer as _, SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use tokio::time::{sleep_until, Instant};
 
-use super::memory::{Backend, Config, MemoryStream, State, MAX_TTL};
-use super::{frame, Offset};
-use crate::live::offset::Start;
-use crate::live::sse::{self, Changes, Feed, Fields, Next, SseBody, Timing};
+use super::read::is_start;
+use super::{empty, gone, header_str, is_true, meta, text, Refusal, MESSAGE_COST};
+use crate::safe_integer::MAX_SAFE_INTEGER as MAX_SAFE;
 use crate::store::Address;
-
-/// Most bytes of messages in one catch-up response (a single larger message is sent whole).
-const CHUNK: usize = 256 * 1024;
-
-/// The largest integer a producer header may carry (JavaScript's safe integers).
-const MAX_SAFE: u64 = (1 << 53) - 1;
-
-fn text(code: StatusCode, body: impl Into<String>) -> Response {
-    let mut r = Response::new(Body::from(body.into()));
-    *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-    r
-}
-
-/// A request the protocol refuses: its status and why.
-#[derive(Debug)]
-struct Refusal {
-    code: StatusCode,
-    why: String,
-}
-
-impl Refusal {
-    fn new(code: StatusCode, why: impl Into<String>) -> Refusal {
-        Refusal {
-            code,
-            why: why.into(),
-        }
-    }
-}
-
-impl From<Refusal> for Response {
-    fn from(r: Refusal) -> Response {
-        text(r.code, r.why)
-    }
-}
-
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-fn is_true(headers: &HeaderMap, name: &str) -> bool {
-    header_str(headers, name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-}
-
-fn offset_value(n: u64) -> HeaderValue {
-    HeaderValue::from_str(&Offset::from_seq(n).to_string()).expect("hex digits")
-}
+use crate::streams::memory::{Backend, Config, MemoryStream, State, MAX_TTL};
+use crate::streams::Offset;
 
 /// The media type of a `Content-Type`, lower case, without parameters.
 fn media_type(headers: &HeaderMap) -> Option<String> {
@@ -106,12 +57,6 @@ fn parse_rfc3339(v: &str) -> Result<SystemTime, String> {
         .and_then(|t| t.checked_add(Duration::from_nanos(at.nanosecond().into())))
         .ok_or_else(|| "beyond what this system's clock represents".into())
 }
-
-/// What a message costs a stream beside its bytes: its handle in the stream's list. Counted in
-/// the backend's bounds ([`Backend::max_stream_bytes`], [`Backend::reserve`]), so that they
-/// bound the memory streams take however small their messages (a JSON body of `[1,1,...]`
-/// is a message every two bytes).
-pub(crate) const MESSAGE_COST: usize = std::mem::size_of::<Bytes>();
 
 /// What messages cost a stream: their bytes, each with [`MESSAGE_COST`].
 fn cost(messages: &[Bytes]) -> usize {
@@ -226,30 +171,8 @@ impl<'de> Visitor<'de> for Each<'_> {
     }
 }
 
-/// The headers every response for a stream carries.
-fn meta(h: &mut HeaderMap, stream: &MemoryStream, state: &State) {
-    if let Ok(v) = HeaderValue::from_str(&stream.config.content_type) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    if let Some(ttl) = stream.config.ttl {
-        h.insert("stream-ttl", HeaderValue::from(ttl));
-    }
-    if let Some((at, _)) = &stream.config.expires_at {
-        if let Ok(v) = HeaderValue::from_str(at) {
-            h.insert("stream-expires-at", v);
-        }
-    }
-    h.insert(
-        "stream-next-offset",
-        offset_value(state.messages.len() as u64),
-    );
-    if state.closed {
-        h.insert("stream-closed", HeaderValue::from_static("true"));
-    }
-}
-
 /// `PUT` on an address no chord log holds.
-pub(super) fn create(
+pub(crate) fn create(
     backend: &dyn Backend,
     address: &Address,
     fork: Option<Option<Address>>,
@@ -493,7 +416,7 @@ fn producer(headers: &HeaderMap) -> Result<Option<Producer>, Refusal> {
 }
 
 /// `POST` (append, close) on a stream the backend holds.
-pub(super) fn append(
+pub(crate) fn append(
     backend: &dyn Backend,
     stream: &Arc<MemoryStream>,
     headers: &HeaderMap,
@@ -645,7 +568,7 @@ pub(super) fn append(
 ///
 /// A stream with forks is only marked deleted (soft delete: 410, its path not reusable) until
 /// its last fork goes; deleting a fork may so remove its source, and so on up the chain.
-pub(super) fn delete(backend: &dyn Backend, address: &Address) -> Response {
+pub(crate) fn delete(backend: &dyn Backend, address: &Address) -> Response {
     let Some(stream) = backend.get(address) else {
         return text(StatusCode::NOT_FOUND, "no such stream\n");
     };
@@ -679,449 +602,9 @@ pub(super) fn delete(backend: &dyn Backend, address: &Address) -> Response {
     empty(StatusCode::NO_CONTENT)
 }
 
-fn empty(code: StatusCode) -> Response {
-    let mut r = Response::new(Body::empty());
-    *r.status_mut() = code;
-    r
-}
-
-/// The answer for a soft-deleted stream.
-pub(super) fn gone() -> Response {
-    text(StatusCode::GONE, "the stream is deleted\n")
-}
-
-/// `HEAD`.
-pub(super) fn head(stream: &MemoryStream) -> Response {
-    let mut r = Response::new(Body::empty());
-    meta(r.headers_mut(), stream, &stream.lock());
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
-}
-
-/// The messages after `after`, at most [`CHUNK`] bytes of them (at least one), and the
-/// offset after the last.
-fn chunk(state: &State, after: u64) -> (Vec<Bytes>, u64) {
-    let mut out = Vec::new();
-    let mut bytes = 0;
-    let mut next = after;
-    for m in state
-        .messages
-        .iter()
-        .skip(usize::try_from(after).unwrap_or(usize::MAX))
-    {
-        if !out.is_empty() && bytes + m.len() > CHUNK {
-            break;
-        }
-        bytes += m.len();
-        out.push(m.clone());
-        next += 1;
-    }
-    (out, next)
-}
-
-fn body_of(json: bool, messages: &[Bytes]) -> Vec<u8> {
-    if json {
-        frame::json_array(
-            messages
-                .iter()
-                .map(|m| std::str::from_utf8(m).unwrap_or("null")),
-        )
-    } else {
-        messages.iter().flat_map(|m| m.iter().copied()).collect()
-    }
-}
-
-/// A catch-up body of many messages, sent about a chunk at a time (one copy of a chunk at
-/// once, not of the whole body).
-struct Messages {
-    messages: std::vec::IntoIter<Bytes>,
-    json: bool,
-    /// Whether the first frame (with a JSON array's `[`) went.
-    started: bool,
-}
-
-impl http_body::Body for Messages {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
-        let this = &mut *self;
-        if this.started && this.messages.as_slice().is_empty() {
-            return Poll::Ready(None);
-        }
-        let mut out = Vec::with_capacity(CHUNK + 64);
-        if this.json {
-            out.push(if this.started { b',' } else { b'[' });
-        }
-        let mut first = true;
-        while out.len() < CHUNK {
-            let Some(m) = this.messages.next() else { break };
-            if this.json {
-                if !first {
-                    out.push(b',');
-                }
-                out.extend_from_slice(if std::str::from_utf8(&m).is_ok() {
-                    &m
-                } else {
-                    b"null"
-                });
-            } else {
-                out.extend_from_slice(&m);
-            }
-            first = false;
-        }
-        if this.json && this.messages.as_slice().is_empty() {
-            out.push(b']');
-        }
-        this.started = true;
-        Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from(out)))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.started && self.messages.as_slice().is_empty()
-    }
-}
-
-/// Where a read starts; `Err` answers it.
-fn resolve(state: &State, start: Start) -> Result<u64, Refusal> {
-    let tail = state.messages.len() as u64;
-    match start {
-        // These streams have no base batches but their start.
-        Start::Beginning | Start::Latest => Ok(0),
-        Start::Now => Ok(tail),
-        // A base's token is an offset like any other here: these streams have no checkpoints.
-        Start::At(o) | Start::Base(o) if o.seq() <= tail => Ok(o.seq()),
-        Start::At(_) | Start::Base(_) => {
-            Err(Refusal::new(StatusCode::GONE, "offset beyond the tail\n"))
-        }
-    }
-}
-
-/// A catch-up or long-poll read: `None` when long-polling and there is nothing yet.
-fn read_response(
-    stream: &MemoryStream,
-    after: u64,
-    cache_control: &HeaderValue,
-    request: &HeaderMap,
-    cursor: Option<u64>,
-    long_poll: bool,
-) -> Option<Response> {
-    let state = stream.lock();
-    let (mut messages, mut next) = chunk(&state, after);
-    let tail = state.messages.len() as u64;
-    // A catch-up answers everything up to the tail, as a chord log's does (see `catchup.rs`
-    // for why): the messages are shared, so a reader holds only their handles.
-    let whole = !long_poll && next < tail;
-    if whole {
-        messages.extend(
-            state
-                .messages
-                .iter()
-                .skip(usize::try_from(next).unwrap_or(usize::MAX))
-                .cloned(),
-        );
-        next = tail;
-    }
-    if messages.is_empty() && long_poll && !state.closed {
-        return None;
-    }
-    let up_to_date = next >= tail;
-    let closed_here = state.closed && up_to_date;
-    let empty = messages.is_empty();
-    let etag = format!(
-        "\"{}:{}:{}\"",
-        Offset::from_seq(after),
-        Offset::from_seq(next),
-        if closed_here { "c" } else { "o" }
-    );
-    let matches = request
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
-    let mut r = if long_poll && messages.is_empty() {
-        let mut r = Response::new(Body::empty());
-        *r.status_mut() = StatusCode::NO_CONTENT;
-        r
-    } else if matches {
-        let mut r = Response::new(Body::empty());
-        *r.status_mut() = StatusCode::NOT_MODIFIED;
-        r
-    } else if whole {
-        Response::new(Body::new(Messages {
-            messages: messages.into_iter(),
-            json: stream.json(),
-            started: false,
-        }))
-    } else {
-        Response::new(Body::from(body_of(stream.json(), &messages)))
-    };
-    let h = r.headers_mut();
-    meta(h, stream, &state);
-    h.insert("stream-next-offset", offset_value(next));
-    if !closed_here {
-        h.remove("stream-closed");
-    }
-    if up_to_date {
-        h.insert("stream-up-to-date", HeaderValue::from_static("true"));
-    }
-    if long_poll || cursor.is_some() {
-        h.insert("stream-cursor", HeaderValue::from(frame::cursor(cursor)));
-    }
-    if !(long_poll && empty) {
-        h.insert(
-            header::ETAG,
-            HeaderValue::from_str(&etag).expect("hex digits"),
-        );
-        h.insert(header::CACHE_CONTROL, cache_control.clone());
-    } else {
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
-    Some(r)
-}
-
-/// What a `GET` asks.
-pub(super) struct Get<'a> {
-    pub(super) start: Start,
-    pub(super) live: Option<&'a str>,
-    pub(super) cursor: Option<u64>,
-    pub(super) headers: &'a HeaderMap,
-    pub(super) cache_control: &'a HeaderValue,
-    pub(super) long_poll: Duration,
-    pub(super) sse: Timing,
-}
-
-/// `GET`: catch-up, long-poll or SSE.
-pub(super) async fn get(stream: Arc<MemoryStream>, get: Get<'_>) -> Response {
-    stream.touch();
-    let after = match resolve(&stream.lock(), get.start) {
-        Ok(a) => a,
-        Err(r) => return r.into(),
-    };
-    match get.live {
-        None => {
-            if get.start == Start::Now {
-                let mut r =
-                    read_response(&stream, after, get.cache_control, get.headers, None, false)
-                        .expect("not long-poll");
-                r.headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                return r;
-            }
-            read_response(&stream, after, get.cache_control, get.headers, None, false)
-                .expect("not long-poll")
-        }
-        Some("long-poll") => {
-            let mut changes = stream.subscribe();
-            let deadline = Instant::now() + get.long_poll;
-            // Draining: the poll answers 204 at once, and the client polls the successor.
-            let mut drain: crate::live::sse::Pending<()> = match &get.sse.drain {
-                Some(d) => Box::pin(d.wait()),
-                None => Box::pin(std::future::pending()),
-            };
-            loop {
-                changes.borrow_and_update();
-                let cursor = Some(frame::cursor(get.cursor));
-                if let Some(r) = read_response(
-                    &stream,
-                    after,
-                    get.cache_control,
-                    get.headers,
-                    get.cursor,
-                    true,
-                ) {
-                    return r;
-                }
-                let changed = tokio::select! {
-                    c = changes.changed() => c.is_ok(),
-                    () = sleep_until(deadline) => false,
-                    () = &mut drain => false,
-                };
-                if !changed {
-                    let state = stream.lock();
-                    let mut r = Response::new(Body::empty());
-                    *r.status_mut() = StatusCode::NO_CONTENT;
-                    let h = r.headers_mut();
-                    meta(h, &stream, &state);
-                    h.insert("stream-next-offset", offset_value(after));
-                    h.insert("stream-up-to-date", HeaderValue::from_static("true"));
-                    if let Some(c) = cursor {
-                        h.insert("stream-cursor", HeaderValue::from(c));
-                    }
-                    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                    return r;
-                }
-            }
-        }
-        Some("sse") => sse(stream, after, get.cursor, get.sse),
-        Some(other) => text(
-            StatusCode::BAD_REQUEST,
-            format!("unknown live mode {other:?}: expected long-poll or sse\n"),
-        ),
-    }
-}
-
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding (RFC 4648).
-fn base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(char::from(BASE64[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Whether SSE carries the stream's bytes as text (`text/*`, `application/json`).
-fn textual(content_type: &str) -> bool {
-    content_type.starts_with("text/") || content_type == "application/json"
-}
-
-fn data_event(out: &mut Vec<u8>, stream: &MemoryStream, messages: &[Bytes]) {
-    let fields = Fields {
-        event: Some("data"),
-        id: None,
-    };
-    // The writer starts a new `data:` line at every line break of a textual payload, so no
-    // payload can end the event or forge another.
-    sse::event(out, fields, |out| {
-        if textual(&stream.config.content_type) {
-            let body = body_of(stream.json(), messages);
-            out.extend_from_slice(String::from_utf8_lossy(&body).as_bytes());
-        } else {
-            out.extend_from_slice(base64(&body_of(false, messages)).as_bytes());
-        }
-    });
-}
-
-fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, closed: bool) {
-    let mut json = format!("{{\"streamNextOffset\":\"{}\"", Offset::from_seq(next));
-    if closed {
-        json.push_str(",\"streamClosed\":true,\"upToDate\":true}");
-    } else {
-        json.push_str(&format!(",\"streamCursor\":\"{cursor}\""));
-        if up_to_date {
-            json.push_str(",\"upToDate\":true");
-        }
-        json.push('}');
-    }
-    let fields = Fields {
-        event: Some("control"),
-        id: None,
-    };
-    sse::event(out, fields, |out| out.extend_from_slice(json.as_bytes()));
-}
-
-/// An SSE response, polled by the connection as every SSE read is ([`SseBody`]).
-fn sse(stream: Arc<MemoryStream>, after: u64, echoed: Option<u64>, timing: Timing) -> Response {
-    let binary = !textual(&stream.config.content_type);
-    let feed = StreamFeed {
-        changes: Changes::new(stream.subscribe()),
-        stream,
-        after,
-        echoed,
-        first: true,
-        ended: false,
-    };
-    let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
-    let h = r.headers_mut();
-    sse::headers(h);
-    if binary {
-        h.insert(
-            "stream-sse-data-encoding",
-            HeaderValue::from_static("base64"),
-        );
-    }
-    r
-}
-
-/// The SSE events of one reader of a stream the backend holds.
-struct StreamFeed {
-    stream: Arc<MemoryStream>,
-    after: u64,
-    echoed: Option<u64>,
-    changes: Changes,
-    /// Nothing sent yet: an empty first read still sends a `control` event.
-    first: bool,
-    /// The closing `control` event went: nothing follows it.
-    ended: bool,
-}
-
-impl Feed for StreamFeed {
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
-        loop {
-            if self.ended {
-                return Poll::Ready(Next::End);
-            }
-            match self.changes.poll_turn(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(false) => return Poll::Ready(Next::End),
-                Poll::Ready(true) => {}
-            }
-            let (out, data) = {
-                let state = self.stream.lock();
-                let (messages, next) = chunk(&state, self.after);
-                let tail = state.messages.len() as u64;
-                let closed = state.closed && next >= tail;
-                let mut out = Vec::new();
-                if !messages.is_empty() {
-                    data_event(&mut out, &self.stream, &messages);
-                }
-                if !messages.is_empty() || self.first || closed {
-                    control_event(
-                        &mut out,
-                        next,
-                        frame::cursor(self.echoed),
-                        next >= tail,
-                        closed,
-                    );
-                }
-                self.after = next;
-                self.ended = closed;
-                (out, !messages.is_empty())
-            };
-            self.first = false;
-            match (out.is_empty(), data) {
-                (false, true) => return Poll::Ready(Next::Data(Bytes::from(out))),
-                (false, false) => return Poll::Ready(Next::Control(Bytes::from(out))),
-                (true, _) => self.changes.caught_up(),
-            }
-        }
-    }
-}
-
-/// Whether a fork offset names the start of the stream: `-1`, or `0…0_0…0`.
-fn is_start(offset: &str) -> bool {
-    offset == "-1"
-        || offset.split_once('_').is_some_and(|(a, b)| {
-            !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c == b'0')
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_is_rfc_4648() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), "AQIDBAUGBwgJCg==");
-    }
 
     #[test]
     fn ttl_and_timestamps() {
@@ -1230,14 +713,5 @@ mod tests {
         assert!(messages(true, b"[]", false).is_err());
         assert!(messages(true, b"[]", true).unwrap().is_empty());
         assert!(messages(true, b"{", false).is_err());
-    }
-
-    #[test]
-    fn the_start_of_a_stream_has_two_spellings() {
-        assert!(super::is_start("-1"));
-        assert!(super::is_start("0000000000000000_0000000000000000"));
-        assert!(!super::is_start("0000000000000000"));
-        assert!(!super::is_start("0000000000000001_0000000000000000"));
-        assert!(!super::is_start("_"));
     }
 }
