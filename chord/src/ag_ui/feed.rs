@@ -10,6 +10,7 @@
 //! mirror is elsewhere; it gives the view up (or hands it to the mirror) as soon as it can,
 //! so a reader at the tail holds no copy of the state.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
@@ -29,6 +30,21 @@ use crate::live::tail::{Entry, Tail};
 pub(crate) struct Shared {
     mirror: Option<Mirror>,
     terminal: Option<u64>,
+    /// The run is known to have ended (its terminal event framed, or its outcome read).
+    ended: bool,
+}
+
+/// Whether the run of `tail` is known to have ended: a run never starts again, so a reader
+/// need not read its log to find out.
+pub(crate) fn known_ended(tail: &Tail) -> bool {
+    lock(&carry(tail))
+        .as_ref()
+        .is_some_and(|s| s.ended || s.terminal.is_some())
+}
+
+/// Records that the run of `tail` ended.
+pub(crate) fn mark_ended(tail: &Tail) {
+    lock(&carry(tail)).get_or_insert_with(Shared::default).ended = true;
 }
 
 /// A view after record `at`.
@@ -71,8 +87,9 @@ pub(crate) struct RunFeed {
     rebuild: Rebuild,
     /// A view being built after the reader's position.
     building: Option<Pending<Result<View, String>>>,
-    /// Events to send before any record's.
-    first: Option<Bytes>,
+    /// Frames to send, in order: each record's as made (a shared record's frames are the
+    /// bytes every reader is sent, not a copy).
+    queue: VecDeque<Bytes>,
     /// Ended: the terminal event went, or the log cannot be read on.
     done: bool,
     /// Whether any event was sent.
@@ -108,7 +125,7 @@ impl RunFeed {
             },
             rebuild,
             building: None,
-            first,
+            queue: first.into_iter().collect(),
             done: false,
             sent: false,
             _slot: slot,
@@ -203,14 +220,14 @@ impl RunFeed {
 
     /// The frames of `records` (from the cache or the store), up to the run's terminal
     /// event; `Err` with what is sent so far when the reader must first get a view.
-    fn frames(&mut self, out: &mut Vec<u8>, records: Records<'_>) -> Result<(), Stuck> {
+    fn frames(&mut self, records: Records<'_>) -> Result<(), Stuck> {
         let mut last = None;
         let result = (|| {
             match records {
                 Records::Entries(entries) => {
                     for entry in entries {
                         let frames = self.entry(entry)?;
-                        out.extend_from_slice(&frames);
+                        self.queue.push_back(frames);
                         last = Some(entry.seq);
                         if self.ended_by(entry.seq) {
                             self.done = true;
@@ -232,7 +249,7 @@ impl RunFeed {
                             Own::Shared => return Err(Stuck::NoView),
                         };
                         let (frames, ended) = Self::framed(view, record.seq, &record.batch)?;
-                        out.extend_from_slice(&frames);
+                        self.queue.push_back(Bytes::from(frames));
                         last = Some(record.seq);
                         if ended {
                             self.done = true;
@@ -249,8 +266,9 @@ impl RunFeed {
         result
     }
 
-    /// A `RUN_ERROR` for a log the feed cannot read on (no id: it is no place in the log).
-    fn broken(&mut self, why: &str) -> Poll<Next> {
+    /// A `RUN_ERROR` for a log the feed cannot read on (no id: it is no place in the log),
+    /// after what is queued; nothing follows it.
+    fn broken(&mut self, why: &str) {
         tracing::warn!(target: "chord::ag_ui", run = %self.cursor.address(), after = self.cursor.after(), error = why, "a run's log gives no events");
         self.done = true;
         let event = Event::RunError {
@@ -259,8 +277,7 @@ impl RunFeed {
         };
         let mut out = Vec::new();
         frame(&mut out, None, &event);
-        self.sent = true;
-        Poll::Ready(Next::Data(Bytes::from(out)))
+        self.queue.push_back(Bytes::from(out));
     }
 }
 
@@ -273,9 +290,9 @@ enum Records<'a> {
 impl Feed for RunFeed {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         loop {
-            if let Some(first) = self.first.take() {
+            if let Some(frames) = self.queue.pop_front() {
                 self.sent = true;
-                return Poll::Ready(Next::Data(first));
+                return Poll::Ready(Next::Data(frames));
             }
             if self.done {
                 return Poll::Ready(Next::End);
@@ -287,7 +304,10 @@ impl Feed for RunFeed {
                 self.building = None;
                 match built {
                     Ok(view) => self.own = Own::View(view),
-                    Err(why) => return self.broken(&why),
+                    Err(why) => {
+                        self.broken(&why);
+                        continue;
+                    }
                 }
             }
             let after = self.cursor.after();
@@ -298,10 +318,9 @@ impl Feed for RunFeed {
             // The cursor moved past what it yielded; the feed moves it only as far as it
             // framed (it may stop for a view, or at the terminal event).
             self.cursor.seek(after);
-            let mut out = Vec::new();
             let framed = match &step {
-                Step::Entries(entries) => self.frames(&mut out, Records::Entries(entries)),
-                Step::Records(records) => self.frames(&mut out, Records::Store(records)),
+                Step::Entries(entries) => self.frames(Records::Entries(entries)),
+                Step::Records(records) => self.frames(Records::Store(records)),
                 Step::Idle => continue,
                 // Compacted away before anything was sent (an agent that ran ahead of its
                 // client, past what retention keeps): the response starts where a reader
@@ -314,7 +333,11 @@ impl Feed for RunFeed {
                 }
                 // Compacted away meanwhile: the client's next request says so.
                 Step::Gone | Step::End => return Poll::Ready(Next::End),
-                Step::Failed(why) => return self.broken(why),
+                Step::Failed(why) => {
+                    let why = why.clone();
+                    self.broken(&why);
+                    continue;
+                }
             };
             match framed {
                 Ok(()) => {}
@@ -328,28 +351,8 @@ impl Feed for RunFeed {
                             .unwrap_or_else(|_| Err("the read was cancelled".to_owned()))
                     }));
                 }
-                Err(Stuck::Broken(why)) => {
-                    if !out.is_empty() {
-                        self.first = Some(Bytes::from(out));
-                    }
-                    let broken = self.broken(&why);
-                    return match self.first.take() {
-                        Some(before) => {
-                            // What was framed goes first, then the error.
-                            let Poll::Ready(Next::Data(error)) = broken else {
-                                return broken;
-                            };
-                            let mut both = before.to_vec();
-                            both.extend_from_slice(&error);
-                            Poll::Ready(Next::Data(Bytes::from(both)))
-                        }
-                        None => broken,
-                    };
-                }
-            }
-            if !out.is_empty() {
-                self.sent = true;
-                return Poll::Ready(Next::Data(Bytes::from(out)));
+                // What was framed goes first, then the error.
+                Err(Stuck::Broken(why)) => self.broken(&why),
             }
         }
     }

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::config::AgUi;
 use super::events::{codes, RunAgentInput};
-use super::feed::{Rebuild, RunFeed};
+use super::feed::{self, Rebuild, RunFeed};
 use super::id::{frame, EventId};
 use super::run::{Envelope, Outcome, Run};
 use super::view::View;
@@ -25,6 +25,7 @@ use crate::live::cursor::Cursor;
 use crate::live::log::{Source, Want};
 use crate::live::server::Draining;
 use crate::live::sse::{self, SseBody, Timing};
+use crate::live::tail::Tail;
 use crate::live::Log;
 use crate::store::{
     is_base_tag, recover, Address, Checkpoint, Durable, LogWriter, ReadOptions, Record, Store, BASE,
@@ -204,7 +205,7 @@ where
         Ok(None) => return Err(Box::new(refuse(StatusCode::NOT_FOUND, "no such run"))),
         Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
     };
-    orphan(shared, address);
+    orphan(shared, address, &tail);
     let cursor = |after| {
         Cursor::new(
             Arc::clone(&shared.source),
@@ -440,25 +441,33 @@ fn end_from_log<S: Store>(
 /// A run left unfinished by a producer that is gone (this process restarted mid-run) is
 /// ended with a `RUN_ERROR`, so that its clients do not wait for ever. Only over a store no
 /// other process writes: over a shared one, the producer may run on another node.
-fn orphan<T: Tracked, S: Store>(shared: &Shared<T, S>, address: &Address) {
-    if shared.app.log.live_source().is_some() {
+fn orphan<T: Tracked, S: Store>(shared: &Shared<T, S>, address: &Address, tail: &Tail) {
+    if shared.app.log.live_source().is_some() || feed::known_ended(tail) {
         return;
     }
     let running = lock(&shared.running);
     if running.contains(address) {
         return;
     }
-    let unfinished = matches!(
-        recover(&shared.app.log, address),
-        Ok(Some(envelope)) if envelope.pointer("/outcome/status") == Some(&Value::from("running"))
-    );
+    let status = match recover(&shared.app.log, address) {
+        Ok(Some(envelope)) => envelope.pointer("/outcome/status").cloned(),
+        _ => None,
+    };
+    let unfinished = status == Some(Value::from("running"));
+    if status.is_some() && !unfinished {
+        // Ended before: no later reader reads the log to find out.
+        feed::mark_ended(tail);
+    }
     if unfinished {
         let outcome = Outcome::error(
             codes::PRODUCER_GONE,
             "the run's producer stopped before the run ended (the server restarted)",
         );
-        if let Err(e) = end_from_log(&shared.app.log, shared.app.checkpoint, address, outcome) {
-            tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "an orphaned run could not be ended");
+        match end_from_log(&shared.app.log, shared.app.checkpoint, address, outcome) {
+            Ok(()) => feed::mark_ended(tail),
+            Err(e) => {
+                tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "an orphaned run could not be ended");
+            }
         }
     }
     drop(running);
