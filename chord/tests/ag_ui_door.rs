@@ -577,3 +577,294 @@ async fn a_drain_ends_open_event_streams_at_an_event_boundary() {
     release.send(()).unwrap();
     let _ = tokio::time::timeout(PATIENCE, server).await;
 }
+
+/// One event of a response: its id and its JSON text.
+type Received = (Option<String>, String);
+
+/// Reads a response's events as they come, up to `cut` of them (then drops the response,
+/// as a client whose connection broke).
+async fn events_of(
+    app: &mut axum::Router,
+    request: Request<Body>,
+    cut: Option<usize>,
+) -> (StatusCode, Vec<Received>) {
+    std::future::poll_fn(|cx| Service::<Request<Body>>::poll_ready(app, cx))
+        .await
+        .unwrap();
+    let asked = format!(
+        "{} {:?}",
+        request.uri(),
+        request.headers().get("last-event-id")
+    );
+    let response = tokio::time::timeout(PATIENCE, app.call(request))
+        .await
+        .unwrap_or_else(|_| panic!("no response head within the patience: {asked}"))
+        .unwrap();
+    let status = response.status();
+    let mut body = response.into_body();
+    if status != StatusCode::OK {
+        let text = body.collect().await.unwrap().to_bytes();
+        return (
+            status,
+            vec![(None, String::from_utf8_lossy(&text).into_owned())],
+        );
+    }
+    let mut pending = String::new();
+    let mut got = Vec::new();
+    // Keep-alive comments are frames too: the patience runs from the last event.
+    let mut until = tokio::time::Instant::now() + PATIENCE;
+    while let Some(frame) = tokio::time::timeout_at(until, body.frame())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "no next event within the patience: {asked}, after {:?}",
+                got.last()
+            )
+        })
+    {
+        let Ok(data) = frame.unwrap().into_data() else {
+            continue;
+        };
+        pending.push_str(std::str::from_utf8(&data).unwrap());
+        while let Some(end) = pending.find("\n\n") {
+            let block: String = pending.drain(..end + 2).collect();
+            let mut id = None;
+            let mut json = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = Some(v.to_owned());
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    json = Some(v.to_owned());
+                }
+            }
+            if let Some(json) = json {
+                until = tokio::time::Instant::now() + PATIENCE;
+                got.push((id, json));
+                if cut == Some(got.len()) {
+                    return (status, got);
+                }
+            }
+        }
+    }
+    (status, got)
+}
+
+/// What a client holds after applying `events`: the state, each message's text, the
+/// terminal event. Panics on what a client could not apply.
+fn applied(events: &[Received]) -> (serde_json::Value, Vec<(String, String)>, String) {
+    let mut state = serde_json::Value::Null;
+    let mut messages: Vec<(String, String)> = Vec::new();
+    let mut end = String::new();
+    for (_, json) in events {
+        let e: serde_json::Value = serde_json::from_str(json).unwrap();
+        match e["type"].as_str().unwrap() {
+            "STATE_SNAPSHOT" => state = e["snapshot"].clone(),
+            "STATE_DELTA" => {
+                let delta: json_patch::Patch = serde_json::from_value(e["delta"].clone()).unwrap();
+                json_patch::patch(&mut state, &delta).unwrap();
+            }
+            "TEXT_MESSAGE_START" => {
+                let id = e["messageId"].as_str().unwrap().to_owned();
+                assert!(
+                    messages.iter().all(|m| m.0 != id),
+                    "a message started twice"
+                );
+                messages.push((id, String::new()));
+            }
+            "TEXT_MESSAGE_CONTENT" => {
+                let id = e["messageId"].as_str().unwrap();
+                let m = messages.iter_mut().find(|m| m.0 == id).unwrap();
+                m.1.push_str(e["delta"].as_str().unwrap());
+            }
+            "RUN_FINISHED" | "RUN_ERROR" => end = json.clone(),
+            _ => {}
+        }
+    }
+    (state, messages, end)
+}
+
+/// An event id as `(offset, k)`, ordered as the log is.
+fn place(id: &Option<String>) -> (String, u64) {
+    let id = id.as_deref().expect("every event has an id");
+    let (offset, k) = id.split_once(':').unwrap();
+    (offset.to_owned(), k.parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_joining_and_resuming_at_random_moments_gets_the_runs_events_exactly_once() {
+    // (seed, checkpoints, bases kept): every base kept, so each reader, whenever it joins and
+    // wherever it is cut, is sent exactly the run's events. (With fewer kept, a reader's
+    // position can be compacted away during the run; resumes after the run are tested by
+    // `a_resume_from_every_event_of_a_run_gets_exactly_the_events_after_it`.)
+    let settings = [
+        (1u64, Checkpoint::Never, 64),
+        (7, Checkpoint::EveryBatches(5), 64),
+        (13, Checkpoint::EveryBatches(2), 64),
+    ];
+    for (seed, every, bases) in settings {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default()).unwrap();
+        let log: Log<JsonlStore> = chord::streams::LogBuilder::new()
+            .retention(chord::streams::Retention::Bases(bases))
+            .build(store);
+        let app = AgUi::new(
+            &log,
+            |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+                let answer = run.start_message();
+                for i in 0..60u32 {
+                    run.state().steps.push(format!("step {i}"));
+                    run.state().n.set(i);
+                    run.append(&answer, &format!("t{i} "));
+                    run.flush()?;
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+                Ok::<(), AgentError>(())
+            },
+        )
+        .checkpoint(every)
+        .router();
+        let post = Request::post("/")
+            .header("content-type", "application/json")
+            .body(Body::from(input("t", "r", "{}")))
+            .unwrap();
+        // The run's own response, read whole: what every reader must be sent.
+        let mut reference_app = app.clone();
+        let reference =
+            tokio::spawn(async move { events_of(&mut reference_app, post, None).await });
+        let mut state = seed;
+        let mut next = move |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let mut readers = Vec::new();
+        for _ in 0..24 {
+            let wait = next(200);
+            let cut = (next(3) > 0).then(|| 1 + next(60) as usize);
+            let mut app = app.clone();
+            readers.push(tokio::spawn(async move {
+                let bases = bases;
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                let get = || Request::get("/runs/t/r");
+                let (status, mut seen) =
+                    events_of(&mut app, get().body(Body::empty()).unwrap(), cut).await;
+                assert_eq!(status, 200, "{seen:?}");
+                // Cut: resume from the last id, as an EventSource does, until the run's end;
+                // an id the run no longer keeps (`410`) starts over without one, from nothing.
+                while !seen.last().is_some_and(|(_, e)| e.contains("RUN_FINISHED")) {
+                    let last = seen.last().and_then(|(id, _)| id.clone()).unwrap();
+                    let request = get()
+                        .header("last-event-id", last)
+                        .body(Body::empty())
+                        .unwrap();
+                    let (status, more) = events_of(&mut app, request, None).await;
+                    if status == 410 && bases < 64 {
+                        let (status, again) =
+                            events_of(&mut app, get().body(Body::empty()).unwrap(), None).await;
+                        assert_eq!(status, 200, "{again:?}");
+                        seen = again;
+                        continue;
+                    }
+                    assert_eq!(status, 200, "{more:?} after {:?}", seen.last());
+                    seen.extend(more);
+                }
+                seen
+            }));
+        }
+        let (status, whole) = reference.await.unwrap();
+        assert_eq!(status, 200);
+        assert!(whole.last().unwrap().1.contains("RUN_FINISHED"));
+        let held = applied(&whole);
+        for reader in readers {
+            let seen = reader.await.unwrap();
+            let places: Vec<_> = seen.iter().map(|(id, _)| place(id)).collect();
+            assert!(
+                places.windows(2).all(|w| w[0] < w[1]),
+                "seed {seed}: ids in the log's order, none twice: {places:?}"
+            );
+            assert_eq!(
+                applied(&seen),
+                held,
+                "seed {seed}: a reader ends holding the run"
+            );
+            if bases == 64 {
+                assert_eq!(seen, whole, "seed {seed}: the same events, ids and bytes");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_from_every_event_of_a_run_gets_exactly_the_events_after_it() {
+    // (checkpoints, bases kept): an id before what retention keeps answers `410`, every other
+    // id exactly the events after it.
+    for (every, bases) in [
+        (Checkpoint::Never, 1000),
+        (Checkpoint::EveryBatches(2), 1000),
+        (Checkpoint::EveryBatches(5), 1000),
+        (Checkpoint::EveryBatches(2), 4),
+        (Checkpoint::EveryBatches(5), 4),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = JsonlStore::open(dir.path().join("runs.jsonl"), Default::default()).unwrap();
+        let log: Log<JsonlStore> = chord::streams::LogBuilder::new()
+            .retention(chord::streams::Retention::Bases(bases))
+            .build(store);
+        let mut app = AgUi::new(
+            &log,
+            |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+                let answer = run.start_message();
+                for i in 0..30u32 {
+                    run.state().steps.push(format!("step {i}"));
+                    run.state().n.set(i);
+                    run.append(&answer, &format!("t{i} "));
+                    run.flush()?;
+                }
+                Ok::<(), AgentError>(())
+            },
+        )
+        .checkpoint(every)
+        .router();
+        let post = Request::post("/")
+            .header("content-type", "application/json")
+            .body(Body::from(input("t", "r", "{}")))
+            .unwrap();
+        let (status, first) = events_of(&mut app, post, None).await;
+        assert_eq!(status, 200);
+        // What a reader with nothing is sent now that the run is over: the reference.
+        let get = Request::get("/runs/t/r").body(Body::empty()).unwrap();
+        let (status, whole) = events_of(&mut app, get, None).await;
+        assert_eq!(status, 200);
+        assert!(
+            whole.last().unwrap().1.contains("RUN_FINISHED"),
+            "{whole:?}"
+        );
+        if bases == 1000 {
+            assert_eq!(first, whole);
+        }
+        let mut resumed = 0;
+        for (i, (id, _)) in first.iter().enumerate() {
+            let request = Request::get("/runs/t/r")
+                .header("last-event-id", id.clone().unwrap())
+                .body(Body::empty())
+                .unwrap();
+            let (status, rest) = events_of(&mut app, request, None).await;
+            if i + 1 == first.len() {
+                assert_eq!(status, 204, "{every:?}: after the terminal event");
+                continue;
+            }
+            if status == 410 {
+                assert!(
+                    bases < 1000,
+                    "{every:?}: {id:?} is gone though every base is kept"
+                );
+                continue;
+            }
+            assert_eq!(status, 200, "{every:?} {bases}: after {id:?}: {rest:?}");
+            assert_eq!(rest, first[i + 1..], "{every:?} {bases}: after {id:?}");
+            resumed += 1;
+        }
+        assert!(resumed > 5, "{every:?} {bases}: only {resumed} ids resumed");
+    }
+}

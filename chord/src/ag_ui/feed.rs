@@ -94,6 +94,9 @@ pub(crate) struct RunFeed {
     done: bool,
     /// Whether any event was sent.
     sent: bool,
+    /// The response started with no `Last-Event-ID`: a client that has nothing yet, which
+    /// may be started over at a later base.
+    fresh_start: bool,
     /// Counts the response among the endpoint's readers while it lives.
     _slot: crate::live::bound::Permit,
 }
@@ -119,6 +122,9 @@ impl RunFeed {
         RunFeed {
             carry: carry(cursor.tail()),
             cursor,
+            // A resume inside the run's last record: its `first` events end the run.
+            done: own.as_ref().is_some_and(View::ended),
+            fresh_start: own.is_none(),
             own: match own {
                 Some(view) => Own::View(view),
                 None => Own::Fresh,
@@ -126,21 +132,20 @@ impl RunFeed {
             rebuild,
             building: None,
             queue: first.into_iter().collect(),
-            done: false,
             sent: false,
             _slot: slot,
         }
     }
 
-    /// The frames of record `seq` (the reader's next), from its view: with the frames, whether
-    /// the record ended the run.
-    fn framed(view: &mut View, seq: u64, batch: &str) -> Result<(Vec<u8>, bool), Stuck> {
+    /// The frames of record `seq` (the reader's next), from its view, their ids' `k` from
+    /// `k0`: with the frames, whether the record ended the run.
+    fn framed(view: &mut View, seq: u64, batch: &str, k0: usize) -> Result<(Vec<u8>, bool), Stuck> {
         let events = view
             .record(batch)
             .map_err(|e| Stuck::Broken(e.to_string()))?;
         let mut out = Vec::new();
         for (k, event) in events.iter().enumerate() {
-            frame(&mut out, Some(EventId { seq, k }), event);
+            frame(&mut out, Some(EventId { seq, k: k0 + k }), event);
         }
         Ok((out, view.ended()))
     }
@@ -154,7 +159,8 @@ impl RunFeed {
                 return Ok(frames);
             }
             let mut view = View::new();
-            let (frames, ended) = Self::framed(&mut view, entry.seq, &entry.batch)?;
+            let k0 = EventId::start_k(entry.prev);
+            let (frames, ended) = Self::framed(&mut view, entry.seq, &entry.batch, k0)?;
             let carry = Arc::clone(&self.carry);
             let mut shared = lock(&carry);
             let shared = shared.get_or_insert_with(Shared::default);
@@ -178,12 +184,20 @@ impl RunFeed {
         let own = std::mem::replace(&mut self.own, Own::Shared);
         let (frames, ended) = match (shared.mirror.as_mut(), own) {
             (Some(mirror), _) if mirror.at == entry.prev => {
-                let framed = Self::framed(&mut mirror.view, entry.seq, &entry.batch)?;
-                mirror.at = entry.seq;
-                framed
+                match Self::framed(&mut mirror.view, entry.seq, &entry.batch, 0) {
+                    Ok(framed) => {
+                        mirror.at = entry.seq;
+                        framed
+                    }
+                    Err(e) => {
+                        // A record that gives no events may have left the view half-changed.
+                        shared.mirror = None;
+                        return Err(e);
+                    }
+                }
             }
             (_, Own::View(mut view)) => {
-                let framed = Self::framed(&mut view, entry.seq, &entry.batch)?;
+                let framed = Self::framed(&mut view, entry.seq, &entry.batch, 0)?;
                 self.settle(shared, view, entry.seq);
                 framed
             }
@@ -227,7 +241,10 @@ impl RunFeed {
                 Records::Entries(entries) => {
                     for entry in entries {
                         let frames = self.entry(entry)?;
-                        self.queue.push_back(frames);
+                        // A checkpoint equal to what the reader has gives nothing.
+                        if !frames.is_empty() {
+                            self.queue.push_back(frames);
+                        }
                         last = Some(entry.seq);
                         if self.ended_by(entry.seq) {
                             self.done = true;
@@ -237,19 +254,22 @@ impl RunFeed {
                 }
                 Records::Store(records) => {
                     for record in records {
-                        let view = match &mut self.own {
-                            Own::View(view) => view,
+                        // A reader with no value starts at a base: its start's events.
+                        let k0 = match self.own {
                             Own::Fresh => {
                                 self.own = Own::View(View::new());
-                                let Own::View(view) = &mut self.own else {
-                                    unreachable!()
-                                };
-                                view
+                                EventId::start_k(last.unwrap_or(self.cursor.after()))
                             }
-                            Own::Shared => return Err(Stuck::NoView),
+                            _ => 0,
                         };
-                        let (frames, ended) = Self::framed(view, record.seq, &record.batch)?;
-                        self.queue.push_back(Bytes::from(frames));
+                        let view = match &mut self.own {
+                            Own::View(view) => view,
+                            Own::Fresh | Own::Shared => return Err(Stuck::NoView),
+                        };
+                        let (frames, ended) = Self::framed(view, record.seq, &record.batch, k0)?;
+                        if !frames.is_empty() {
+                            self.queue.push_back(Bytes::from(frames));
+                        }
                         last = Some(record.seq);
                         if ended {
                             self.done = true;
@@ -322,10 +342,12 @@ impl Feed for RunFeed {
                 Step::Entries(entries) => self.frames(Records::Entries(entries)),
                 Step::Records(records) => self.frames(Records::Store(records)),
                 Step::Idle => continue,
-                // Compacted away before anything was sent (an agent that ran ahead of its
-                // client, past what retention keeps): the response starts where a reader
-                // with no id starts, at the oldest base kept, rather than send nothing.
-                Step::Gone if !self.sent => {
+                // Compacted away before anything was sent to a client that has nothing (an
+                // agent that ran ahead of its client, past what retention keeps): the response
+                // starts where a reader with no id starts, at the oldest base kept, rather
+                // than send nothing. A resumed client has the run so far: it is not sent the
+                // start again (its next request is answered `410`).
+                Step::Gone if self.fresh_start && !self.sent => {
                     let floor = self.cursor.tail().position().floor;
                     self.cursor.seek(floor);
                     self.own = Own::Fresh;

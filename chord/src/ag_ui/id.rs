@@ -7,7 +7,14 @@ use super::events::Event;
 use crate::live::sse::{self, Fields};
 use crate::live::Offset;
 
-/// A parsed `Last-Event-ID`: after the `k`-th event of the record `seq`.
+/// Where the ids of a base record's events start when they are sent to a reader that starts
+/// at it (with no value), for a base other than the run's first record: a checkpoint gives
+/// such a reader `RUN_STARTED`, the snapshot and the text so far, and gives a reader that
+/// had the record before it only what changed, so the two lists need ids of their own.
+pub(crate) const START_K: usize = 500_000_000;
+
+/// A parsed `Last-Event-ID`: after the `k`-th event of the record `seq` (`k` from
+/// [`START_K`]: of its events as a start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EventId {
     pub(crate) seq: u64,
@@ -15,6 +22,16 @@ pub(crate) struct EventId {
 }
 
 impl EventId {
+    /// Where the ids of a base's start events begin, the record before it being `prev`: from
+    /// 0 for the run's first record (it has no other list), else from [`START_K`].
+    pub(crate) fn start_k(prev: u64) -> usize {
+        if prev == 0 {
+            0
+        } else {
+            START_K
+        }
+    }
+
     /// The `Last-Event-ID` header, if sent: `None` when absent, an error saying why when
     /// malformed.
     pub(crate) fn from_headers(headers: &HeaderMap) -> Result<Option<EventId>, String> {

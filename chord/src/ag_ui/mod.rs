@@ -211,7 +211,11 @@
 //! AG-UI itself has no resume: a client whose connection drops loses the run. Here each
 //! event's SSE `id` names its place in the log, `<offset>:<k>`: the record's offset (as
 //! [`Offset`](crate::streams::Offset) spells it, 16 hexadecimal digits) and the event's index
-//! among that record's events. A client that reconnects with `Last-Event-ID: <offset>:<k>`
+//! among that record's events. A reader that starts at a checkpoint other than the run's first
+//! record is sent that checkpoint's events as a start (`RUN_STARTED`, the snapshot, the text
+//! so far), where a reader that had the record before it is sent only what changed; the
+//! start's events are numbered from `k` = 500,000,000, so that an id names one event of one
+//! of the two lists. A client that reconnects with `Last-Event-ID: <offset>:<k>`
 //! is sent the events after it: the rest of that record's, then the later records'. It is
 //! not sent `RUN_STARTED` again (it is still in its run), and text in flight goes on from
 //! the next token: no event twice, none missing. An id that is the run's terminal event is

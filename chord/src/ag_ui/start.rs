@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::config::AgUi;
 use super::events::{codes, RunAgentInput};
 use super::feed::{self, Rebuild, RunFeed};
-use super::id::{frame, EventId};
+use super::id::{frame, EventId, START_K};
 use super::run::{Envelope, Outcome, Run};
 use super::view::View;
 use crate::live::bound::{busy, Bound, Permit};
@@ -232,7 +232,14 @@ where
     if last.seq < tail.position().floor {
         return Err(gone());
     }
-    let (view, events) = match view_through(&shared.app.log, address, last.seq) {
+    // An id from a base's start events (a reader that started at a checkpoint): the view is
+    // the base alone; else the view is built from the last base before the record.
+    let (k0, through) = if last.k >= START_K {
+        (START_K, view_of_base(&shared.app.log, address, last.seq))
+    } else {
+        (0, view_through(&shared.app.log, address, last.seq))
+    };
+    let (view, events) = match through {
         Ok(through) => through,
         // The record was there when the floor was read, or never was: a compaction since
         // (of a checkpoint the run appended, which moves the tail's floor before the store
@@ -250,10 +257,11 @@ where
             return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, why)))
         }
     };
-    if last.k >= events.len() {
+    let at = last.k - k0;
+    if at >= events.len() {
         return Err(unknown_id());
     }
-    if last.k + 1 == events.len() && view.ended() {
+    if at + 1 == events.len() && view.ended() {
         // The id is the run's terminal event: nothing follows, ever. `204` stops an
         // `EventSource`, which would otherwise reconnect for ever.
         let mut r = Response::new(Body::empty());
@@ -263,8 +271,15 @@ where
         return Err(Box::new(r));
     }
     let mut first = Vec::new();
-    for (k, event) in events.iter().enumerate().skip(last.k + 1) {
-        frame(&mut first, Some(EventId { seq: last.seq, k }), event);
+    for (k, event) in events.iter().enumerate().skip(at + 1) {
+        frame(
+            &mut first,
+            Some(EventId {
+                seq: last.seq,
+                k: k0 + k,
+            }),
+            event,
+        );
     }
     Ok(Start {
         cursor: cursor(last.seq),
@@ -490,6 +505,28 @@ fn unknown_id() -> Box<Response> {
         StatusCode::BAD_REQUEST,
         "unknown Last-Event-ID: the run has no such event",
     ))
+}
+
+/// The view after the base record `seq`, read alone as a reader with no value reads it, and
+/// its start events.
+fn view_of_base<S: Store>(
+    log: &Log<S>,
+    address: &Address,
+    seq: u64,
+) -> Result<(View, Vec<super::Event>), Resumed> {
+    let at = ReadOptions::asc().cursor(seq.checked_sub(1)).limit(1);
+    let record = match log.read_list(address, &at) {
+        Ok(page) => match page.records.into_iter().next() {
+            Some(r) if r.seq == seq && is_base_tag(r.tag.as_deref()) => r,
+            _ => return Err(Resumed::Missing),
+        },
+        Err(e) => return Err(Resumed::Failed(e.to_string())),
+    };
+    let mut view = View::new();
+    let events = view
+        .record(&record.batch)
+        .map_err(|e| Resumed::Failed(e.to_string()))?;
+    Ok((view, events))
 }
 
 /// The view after record `seq` of the run, built from the last base before it, and the

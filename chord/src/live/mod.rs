@@ -36,9 +36,14 @@
 //! Nothing in this module imports a door.
 
 mod access;
+// What only some doors use (the AG-UI door's bounds, its cursor moves and frame slots) is
+// left unused by a build with no such door.
+#[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
 pub(crate) mod bound;
 mod compaction;
+#[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
 pub(crate) mod cursor;
+#[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
 pub(crate) mod frames;
 pub(crate) mod headers;
 pub(crate) mod log;

@@ -30,6 +30,7 @@ pub(crate) struct Entry {
     /// at it.
     pub(crate) checkpoint: bool,
     /// Whether the record is a base (the first record, a checkpoint, a reset).
+    #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
     pub(crate) base: bool,
     /// Each framing's events of the record, once a reader asked ([`Tail::set_frame`]).
     frames: [OnceLock<Bytes>; SLOTS],
@@ -123,6 +124,7 @@ pub(crate) struct Tail {
     state: Mutex<State>,
     /// What each framing carries from record to record for this address (a door's mirror of
     /// the value), shared by its readers ([`Tail::carry`]).
+    #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
     carries: Mutex<[Option<Arc<dyn Any + Send + Sync>>; SLOTS]>,
     last: watch::Sender<u64>,
     /// What this tail adds to its log's usage beside its entries.
@@ -397,6 +399,7 @@ impl Tail {
 
     /// What `slot`'s framing carries from record to record for this address, shared by its
     /// readers (empty at first, and for a tail loaded anew).
+    #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
     pub(crate) fn carry<C: Send + 'static>(&self, slot: Slot) -> Arc<Mutex<Option<C>>> {
         let mut carries = self.carries.lock().unwrap_or_else(PoisonError::into_inner);
         let held = &mut carries[slot as usize];
