@@ -87,3 +87,30 @@ fn the_scan_finds_links_and_tells_relative_from_external() {
     let relative: Vec<&str> = found.iter().filter_map(|t| relative(t)).collect();
     assert_eq!(relative, ["docs/a.md", "js/README.md"]);
 }
+
+/// The `N` of every `Retention::Bases(N)` in `text`.
+fn bases_kept(text: &str) -> Vec<u32> {
+    text.split("Retention::Bases(")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_ag_ui_guide_keeps_as_many_checkpoints_as_the_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let example = bases_kept(&read("chord/examples/ag_ui_agent.rs"));
+    let guide = bases_kept(&read("chord/src/ag_ui/mod.rs"));
+    assert_eq!(
+        example.len(),
+        1,
+        "the example sets its retention once: {example:?}"
+    );
+    assert!(!guide.is_empty(), "the guide's setup sets a retention");
+    assert!(
+        guide.iter().all(|&n| n == example[0]),
+        "the guide keeps {guide:?} bases of a run, the example {}",
+        example[0]
+    );
+}
