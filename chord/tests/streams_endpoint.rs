@@ -846,7 +846,7 @@ mod protocol {
         )
         .await;
         let text = r.text();
-        assert!(text.starts_with("event: data\ndata: last\n\n"), "{text}");
+        assert!(text.starts_with("event: data\ndata:last\n\n"), "{text}");
         assert!(text.contains("\"streamClosed\":true"), "{text}");
     }
 
@@ -870,7 +870,7 @@ mod protocol {
         .await;
         assert_eq!(r.header("stream-sse-data-encoding"), Some("base64"));
         assert!(
-            r.text().starts_with("event: data\ndata: Zm9v\n\n"),
+            r.text().starts_with("event: data\ndata:Zm9v\n\n"),
             "{}",
             r.text()
         );

@@ -84,6 +84,7 @@ pub(crate) fn frame(out: &mut Vec<u8>, id: Option<EventId>, event: &Event) {
     let fields = Fields {
         event: None,
         id: id.map(|_| text.as_str()),
+        compact: false,
     };
     // An event always serializes (strings and JSON values only).
     sse::event(out, fields, |out| {

@@ -32,6 +32,10 @@ pub(crate) struct Fields<'a> {
     pub(crate) event: Option<&'a str>,
     /// The `id:` field: what a client sends back as `Last-Event-ID`.
     pub(crate) id: Option<&'a str>,
+    /// `data:` lines without the space after the colon (`data:x`), as the Durable Streams
+    /// protocol's reference server writes them and its conformance suite reads them; a line
+    /// that starts with a space gets one more, so that it keeps it. Otherwise `data: x`.
+    pub(crate) compact: bool,
 }
 
 /// Whether a field's value can be written on one line: no CR, LF or NUL (a line break would
@@ -60,24 +64,34 @@ pub(crate) fn event(out: &mut Vec<u8>, fields: Fields<'_>, data: impl FnOnce(&mu
             None => {}
         }
     }
-    out.extend_from_slice(b"data: ");
+    let line_start = |compact: bool, first: Option<&u8>| -> &'static [u8] {
+        if !compact || first == Some(&b' ') {
+            b"data: "
+        } else {
+            b"data:"
+        }
+    };
+    let head = out.len();
+    out.extend_from_slice(line_start(fields.compact, None));
     let start = out.len();
     data(out);
-    if out[start..].iter().any(|&b| b == b'\r' || b == b'\n') {
-        let written = out.split_off(start);
-        let text = String::from_utf8_lossy(&written);
-        for (i, line) in text
-            .split("\r\n")
-            .flat_map(|l| l.split(['\r', '\n']))
-            .enumerate()
-        {
-            if i > 0 {
-                out.extend_from_slice(b"\ndata: ");
-            }
-            out.extend_from_slice(line.as_bytes());
+    if !out[start..].iter().any(|&b| b == b'\r' || b == b'\n') {
+        // One line, written in place (a compact line that starts with a space keeps it).
+        if fields.compact && out.get(start) == Some(&b' ') {
+            out.insert(start, b' ');
         }
+        out.extend_from_slice(b"\n\n");
+        return;
     }
-    out.extend_from_slice(b"\n\n");
+    let written = out.split_off(start);
+    out.truncate(head);
+    let text = String::from_utf8_lossy(&written);
+    for line in text.split("\r\n").flat_map(|l| l.split(['\r', '\n'])) {
+        out.extend_from_slice(line_start(fields.compact, line.as_bytes().first()));
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    out.push(b'\n');
 }
 
 /// Writes an SSE comment (`: text`), which clients ignore: a keep-alive. A line break in
@@ -338,6 +352,47 @@ pub(crate) fn headers(h: &mut HeaderMap) {
 mod tests {
     use super::*;
     use http_body_util::BodyExt;
+
+    fn written(fields: Fields<'_>, data: &str) -> String {
+        let mut out = Vec::new();
+        event(&mut out, fields, |out| {
+            out.extend_from_slice(data.as_bytes())
+        });
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_writer_keeps_every_line_of_data_and_no_forged_field() {
+        let spaced = Fields {
+            event: Some("data"),
+            id: Some("1:0"),
+            compact: false,
+        };
+        assert_eq!(
+            written(spaced, "[1]"),
+            "event: data\nid: 1:0\ndata: [1]\n\n"
+        );
+        assert_eq!(
+            written(spaced, "a\r\nb\rc\nd"),
+            "event: data\nid: 1:0\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
+        );
+        let compact = Fields {
+            compact: true,
+            ..Fields::default()
+        };
+        assert_eq!(written(compact, "x"), "data:x\n\n");
+        // A line that starts with a space keeps it: a client strips one.
+        assert_eq!(written(compact, " x"), "data:  x\n\n");
+        assert_eq!(written(compact, "a\n b"), "data:a\ndata:  b\n\n");
+        // An injected event boundary is data, not an event.
+        assert_eq!(
+            written(compact, "ok\n\nevent: control"),
+            "data:ok\ndata:\ndata:event: control\n\n"
+        );
+        let mut out = Vec::new();
+        comment(&mut out, "keep-alive\ndata: forged");
+        assert_eq!(out, b": keep-alive\n\n");
+    }
 
     /// Yields its events in order, then waits forever.
     struct Script(Vec<Next>);

@@ -20,6 +20,7 @@ pub(crate) fn data_event<'a>(out: &mut Vec<u8>, batches: impl IntoIterator<Item 
     let fields = Fields {
         event: Some("data"),
         id: None,
+        compact: false,
     };
     sse::event(out, fields, |out| write_array(out, batches));
 }
@@ -42,6 +43,7 @@ pub(crate) fn control_event(out: &mut Vec<u8>, next: Offset, cursor: u64, up_to_
     let fields = Fields {
         event: Some("control"),
         id: None,
+        compact: false,
     };
     sse::event(out, fields, |out| {
         let json = format!("{{\"streamNextOffset\":\"{next}\",\"streamCursor\":\"{cursor}\"{up}}}");

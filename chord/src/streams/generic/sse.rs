@@ -44,6 +44,7 @@ fn data_event(out: &mut Vec<u8>, stream: &MemoryStream, messages: &[Bytes]) {
     let fields = Fields {
         event: Some("data"),
         id: None,
+        compact: true,
     };
     // The writer starts a new `data:` line at every line break of a textual payload, so no
     // payload can end the event or forge another.
@@ -71,6 +72,7 @@ fn control_event(out: &mut Vec<u8>, next: u64, cursor: u64, up_to_date: bool, cl
     let fields = Fields {
         event: Some("control"),
         id: None,
+        compact: true,
     };
     sse::event(out, fields, |out| out.extend_from_slice(json.as_bytes()));
 }

@@ -446,11 +446,11 @@ mod tests {
         let (status, body) =
             call(&app, Method::GET, "/streams/ns/s?offset=-1&live=sse", None).await;
         assert_eq!(status, 200);
-        let data = "event: data\ndata: x\n\n";
+        let data = "event: data\ndata:x\n\n";
         assert!(body.starts_with(data), "{body}");
         let control = body[data.len()..].split("\n\n").next().unwrap();
         assert!(
-            control.starts_with("event: control\ndata: {\"streamNextOffset\":\"0000000000000001\""),
+            control.starts_with("event: control\ndata:{\"streamNextOffset\":\"0000000000000001\""),
             "{body}"
         );
         // Keep-alives are sent (how many fit in the lifetime depends on the scheduler).
