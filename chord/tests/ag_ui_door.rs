@@ -4,7 +4,12 @@
 //! state, and a run that needs no router. (The memory of open streams is measured in
 //! `ag_ui_memory.rs`, a binary of its own with a counting allocator.)
 
-use std::sync::{mpsc, Arc, Mutex};
+#[path = "support/ag_ui.rs"]
+mod support;
+
+use support::{input, log_in, raw, PATIENCE};
+
+use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -20,24 +25,28 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower_service::Service;
 
-/// How long a test waits for what must happen before it calls it a failure: a hang, not a
-/// timing, is what it catches.
-const PATIENCE: Duration = Duration::from_secs(20);
-
 #[derive(Tracked, Serialize, Deserialize, Default, Clone, Debug, PartialEq)]
 struct Plan {
     steps: Vec<String>,
     n: u32,
 }
 
-fn input(thread: &str, run: &str, state: &str) -> String {
-    format!(
-        r#"{{"threadId":"{thread}","runId":"{run}","state":{state},"messages":[],"tools":[],"context":[],"forwardedProps":{{}}}}"#
-    )
-}
-
-fn log_in(dir: &std::path::Path) -> Log<JsonlStore> {
-    Log::new(JsonlStore::open(dir.join("runs.jsonl"), Default::default()).unwrap())
+/// An endpoint whose agent takes a step (`steps: ["think"]`, `n: 1`) and flushes, then
+/// waits as a slow model does, until the returned sender sends or goes.
+fn gated(log: &Log<JsonlStore>) -> (AgUi<Plan, JsonlStore>, mpsc::Sender<()>) {
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let app = AgUi::new(
+        log,
+        move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
+            run.state().steps.push("think".into());
+            run.state().n.set(1);
+            run.flush()?;
+            let _ = gate.lock().unwrap().recv(); // a slow model
+            Ok::<(), AgentError>(())
+        },
+    );
+    (app, release)
 }
 
 async fn call(
@@ -169,38 +178,6 @@ fn ag_ui_requests_are_counted_under_kinds_of_their_own() {
     }
 }
 
-/// A raw HTTP/1 request; the status and, for a `200`, whatever of the body came within
-/// `read_for`.
-async fn raw(
-    addr: std::net::SocketAddr,
-    head: &str,
-    body: &str,
-    read_for: Duration,
-) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "{head} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let until = tokio::time::Instant::now() + read_for;
-    while let Ok(Ok(n)) = tokio::time::timeout_at(until, stream.read(&mut buf)).await {
-        if n == 0 {
-            break;
-        }
-        got.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&got).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, text)
-}
-
 #[test]
 fn runs_in_flight_are_bounded_and_agents_leave_the_reads_pool_free() {
     // A small blocking pool: were agents run on it (as an LLM's slow steps are), four of them
@@ -214,16 +191,8 @@ fn runs_in_flight_are_bounded_and_agents_leave_the_reads_pool_free() {
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let log = log_in(dir.path());
-        let (release, gate) = mpsc::channel::<()>();
-        let gate = Arc::new(Mutex::new(gate));
-        let app = AgUi::new(&log, move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
-            run.state().steps.push("think".into());
-            run.flush()?;
-            let _ = gate.lock().unwrap().recv(); // a slow model
-            Ok::<(), AgentError>(())
-        })
-        .max_runs(6)
-        .router();
+        let (app, release) = gated(&log);
+        let app = app.max_runs(6).router();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
@@ -291,19 +260,8 @@ fn runs_in_flight_are_bounded_and_agents_leave_the_reads_pool_free() {
 async fn open_event_streams_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(dir.path());
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = Arc::new(Mutex::new(gate));
-    let app = AgUi::new(
-        &log,
-        move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
-            run.state().n.set(1);
-            run.flush()?;
-            let _ = gate.lock().unwrap().recv();
-            Ok::<(), AgentError>(())
-        },
-    )
-    .max_readers(3)
-    .router();
+    let (app, release) = gated(&log);
+    let app = app.max_readers(3).router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(Server::new().serve(listener, app, std::future::pending()));
@@ -510,18 +468,8 @@ async fn run_error_says_what_failed_when_the_producer_is_gone_or_the_log_unreada
 async fn a_drain_ends_open_event_streams_at_an_event_boundary() {
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(dir.path());
-    let (release, gate) = mpsc::channel::<()>();
-    let gate = Arc::new(Mutex::new(gate));
-    let app = AgUi::new(
-        &log,
-        move |_: &RunAgentInput, run: &mut Run<Plan, Log<JsonlStore>>| {
-            run.state().n.set(1);
-            run.flush()?;
-            let _ = gate.lock().unwrap().recv();
-            Ok::<(), AgentError>(())
-        },
-    )
-    .router();
+    let (app, release) = gated(&log);
+    let app = app.router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

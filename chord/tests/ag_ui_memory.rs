@@ -3,6 +3,11 @@
 //! shared; a reader at the tail holds no copy of the state). A binary of its own: the
 //! counting allocator counts every allocation of the process.
 
+#[path = "support/ag_ui.rs"]
+mod support;
+
+use support::{input, log_in, raw, PATIENCE};
+
 #[path = "support/counting.rs"]
 mod counting;
 
@@ -19,51 +24,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[global_allocator]
 static ALLOC: counting::Counting = counting::Counting;
-
-/// How long a test waits for what must happen before it calls it a failure.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-fn input(thread: &str, run: &str, state: &str) -> String {
-    format!(
-        r#"{{"threadId":"{thread}","runId":"{run}","state":{state},"messages":[],"tools":[],"context":[],"forwardedProps":{{}}}}"#
-    )
-}
-
-fn log_in(dir: &std::path::Path) -> Log<JsonlStore> {
-    Log::new(JsonlStore::open(dir.join("runs.jsonl"), Default::default()).unwrap())
-}
-
-/// A raw HTTP/1 request; the status and, for a `200`, whatever of the body came within
-/// `read_for`.
-async fn raw(
-    addr: std::net::SocketAddr,
-    head: &str,
-    body: &str,
-    read_for: Duration,
-) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "{head} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let until = tokio::time::Instant::now() + read_for;
-    while let Ok(Ok(n)) = tokio::time::timeout_at(until, stream.read(&mut buf)).await {
-        if n == 0 {
-            break;
-        }
-        got.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&got).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, text)
-}
 
 /// The state of the memory test: about a megabyte.
 #[derive(Tracked, Serialize, Deserialize, Default)]

@@ -11,6 +11,7 @@
 //! so a reader at the tail holds no copy of the state.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
@@ -24,27 +25,39 @@ use crate::live::frames::Slot;
 use crate::live::sse::{Feed, Next, Pending};
 use crate::live::tail::{Entry, Tail};
 
-/// The view the run's readers share, after record `at`; and where the run's terminal event
-/// is, once a reader framed it.
+/// What a run's readers share, carried by its tail cache: the mirror (a view after some
+/// record), and where the run ended, once a reader knows.
 #[derive(Default)]
 pub(crate) struct Shared {
-    mirror: Option<Mirror>,
-    terminal: Option<u64>,
+    mirror: Mutex<Option<Mirror>>,
+    /// The seq of the record with the run's terminal event, once a reader framed it (0: not
+    /// yet); read at every record, without the mirror's lock.
+    terminal: AtomicU64,
     /// The run is known to have ended (its terminal event framed, or its outcome read).
-    ended: bool,
+    ended: AtomicBool,
+}
+
+impl Shared {
+    fn mirror(&self) -> MutexGuard<'_, Option<Mirror>> {
+        self.mirror.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records that record `seq` holds the run's terminal event.
+    fn terminal_at(&self, seq: u64) {
+        self.terminal.store(seq, Ordering::Release);
+    }
 }
 
 /// Whether the run of `tail` is known to have ended: a run never starts again, so a reader
 /// need not read its log to find out.
 pub(crate) fn known_ended(tail: &Tail) -> bool {
-    lock(&carry(tail))
-        .as_ref()
-        .is_some_and(|s| s.ended || s.terminal.is_some())
+    let shared = carry(tail);
+    shared.ended.load(Ordering::Acquire) || shared.terminal.load(Ordering::Acquire) != 0
 }
 
 /// Records that the run of `tail` ended.
 pub(crate) fn mark_ended(tail: &Tail) {
-    lock(&carry(tail)).get_or_insert_with(Shared::default).ended = true;
+    carry(tail).ended.store(true, Ordering::Release);
 }
 
 /// A view after record `at`.
@@ -53,16 +66,9 @@ pub(crate) struct Mirror {
     at: u64,
 }
 
-/// The run's shared view, carried by its tail cache.
-pub(crate) type Carry = Arc<Mutex<Option<Shared>>>;
-
-/// The carry of `tail`'s run.
-pub(crate) fn carry(tail: &Tail) -> Carry {
+/// What `tail`'s run's readers share.
+fn carry(tail: &Tail) -> Arc<Shared> {
     tail.carry::<Shared>(Slot::Passing)
-}
-
-fn lock(carry: &Carry) -> MutexGuard<'_, Option<Shared>> {
-    carry.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Builds a view after a record of the run, from the log (reads the store: it runs off the
@@ -82,7 +88,7 @@ enum Own {
 /// The events of one response.
 pub(crate) struct RunFeed {
     cursor: Cursor,
-    carry: Carry,
+    carry: Arc<Shared>,
     own: Own,
     rebuild: Rebuild,
     /// A view being built after the reader's position.
@@ -161,28 +167,25 @@ impl RunFeed {
             let mut view = View::new();
             let k0 = EventId::start_k(entry.prev);
             let (frames, ended) = Self::framed(&mut view, entry.seq, &entry.batch, k0)?;
-            let carry = Arc::clone(&self.carry);
-            let mut shared = lock(&carry);
-            let shared = shared.get_or_insert_with(Shared::default);
+            let shared = Arc::clone(&self.carry);
             if ended {
-                shared.terminal = Some(entry.seq);
+                shared.terminal_at(entry.seq);
             }
-            self.settle(shared, view, entry.seq);
+            self.settle(&mut shared.mirror(), view, entry.seq);
             return Ok(tail.set_frame(entry, Slot::Start, frames));
         }
         if let Some(frames) = entry.frame(Slot::Passing) {
             self.own = Own::Shared; // a view of its own would be stale now
             return Ok(frames);
         }
-        let carry = Arc::clone(&self.carry);
-        let mut shared = lock(&carry);
-        let shared = shared.get_or_insert_with(Shared::default);
+        let shared = Arc::clone(&self.carry);
+        let mut held = shared.mirror();
         if let Some(frames) = entry.frame(Slot::Passing) {
             self.own = Own::Shared;
             return Ok(frames);
         }
         let own = std::mem::replace(&mut self.own, Own::Shared);
-        let (frames, ended) = match (shared.mirror.as_mut(), own) {
+        let (frames, ended) = match (held.as_mut(), own) {
             (Some(mirror), _) if mirror.at == entry.prev => {
                 match Self::framed(&mut mirror.view, entry.seq, &entry.batch, 0) {
                     Ok(framed) => {
@@ -191,14 +194,14 @@ impl RunFeed {
                     }
                     Err(e) => {
                         // A record that gives no events may have left the view half-changed.
-                        shared.mirror = None;
+                        *held = None;
                         return Err(e);
                     }
                 }
             }
             (_, Own::View(mut view)) => {
                 let framed = Self::framed(&mut view, entry.seq, &entry.batch, 0)?;
-                self.settle(shared, view, entry.seq);
+                self.settle(&mut held, view, entry.seq);
                 framed
             }
             (_, own) => {
@@ -207,7 +210,7 @@ impl RunFeed {
             }
         };
         if ended {
-            shared.terminal = Some(entry.seq);
+            shared.terminal_at(entry.seq);
         }
         Ok(tail.set_frame(entry, Slot::Passing, frames))
     }
@@ -215,9 +218,9 @@ impl RunFeed {
     /// Gives the reader's view, after record `at`, to the mirror when the mirror is behind it
     /// (or there is none yet): the reader reads the shared frames from here, and holds no
     /// copy of the state. A mirror ahead of it is left where it is.
-    fn settle(&mut self, shared: &mut Shared, view: View, at: u64) {
-        if shared.mirror.as_ref().is_none_or(|m| m.at < at) {
-            shared.mirror = Some(Mirror { view, at });
+    fn settle(&mut self, mirror: &mut Option<Mirror>, view: View, at: u64) {
+        if mirror.as_ref().is_none_or(|m| m.at < at) {
+            *mirror = Some(Mirror { view, at });
             self.own = Own::Shared;
         } else {
             self.own = Own::View(view);
@@ -226,64 +229,65 @@ impl RunFeed {
 
     /// Whether the run's terminal event is at or before record `seq`.
     fn ended_by(&self, seq: u64) -> bool {
-        lock(&self.carry)
-            .as_ref()
-            .and_then(|s| s.terminal)
-            .is_some_and(|t| t <= seq)
+        let terminal = self.carry.terminal.load(Ordering::Acquire);
+        terminal != 0 && terminal <= seq
     }
 
-    /// The frames of `records` (from the cache or the store), up to the run's terminal
-    /// event; `Err` with what is sent so far when the reader must first get a view.
-    fn frames(&mut self, records: Records<'_>) -> Result<(), Stuck> {
-        let mut last = None;
-        let result = (|| {
-            match records {
-                Records::Entries(entries) => {
-                    for entry in entries {
-                        let frames = self.entry(entry)?;
-                        // A checkpoint equal to what the reader has gives nothing.
-                        if !frames.is_empty() {
-                            self.queue.push_back(frames);
-                        }
-                        last = Some(entry.seq);
-                        if self.ended_by(entry.seq) {
-                            self.done = true;
-                            break;
-                        }
+    /// Queues the frames of `records` (from the cache or the store, the first after record
+    /// `after`), up to the run's terminal event. When the reader must first get a view, the
+    /// cursor goes back to the last record framed, to read the rest again once it has one.
+    fn frames(&mut self, records: Records<'_>, after: u64) -> Result<(), Stuck> {
+        let mut at = after;
+        let framed = self.frame_each(records, &mut at);
+        if matches!(framed, Err(Stuck::NoView)) {
+            self.cursor.seek(at);
+        }
+        framed
+    }
+
+    /// [`frames`](RunFeed::frames), `at` following the last record framed.
+    fn frame_each(&mut self, records: Records<'_>, at: &mut u64) -> Result<(), Stuck> {
+        match records {
+            Records::Entries(entries) => {
+                for entry in entries {
+                    let frames = self.entry(entry)?;
+                    // A checkpoint equal to what the reader has gives nothing.
+                    if !frames.is_empty() {
+                        self.queue.push_back(frames);
                     }
-                }
-                Records::Store(records) => {
-                    for record in records {
-                        // A reader with no value starts at a base: its start's events.
-                        let k0 = match self.own {
-                            Own::Fresh => {
-                                self.own = Own::View(View::new());
-                                EventId::start_k(last.unwrap_or(self.cursor.after()))
-                            }
-                            _ => 0,
-                        };
-                        let view = match &mut self.own {
-                            Own::View(view) => view,
-                            Own::Fresh | Own::Shared => return Err(Stuck::NoView),
-                        };
-                        let (frames, ended) = Self::framed(view, record.seq, &record.batch, k0)?;
-                        if !frames.is_empty() {
-                            self.queue.push_back(Bytes::from(frames));
-                        }
-                        last = Some(record.seq);
-                        if ended {
-                            self.done = true;
-                            break;
-                        }
+                    *at = entry.seq;
+                    if self.ended_by(entry.seq) {
+                        self.done = true;
+                        break;
                     }
                 }
             }
-            Ok(())
-        })();
-        if let Some(last) = last {
-            self.cursor.seek(last);
+            Records::Store(records) => {
+                for record in records {
+                    // A reader with no value starts at a base: its start's events.
+                    let k0 = match self.own {
+                        Own::Fresh => {
+                            self.own = Own::View(View::new());
+                            EventId::start_k(*at)
+                        }
+                        _ => 0,
+                    };
+                    let Own::View(view) = &mut self.own else {
+                        return Err(Stuck::NoView);
+                    };
+                    let (frames, ended) = Self::framed(view, record.seq, &record.batch, k0)?;
+                    if !frames.is_empty() {
+                        self.queue.push_back(Bytes::from(frames));
+                    }
+                    *at = record.seq;
+                    if ended {
+                        self.done = true;
+                        break;
+                    }
+                }
+            }
         }
-        result
+        Ok(())
     }
 
     /// A `RUN_ERROR` for a log the feed cannot read on (no id: it is no place in the log),
@@ -335,12 +339,9 @@ impl Feed for RunFeed {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(step) => step,
             };
-            // The cursor moved past what it yielded; the feed moves it only as far as it
-            // framed (it may stop for a view, or at the terminal event).
-            self.cursor.seek(after);
             let framed = match &step {
-                Step::Entries(entries) => self.frames(Records::Entries(entries)),
-                Step::Records(records) => self.frames(Records::Store(records)),
+                Step::Entries(entries) => self.frames(Records::Entries(entries), after),
+                Step::Records(records) => self.frames(Records::Store(records), after),
                 Step::Idle => continue,
                 // Compacted away before anything was sent to a client that has nothing (an
                 // agent that ran ahead of its client, past what retention keeps): the response

@@ -167,8 +167,8 @@
 //! events of every run answer while every run slot is taken. An open event stream costs the
 //! same whatever the state's size: the events of each record are made once and shared by
 //! every reader (see [the run's log](#the-runs-log)), and a reader at the tail holds no copy
-//! of the state (400 open streams of a run with a 1 MB state hold about 8 MiB, most of it
-//! the connections' buffers; `chord/tests/ag_ui_door.rs` holds them under 64 MiB).
+//! of the state (`chord/tests/ag_ui_memory.rs` holds 400 open streams of a run with a 1 MB
+//! state under 64 MiB above idle, and prints what they hold).
 //!
 //! **Authorization.** [`AgUi::authorize`] takes a hook like
 //! [`Streams::reads`](crate::streams::Streams::reads): it sees each request's head

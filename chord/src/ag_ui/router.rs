@@ -63,12 +63,6 @@ fn classify(request: &Request) -> &'static str {
     }
 }
 
-/// A refusal sent before the request's body was read (the live layer's headers close the
-/// connection after it).
-fn refuse_unread(status: StatusCode, reason: impl std::fmt::Display) -> Response {
-    refuse(status, reason)
-}
-
 impl<T: Tracked, S: Store> Shared<T, S> {
     /// The hook's refusal, if it refuses: the streams' answer to a refused request (the live
     /// layer closes the connection after it: the body was not read).
@@ -78,15 +72,15 @@ impl<T: Tracked, S: Store> Shared<T, S> {
         (access != Access::Allow).then(|| refusal(access))
     }
 
-    /// The answer to a request for one run's `kind` that may not go on: the hook's refusal,
-    /// or a `400` for an id that is not one.
-    fn refused_run(
+    /// The address of the run a request for `kind` names, or the answer to one that may not
+    /// go on: the hook's refusal, or a `400` for an id that is not one.
+    fn run_address(
         &self,
         kind: RunRequestKind,
         thread: &str,
         run: &str,
         parts: &axum::http::request::Parts,
-    ) -> Option<Response> {
+    ) -> Result<Address, Box<Response>> {
         let asked = RunRequest {
             kind,
             run: Some((thread, run)),
@@ -94,12 +88,12 @@ impl<T: Tracked, S: Store> Shared<T, S> {
             headers: &parts.headers,
         };
         if let Some(refused) = self.refused(&asked) {
-            return Some(refused);
+            return Err(Box::new(refused));
         }
         check_id("threadId", thread)
             .and_then(|()| check_id("runId", run))
-            .err()
-            .map(|e| refuse(StatusCode::BAD_REQUEST, e))
+            .map_err(|e| Box::new(refuse(StatusCode::BAD_REQUEST, e)))?;
+        Ok(self.address(thread, run))
     }
 
     /// The address of a run in the log.
@@ -157,7 +151,7 @@ where
         .and_then(|v| v.split(';').next())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
     if !json {
-        return refuse_unread(
+        return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "a run is started with a RunAgentInput as JSON: Content-Type must be application/json",
         );
@@ -169,26 +163,26 @@ where
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|n| n > limit as u64) {
-        return refuse_unread(
+        return refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
             format_args!("the body is over {limit} bytes"),
         );
     }
     let last = match EventId::from_headers(&parts.headers) {
         Ok(last) => last,
-        Err(why) => return refuse_unread(StatusCode::BAD_REQUEST, why),
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
     };
     let read = tokio::time::timeout(shared.app.body_timeout, axum::body::to_bytes(body, limit));
     let bytes = match read.await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(_)) => {
-            return refuse_unread(
+            return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format_args!("the body is over {limit} bytes, or was cut off"),
             )
         }
         Err(_) => {
-            return refuse_unread(
+            return refuse(
                 StatusCode::REQUEST_TIMEOUT,
                 "the body did not arrive in time",
             )
@@ -234,15 +228,15 @@ where
     S: Store + Send + 'static,
 {
     let (parts, _) = request.into_parts();
-    if let Some(refused) = shared.refused_run(RunRequestKind::Events, &thread, &run, &parts) {
-        return refused;
-    }
+    let address = match shared.run_address(RunRequestKind::Events, &thread, &run, &parts) {
+        Ok(address) => address,
+        Err(refused) => return *refused,
+    };
     let last = match EventId::from_headers(&parts.headers) {
         Ok(last) => last,
         Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
     };
     let draining = parts.extensions.get::<Draining>().cloned();
-    let address = shared.address(&thread, &run);
     start::events(shared, address, last, draining).await
 }
 
@@ -256,10 +250,10 @@ where
     S: Store + Send + 'static,
 {
     let (parts, _) = request.into_parts();
-    if let Some(refused) = shared.refused_run(RunRequestKind::State, &thread, &run, &parts) {
-        return refused;
-    }
-    let address = shared.address(&thread, &run);
+    let address = match shared.run_address(RunRequestKind::State, &thread, &run, &parts) {
+        Ok(address) => address,
+        Err(refused) => return *refused,
+    };
     let log = shared.app.log.clone();
     let found = match blocking(move || recover(&log, &address)).await {
         Ok(found) => found,

@@ -96,8 +96,9 @@ where
     S: Store + Send + 'static,
 {
     let address = shared.address(&input.thread_id, &input.run_id);
-    let Some(reader) = shared.readers.take() else {
-        return busy("the endpoint has its most event streams open", RETRY_AFTER);
+    let reader = match reader(&shared) {
+        Ok(reader) => reader,
+        Err(busy) => return *busy,
     };
     let start = {
         let shared = Arc::clone(&shared);
@@ -112,6 +113,16 @@ where
     }
 }
 
+/// A place among the endpoint's open event streams, or the `503` past its bound.
+fn reader<T: Tracked, S: Store>(shared: &Shared<T, S>) -> Result<Permit, Box<Response>> {
+    shared.readers.take().ok_or_else(|| {
+        Box::new(busy(
+            "the endpoint has its most event streams open",
+            RETRY_AFTER,
+        ))
+    })
+}
+
 /// The SSE response of a run's events, from its start or after `last`.
 pub(crate) async fn events<T, S>(
     shared: Arc<Shared<T, S>>,
@@ -123,8 +134,9 @@ where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
 {
-    let Some(reader) = shared.readers.take() else {
-        return busy("the endpoint has its most event streams open", RETRY_AFTER);
+    let reader = match reader(&shared) {
+        Ok(reader) => reader,
+        Err(busy) => return *busy,
     };
     events_with(shared, address, last, draining, reader).await
 }
@@ -346,9 +358,11 @@ where
     }
     running.insert(address.clone());
     drop(running);
-    let fail = |run: &mut Run<T, Log<S>>, why: &str| {
-        // (The run is stored but will not be produced: it is ended as failed.)
-        if let Err(e) = run.end(Outcome::error(codes::PRODUCER_GONE, why)) {
+    // A run stored but not produced is ended as failed, through the log (the handle may be
+    // gone with a thread that did not start).
+    let abandon = |why: &str| {
+        let outcome = Outcome::error(codes::PRODUCER_GONE, why);
+        if let Err(e) = end_from_log(&shared.app.log, shared.app.checkpoint, &address, outcome) {
             tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "a run that could not be produced could not be ended");
         }
         lock(&shared.running).remove(&address);
@@ -356,37 +370,24 @@ where
     let start = match start_at(shared, &address, None) {
         Ok(start) => start,
         Err(refused) => {
-            fail(&mut run, "the run's start could not be read back");
+            drop(run);
+            abandon("the run's start could not be read back");
             return Err(refused);
         }
     };
     // The agent's own thread: an agent blocks (an LLM call takes seconds), and the blocking
     // pool serves the endpoint's reads, which must not wait behind it.
-    let (tx, rx) = std::sync::mpsc::channel::<Run<T, Log<S>>>();
     let producer = Arc::clone(shared);
     let spawned = std::thread::Builder::new()
         .name("chord-agent".to_owned())
         .spawn(move || {
-            if let Ok(run) = rx.recv() {
-                produce(&producer, &input, run);
-            }
+            produce(&producer, &input, run);
             drop(permit);
         });
-    match spawned {
-        Ok(_) => {
-            // The thread is waiting for it: a send fails only if it is gone.
-            let _ = tx.send(run);
-        }
-        Err(e) => {
-            fail(
-                &mut run,
-                &format!("the agent's thread could not start: {e}"),
-            );
-            return Err(Box::new(refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format_args!("the agent's thread could not start: {e}"),
-            )));
-        }
+    if let Err(e) = spawned {
+        let why = format!("the agent's thread could not start: {e}");
+        abandon(&why);
+        return Err(Box::new(refuse(StatusCode::SERVICE_UNAVAILABLE, why)));
     }
     Ok(Some(start))
 }
@@ -507,6 +508,18 @@ fn unknown_id() -> Box<Response> {
     ))
 }
 
+/// The record `seq` of the run.
+fn record_at<S: Store>(log: &Log<S>, address: &Address, seq: u64) -> Result<Record, Resumed> {
+    let at = ReadOptions::asc().cursor(seq.checked_sub(1)).limit(1);
+    match log.read_list(address, &at) {
+        Ok(page) => match page.records.into_iter().next() {
+            Some(r) if r.seq == seq => Ok(r),
+            _ => Err(Resumed::Missing),
+        },
+        Err(e) => Err(Resumed::Failed(e.to_string())),
+    }
+}
+
 /// The view after the base record `seq`, read alone as a reader with no value reads it, and
 /// its start events.
 fn view_of_base<S: Store>(
@@ -514,14 +527,10 @@ fn view_of_base<S: Store>(
     address: &Address,
     seq: u64,
 ) -> Result<(View, Vec<super::Event>), Resumed> {
-    let at = ReadOptions::asc().cursor(seq.checked_sub(1)).limit(1);
-    let record = match log.read_list(address, &at) {
-        Ok(page) => match page.records.into_iter().next() {
-            Some(r) if r.seq == seq && is_base_tag(r.tag.as_deref()) => r,
-            _ => return Err(Resumed::Missing),
-        },
-        Err(e) => return Err(Resumed::Failed(e.to_string())),
-    };
+    let record = record_at(log, address, seq)?;
+    if !is_base_tag(record.tag.as_deref()) {
+        return Err(Resumed::Missing);
+    }
     let mut view = View::new();
     let events = view
         .record(&record.batch)
@@ -537,15 +546,7 @@ fn view_through<S: Store>(
     seq: u64,
 ) -> Result<(View, Vec<super::Event>), Resumed> {
     let failed = |e: &dyn std::fmt::Display| Resumed::Failed(e.to_string());
-    // The record itself.
-    let at = ReadOptions::asc().cursor(seq.checked_sub(1)).limit(1);
-    let record = match log.read_list(address, &at) {
-        Ok(page) => match page.records.into_iter().next() {
-            Some(r) if r.seq == seq => r,
-            _ => return Err(Resumed::Missing),
-        },
-        Err(e) => return Err(failed(&e)),
-    };
+    let record = record_at(log, address, seq)?;
     // The records before it, back to a base.
     let mut before: Vec<Record> = Vec::new();
     let mut options = ReadOptions::desc()

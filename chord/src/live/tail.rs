@@ -397,18 +397,19 @@ impl Tail {
         cell.get().cloned().unwrap_or_default()
     }
 
-    /// What `slot`'s framing carries from record to record for this address, shared by its
-    /// readers (empty at first, and for a tail loaded anew).
+    /// What `slot`'s framing carries from record to record for this address (a door's
+    /// mirror of the value), shared by its readers: `C::default()` at first, and for a tail
+    /// loaded anew.
     #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
-    pub(crate) fn carry<C: Send + 'static>(&self, slot: Slot) -> Arc<Mutex<Option<C>>> {
+    pub(crate) fn carry<C: Default + Send + Sync + 'static>(&self, slot: Slot) -> Arc<C> {
         let mut carries = self.carries.lock().unwrap_or_else(PoisonError::into_inner);
         let held = &mut carries[slot as usize];
         if let Some(carry) = held.as_ref() {
-            if let Ok(carry) = Arc::clone(carry).downcast::<Mutex<Option<C>>>() {
+            if let Ok(carry) = Arc::clone(carry).downcast::<C>() {
                 return carry;
             }
         }
-        let carry = Arc::new(Mutex::new(None));
+        let carry = Arc::new(C::default());
         *held = Some(Arc::clone(&carry) as Arc<dyn Any + Send + Sync>);
         carry
     }
