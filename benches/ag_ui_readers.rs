@@ -14,8 +14,7 @@
 //! (the agent is generic over the store its run is written to), so the same file measures
 //! both.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -27,33 +26,14 @@ use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use tower_service::Service;
 
-/// The system allocator, counting bytes and calls.
-struct Counting;
+/// The tests' counting allocator: bytes and allocations counted as they are made.
+#[path = "../chord/tests/support/counting.rs"]
+mod counting;
 
-static BYTES: AtomicU64 = AtomicU64::new(0);
-static CALLS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded to `System` unchanged; only the counters are added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as u64, Relaxed);
-        CALLS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size as u64, Relaxed);
-        CALLS.fetch_add(1, Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting::{ALLOCATED as BYTES, ALLOCATIONS as CALLS};
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting = counting::Counting;
 
 #[derive(Tracked, Serialize, Deserialize, Default)]
 struct Plan {
@@ -142,8 +122,8 @@ fn main() {
         let (first_bytes, first_calls) = per_reader[0];
         let rest = &per_reader[1..];
         let n = rest.len().max(1) as f64;
-        let bytes = rest.iter().map(|r| r.0).sum::<u64>() as f64 / n;
-        let calls = rest.iter().map(|r| r.1).sum::<u64>() as f64 / n;
+        let bytes = rest.iter().map(|r| r.0).sum::<usize>() as f64 / n;
+        let calls = rest.iter().map(|r| r.1).sum::<usize>() as f64 / n;
         println!("readers: {readers}, events per reader: {events}");
         println!(
             "first reader: {first_bytes} bytes in {first_calls} allocations ({:.0} bytes, {:.1} allocations per event)",

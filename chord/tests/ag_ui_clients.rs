@@ -22,6 +22,8 @@
 #[allow(dead_code)]
 #[path = "../examples/ag_ui_agent.rs"]
 mod ag_ui_agent;
+#[path = "support/ag_ui_example.rs"]
+mod example;
 #[path = "support/skip.rs"]
 mod skip;
 
@@ -31,100 +33,14 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use example::{Example, PATIENCE};
 use serde_json::Value;
-
-/// The variable that makes this test binary's `child_example` run the example (its
-/// arguments, as a JSON array).
-const CHILD_VAR: &str = "CHORD_AG_UI_EXAMPLE";
-
-/// A generous bound on what takes seconds, so that a hang fails instead.
-const PATIENCE: Duration = Duration::from_secs(120);
 
 /// The example's process when `CHORD_AG_UI_EXAMPLE` is set (it does nothing otherwise).
 #[test]
 #[ignore = "the example server of the tests below, started by them"]
 fn child_example() {
-    let Ok(args) = std::env::var(CHILD_VAR) else {
-        return;
-    };
-    let mut argv = vec!["ag_ui_agent".to_owned()];
-    argv.extend(serde_json::from_str::<Vec<String>>(&args).expect("the example's arguments"));
-    if let Err(e) = ag_ui_agent::run(argv) {
-        eprintln!("ag_ui_agent failed: {e}");
-        std::process::exit(2);
-    }
-}
-
-/// The example, running; killed when dropped.
-struct Example {
-    child: Child,
-    url: String,
-    port: u16,
-}
-
-impl Example {
-    /// Starts the example on `port` (0: any) with its log in `dir`; returns once it prints
-    /// its URL.
-    fn start(dir: &Path, port: u16, delay_ms: u64) -> Example {
-        let args = [
-            "--port".to_owned(),
-            port.to_string(),
-            "--dir".to_owned(),
-            dir.display().to_string(),
-            "--delay-ms".to_owned(),
-            delay_ms.to_string(),
-        ];
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_example",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_VAR, serde_json::to_string(&args).unwrap())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("starting this test binary again as the example");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // The harness starts its line `test child_example ... ` before the example
-                // prints.
-                if let Some(at) = line.find("http://") {
-                    let _ = tx.send(line[at..].trim().to_owned());
-                }
-            }
-        });
-        let url = match rx.recv_timeout(PATIENCE) {
-            Ok(url) => url,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("the example printed no URL (its output is above)");
-            }
-        };
-        assert!(
-            url.starts_with("http://127.0.0.1:") && url.ends_with('/'),
-            "the example printed {url:?}, not http://127.0.0.1:PORT/"
-        );
-        let port = url["http://127.0.0.1:".len()..url.len() - 1]
-            .parse()
-            .unwrap_or_else(|_| panic!("no port in {url:?}"));
-        Example { child, url, port }
-    }
-
-    /// Kills it (SIGKILL: nothing is flushed or closed on the way out).
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        self.kill();
-    }
+    example::child_main(ag_ui_agent::run);
 }
 
 /// The repository's root.

@@ -23,6 +23,8 @@
 mod ag_ui_agent;
 #[path = "support/browser.rs"]
 mod browser;
+#[path = "support/ag_ui_example.rs"]
+mod example;
 #[path = "support/skip.rs"]
 mod skip;
 
@@ -34,11 +36,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use browser::Browser;
+use example::Example;
 use serde_json::Value;
-
-/// The variable that makes this test binary's `child_example` run the example (its
-/// arguments, as a JSON array).
-const CHILD_VAR: &str = "CHORD_AG_UI_EXAMPLE";
 
 /// A generous bound on what takes seconds, so that a hang fails instead.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -51,15 +50,7 @@ const CUT: usize = 2500;
 #[test]
 #[ignore = "the example server of the test below, started by it"]
 fn child_example() {
-    let Ok(args) = std::env::var(CHILD_VAR) else {
-        return;
-    };
-    let mut argv = vec!["ag_ui_agent".to_owned()];
-    argv.extend(serde_json::from_str::<Vec<String>>(&args).expect("the example's arguments"));
-    if let Err(e) = ag_ui_agent::run(argv) {
-        eprintln!("ag_ui_agent failed: {e}");
-        std::process::exit(2);
-    }
+    example::child_main(ag_ui_agent::run);
 }
 
 /// A child process killed when dropped.
@@ -96,33 +87,6 @@ fn start(mut command: Command, what: &str, pick: fn(&str) -> Option<String>) -> 
         .recv_timeout(PATIENCE)
         .unwrap_or_else(|_| panic!("{what} printed no URL (its output is above)"));
     (child, found)
-}
-
-/// The example on any free port, its log in `dir`; and its URL.
-fn example(dir: &Path) -> (Killed, String) {
-    let args = [
-        "--port",
-        "0",
-        "--dir",
-        &dir.display().to_string(),
-        "--delay-ms",
-        "20",
-    ]
-    .map(str::to_owned);
-    let mut command = Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            "--exact",
-            "child_example",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_VAR, serde_json::to_string(&args).unwrap());
-    // The harness starts its line `test child_example ... ` before the example prints.
-    start(command, "the example", |line| {
-        line.find("http://").map(|at| line[at..].trim().to_owned())
-    })
 }
 
 /// `node js/test-copilotkit/server.mjs`: the runtime and the page, in front of `chord`; its
@@ -296,7 +260,8 @@ fn a_copilotkit_page_shows_chords_state_through_the_runtime() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (_example, chord) = example(dir.path());
+    let example = Example::start(dir.path(), 0, 20);
+    let chord = example.url.clone();
     let (_server, page) = copilotkit_server(&chord);
 
     let tab = browser.open(&page);

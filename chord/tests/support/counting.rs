@@ -20,9 +20,17 @@ pub static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// The counters are global: the tests of a binary take turns.
 pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Bytes allocated since the process started, each allocation and reallocation counted at
+/// its size (what a piece of work costs the allocator, freed or not).
+pub static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+/// Allocations and reallocations since the process started.
+pub static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
 fn grew(bytes: usize) {
     let now = LIVE.fetch_add(bytes, Relaxed) + bytes;
     PEAK.fetch_max(now, Relaxed);
+    ALLOCATED.fetch_add(bytes, Relaxed);
+    ALLOCATIONS.fetch_add(1, Relaxed);
 }
 
 // SAFETY: every call is forwarded to `System` unchanged; only the counters are added.

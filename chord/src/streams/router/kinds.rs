@@ -45,45 +45,40 @@ fn live(query: Option<&str>) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn of(method: Method, query: Option<&str>) -> &'static str {
-        kind(&method, query, &HeaderMap::new())
-    }
-
     #[test]
     fn each_request_has_its_kind() {
-        assert_eq!(of(Method::GET, None), "catch_up");
-        assert_eq!(of(Method::GET, Some("offset=-1")), "catch_up");
-        assert_eq!(of(Method::GET, Some("offset=-1&live=sse")), "sse");
-        assert_eq!(
-            of(Method::GET, Some("live=long-poll&offset=1")),
-            "long_poll"
-        );
-        assert_eq!(of(Method::GET, Some("live=long%2Dpoll")), "long_poll");
-        assert_eq!(of(Method::GET, Some("live=sse&live=nope")), "other");
-        assert_eq!(of(Method::GET, Some("live")), "other");
-        assert_eq!(of(Method::GET, Some("alive=sse")), "catch_up");
-        assert_eq!(of(Method::HEAD, Some("live=sse")), "head");
-        assert_eq!(of(Method::POST, None), "append");
-        assert_eq!(of(Method::PUT, None), "create");
         let mut fork = HeaderMap::new();
         fork.insert("stream-forked-from", "/streams/a/b".parse().unwrap());
-        assert_eq!(kind(&Method::PUT, None, &fork), "fork");
-        assert_eq!(of(Method::DELETE, None), "delete");
-        assert_eq!(of(Method::OPTIONS, None), "options");
-        assert_eq!(of(Method::PATCH, None), "other");
-        for k in [
-            "catch_up",
-            "long_poll",
-            "sse",
-            "head",
-            "append",
-            "create",
-            "fork",
-            "delete",
-            "options",
-            "other",
+        let none = HeaderMap::new();
+        for (method, query, headers, expected) in [
+            (Method::GET, None, &none, "catch_up"),
+            (Method::GET, Some("offset=-1"), &none, "catch_up"),
+            (Method::GET, Some("offset=-1&live=sse"), &none, "sse"),
+            (
+                Method::GET,
+                Some("live=long-poll&offset=1"),
+                &none,
+                "long_poll",
+            ),
+            (Method::GET, Some("live=long%2Dpoll"), &none, "long_poll"),
+            (Method::GET, Some("live=sse&live=nope"), &none, "other"),
+            (Method::GET, Some("live"), &none, "other"),
+            (Method::GET, Some("alive=sse"), &none, "catch_up"),
+            (Method::HEAD, Some("live=sse"), &none, "head"),
+            (Method::POST, None, &none, "append"),
+            (Method::PUT, None, &none, "create"),
+            (Method::PUT, None, &fork, "fork"),
+            (Method::DELETE, None, &none, "delete"),
+            (Method::OPTIONS, None, &none, "options"),
+            (Method::PATCH, None, &none, "other"),
         ] {
-            assert!(crate::live::metrics::REQUEST_KINDS.contains(&k), "{k}");
+            assert_eq!(
+                kind(&method, query, headers),
+                expected,
+                "{method} {query:?}"
+            );
+            // Every kind is one the metrics name.
+            assert!(crate::live::metrics::REQUEST_KINDS.contains(&expected));
         }
     }
 }
