@@ -67,7 +67,10 @@ pub(crate) struct Args {
     /// The `Cache-Control` of catch-up and long-poll reads, e.g. `public, max-age=60,
     /// stale-while-revalidate=300` for streams every reader may see, behind a shared cache.
     /// Default: `private, max-age=60, stale-while-revalidate=300` with `--public`, `private,
-    /// no-cache` with `--read-token-file` (which refuses a `public` policy).
+    /// no-cache` with `--read-token-file` (which accepts only a policy that keeps shared
+    /// caches out: one with `private`, `no-store` or `no-cache`). A joiner's answers
+    /// (`offset=base`, `offset=-1`) are sent with it shortened to the 6 minutes of records
+    /// the server keeps readable.
     #[arg(long, value_name = "VALUE")]
     cache_control: Option<String>,
     /// Let pages on this origin (`https://app.example`) read across origins; repeat for more.
@@ -98,11 +101,11 @@ pub(crate) enum ServeError {
     CacheControl(String),
     /// `--cache-control` lets shared caches store reads that need a token.
     #[error(
-        "--cache-control {0:?} is public, but --read-token-file guards the reads: a shared \
-         cache would answer anyone asking for a stream's URL with what it stored for a reader \
-         with a token. Use a private policy, or --public"
+        "--cache-control {0:?} lets a shared cache store reads, but --read-token-file guards \
+         them: a cache would answer anyone asking for a stream's URL with what it stored for \
+         a reader with a token. Add `private` (or `no-cache`, or `no-store`), or use --public"
     )]
-    PublicWithTokens(String),
+    SharedWithTokens(String),
     /// `--cors-origin` is not an origin.
     #[error("--cors-origin {0:?}: not an origin (scheme://host or scheme://host:port)")]
     Origin(String),
@@ -170,11 +173,8 @@ impl Config {
             Some(value) => {
                 let header = HeaderValue::from_str(value)
                     .map_err(|_| ServeError::CacheControl(value.clone()))?;
-                let public = value
-                    .split(',')
-                    .any(|directive| directive.trim().eq_ignore_ascii_case("public"));
-                if public && read.is_some() {
-                    return Err(ServeError::PublicWithTokens(value.clone()));
+                if read.is_some() && !keeps_shared_caches_out(value) {
+                    return Err(ServeError::SharedWithTokens(value.clone()));
                 }
                 Some(header)
             }
@@ -242,9 +242,41 @@ impl Config {
             streams
                 .router()
                 .merge(Health::new(log).router())
-                .merge(metrics),
+                .merge(metrics)
+                .layer(axum::middleware::from_fn(one_token)),
         )
     }
+}
+
+/// Whether a `Cache-Control` policy keeps every answer out of shared caches: a bare
+/// `private`, `no-store` or `no-cache` (one with an argument, `private="x"`, restricts only
+/// the fields it names).
+fn keeps_shared_caches_out(policy: &str) -> bool {
+    policy.split(',').any(|directive| {
+        let directive = directive.trim();
+        ["private", "no-store", "no-cache"]
+            .iter()
+            .any(|name| directive.eq_ignore_ascii_case(name))
+    })
+}
+
+/// A request giving `token` more than once is refused before any hook reads it: which of two
+/// tokens authorizes it would depend on who reads the query.
+async fn one_token(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let tokens = request.uri().query().map_or(0, |query| {
+        query
+            .split('&')
+            .filter(|pair| pair.split('=').next() == Some("token"))
+            .count()
+    });
+    if tokens > 1 {
+        return (
+            StatusCode::BAD_REQUEST,
+            "multiple token parameters not allowed\n",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// `text` as a `scheme://host[:port]` origin.

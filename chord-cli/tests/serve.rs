@@ -625,17 +625,20 @@ fn bad_flags_and_logs_are_refused_naming_what_and_where() {
         "{e}"
     );
     let tokens = token_file(dir.path(), "read", READ_TOKEN);
-    let e = fails(&[
-        log,
-        "--read-token-file",
-        &tokens,
-        "--cache-control",
+    // With tokens, only a policy that keeps shared caches out starts.
+    for shared in [
         "public, max-age=60",
-    ]);
-    assert!(
-        e.contains("--cache-control") && e.contains("--public"),
-        "{e}"
-    );
+        "max-age=60",
+        "s-maxage=60",
+        "must-revalidate, max-age=60",
+        "private=\"set-cookie\", max-age=60",
+    ] {
+        let e = fails(&[log, "--read-token-file", &tokens, "--cache-control", shared]);
+        assert!(
+            e.contains("--cache-control") && e.contains("shared cache") && e.contains("--public"),
+            "{shared}: {e}"
+        );
+    }
     let e = fails(&[log, "--public", "--cache-control", "max-age=\u{7f}"]);
     assert!(e.contains("--cache-control"), "{e}");
     let e = fails(&[log, "--public", "--cors-origin", "https://app.example/page"]);
@@ -660,6 +663,17 @@ fn bad_flags_and_logs_are_refused_naming_what_and_where() {
 
     // The address taken: the second server is refused, naming it.
     let first = Served::start(&[log, "--public"]);
+    // A token given twice is refused, whichever would have been read.
+    let r = call(
+        &first.addr,
+        "GET",
+        "/streams/lanes/main?offset=-1&token=a&token=b",
+        &[],
+        "",
+    );
+    assert_eq!(r.status, 400, "{}", r.head);
+    assert_eq!(r.body, b"multiple token parameters not allowed\n");
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
     let e = fails(&[log, "--public", "--listen", &first.addr]);
     assert!(e.contains("--listen") && e.contains(&first.addr), "{e}");
     let (code, stderr) = first.terminate();

@@ -293,6 +293,7 @@ async fn a_reader_with_no_value_starts_at_the_latest_checkpoint_through_the_base
 async fn compaction_keeps_from_a_checkpoint_and_the_oldest_kept_is_where_minus_one_starts() {
     let builder = LogBuilder::new()
         .retention(Retention::Bases(2))
+        .keep_for(Duration::ZERO)
         .compaction(Compaction::EveryBases(1));
     let mut lane = Lane::new(builder, 4);
     for n in 1..=30 {

@@ -311,8 +311,19 @@ async fn canned_server(listener: TcpListener, broken: Vec<u8>, good: Vec<u8>) {
                     _ => break,
                 }
             }
+            if !head.ends_with(b"\r\n\r\n") {
+                break; // the client closed the connection
+            }
             if head.starts_with(b"HEAD ") {
                 let answer = "HTTP/1.1 200 OK\r\nchord-base-offset: 0000000000000000\r\ncontent-length: 0\r\n\r\n";
+                let _ = conn.write_all(answer.as_bytes()).await;
+                continue;
+            }
+            let request_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+            if !request_line.windows(8).any(|w| w == b"live=sse") {
+                // A joiner's catch-up: an empty stream so far, so that the replica starts
+                // from the live read's base, which is what this server's answers test.
+                let answer = "HTTP/1.1 200 OK\r\nstream-next-offset: 0000000000000000\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n[]";
                 let _ = conn.write_all(answer.as_bytes()).await;
                 continue;
             }

@@ -23,10 +23,13 @@ struct Fixture {
 }
 
 impl Fixture {
+    /// A log keeping `retention`'s bases and nothing more for time (no time floor: what
+    /// these tests read of retention is its count of bases).
     fn new(retention: Retention, tail_records: usize) -> Fixture {
         Fixture::with(
             LogBuilder::new()
                 .retention(retention)
+                .keep_for(Duration::ZERO)
                 .tail_records(tail_records),
         )
     }
@@ -243,6 +246,7 @@ async fn compaction_removes_what_retention_no_longer_serves_and_gone_stays_gone(
     let mut f = Fixture::with(
         LogBuilder::new()
             .retention(Retention::Bases(2))
+            .keep_for(Duration::ZERO)
             .tail_records(2)
             .compaction(Compaction::EveryBases(1)),
     );
@@ -324,6 +328,7 @@ async fn a_reader_in_a_range_compacted_behind_the_cache_gets_gone_not_a_gap() {
     let mut f = Fixture::with(
         LogBuilder::new()
             .retention(Retention::Bases(3))
+            .keep_for(Duration::ZERO)
             .tail_records(1)
             .compaction(Compaction::Off),
     );
@@ -362,6 +367,7 @@ async fn a_reader_in_a_range_compacted_behind_the_cache_gets_gone_not_a_gap() {
 fn compacted_route_serves_the_rest<S: Store + Send + 'static>(store: S) {
     let log = LogBuilder::new()
         .retention(Retention::Bases(2))
+        .keep_for(Duration::ZERO)
         .tail_records(2)
         .compaction(Compaction::EveryBases(1))
         .build(store);
@@ -624,6 +630,54 @@ async fn bad_requests_are_400_and_unknown_streams_404() {
         (StatusCode::OK, &b"[]"[..])
     );
     assert_eq!(now.header("stream-up-to-date"), Some("true"));
+}
+
+/// A protocol parameter given twice is refused, on a chord log and on a stream of the
+/// backend alike, whichever order the values come in: the server never picks one of two
+/// offsets (a cache in front could key the URL by the other).
+#[tokio::test]
+async fn a_repeated_protocol_parameter_is_400() {
+    let mut f = Fixture::new(Retention::default(), 100);
+    f.base();
+    let app = Streams::new(&f.log)
+        .backend(chord::streams::Memory::new())
+        .writes(|_| true)
+        .router();
+    let created = call(
+        &app,
+        Method::PUT,
+        "/streams/other/plain",
+        &[("content-type", "text/plain")],
+        "x",
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    for stream in ["/streams/lanes/main", "/streams/other/plain"] {
+        // Each once: served.
+        let once = get(&app, &format!("{stream}?offset=-1&cursor=1")).await;
+        assert_eq!(once.status, StatusCode::OK, "{stream}");
+        for query in [
+            "offset=now&offset=-1",
+            "offset=-1&offset=now",
+            "offset=-1&offset=-1",
+            "offset=-1&live=sse&live=long-poll",
+            "offset=-1&live=long-poll&cursor=1&cursor=2",
+        ] {
+            let reply = get(&app, &format!("{stream}?{query}")).await;
+            let name = query.rsplit('&').next().unwrap().split('=').next().unwrap();
+            assert_eq!(
+                (reply.status, reply.text()),
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("multiple {name} parameters not allowed\n").as_str()
+                ),
+                "{stream}?{query}"
+            );
+        }
+        // Other parameters may repeat (an application's own, or a token the hook reads).
+        let other = get(&app, &format!("{stream}?offset=-1&x=1&x=2")).await;
+        assert_eq!(other.status, StatusCode::OK, "{stream}");
+    }
 }
 
 #[tokio::test]
@@ -1334,7 +1388,7 @@ mod read_hook {
 
     /// A chord log with records (the backend's stream is created per router, in its `Memory`).
     async fn fixture() -> Fixture {
-        let mut f = Fixture::new(Retention::default(), 100);
+        let mut f = Fixture::with(LogBuilder::new());
         f.base();
         f.push("hello");
         f

@@ -49,10 +49,34 @@ pub(crate) async fn common(request: Request, next: Next) -> Response {
     let mut response = next.run(Request::from_parts(parts, body)).await;
     let headers = response.headers_mut();
     security(headers);
+    one_vary(headers);
     if unread.load(Ordering::Acquire) {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
+}
+
+/// Joins every `Vary` of `headers` into one field, each name once: a cache may read only one
+/// `Vary` line (nginx before 1.23 keeps the last it is sent), and so would key an answer by
+/// the cross-origin policy's names alone and not by the credential's.
+fn one_vary(headers: &mut HeaderMap) {
+    let mut values = headers.get_all(header::VARY).iter();
+    if values.next().is_none() || values.next().is_none() {
+        return;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for value in headers.get_all(header::VARY) {
+        for name in value.to_str().unwrap_or("*").split(',') {
+            let name = name.trim().to_ascii_lowercase();
+            if !name.is_empty() && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    // Names are visible ASCII (or `*` for a value that was not).
+    if let Ok(joined) = HeaderValue::from_str(&names.join(", ")) {
+        headers.insert(header::VARY, joined);
+    }
 }
 
 /// `router` with the headers every chord answer carries on every answer it gives, its

@@ -24,6 +24,11 @@ pub(crate) const DEFAULT_TAIL_BYTES: usize = 8 << 20;
 /// The default [`LogBuilder::tail_cache_bytes`]: eight addresses' full tail caches.
 pub(crate) const DEFAULT_TAIL_CACHE_BYTES: usize = 64 << 20;
 
+/// The default [`LogBuilder::keep_for`]: the default cache policy's `max-age` (60 s) and
+/// `stale-while-revalidate` (300 s) together, so that no answer a cache may give under it
+/// points at an offset the log no longer serves.
+pub const DEFAULT_KEEP_FOR: Duration = Duration::from_secs(360);
+
 /// The default [`LogBuilder::follow_idle`].
 pub(crate) const DEFAULT_FOLLOW_IDLE: Duration = Duration::from_secs(30);
 
@@ -117,6 +122,9 @@ pub(crate) struct Shared<S> {
     cache_bytes: usize,
     /// The store's live source: `Some` for a store other processes write to.
     live: Option<Arc<dyn LiveSource>>,
+    /// When the log was built: the base records already in its store are of unknown age,
+    /// and count as appended then.
+    started: Instant,
     follow_idle: Duration,
     compaction: Compaction,
     /// This log, for the followers it starts (which must not keep it alive).
@@ -160,6 +168,7 @@ impl Default for LogBuilder {
                 records: DEFAULT_TAIL_RECORDS,
                 bytes: DEFAULT_TAIL_BYTES,
                 bases: Retention::default().bases(),
+                keep_for: DEFAULT_KEEP_FOR,
             },
             cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
             follow_idle: DEFAULT_FOLLOW_IDLE,
@@ -177,6 +186,40 @@ impl LogBuilder {
     /// What readers may still read ([`Retention::default`] when not set).
     pub fn retention(mut self, retention: Retention) -> LogBuilder {
         self.bounds.bases = retention.bases();
+        self
+    }
+
+    /// The retention's time floor (default [`DEFAULT_KEEP_FOR`], 6 minutes): every record
+    /// appended within it stays readable, however many base batches came since, on top of
+    /// the [`Retention`]'s bases. A base batch goes only once the one after it is older than
+    /// this, so an offset handed out within it (a `Stream-Next-Offset`, a cached answer's)
+    /// is never answered `410 Gone` before it is that old.
+    ///
+    /// Keep it at least as long as the longest a cache may hold an answer of
+    /// `offset=base` or `offset=-1` (their `max-age` or `s-maxage`, plus
+    /// `stale-while-revalidate` or `stale-if-error`): [`Streams`](crate::streams::Streams)
+    /// shortens those answers' `Cache-Control` to it. Zero keeps only the retention's bases.
+    ///
+    /// What it costs: the store keeps the records of the window (compaction removes only
+    /// older ones; a log younger than the window compacts nothing, since the base records
+    /// it found in its store are of unknown age), and a reader joining from the oldest
+    /// answer a cache may give replays up to the whole window from the log.
+    ///
+    /// ```
+    /// use chord::streams::{LogBuilder, Retention};
+    /// use std::time::Duration;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let store = chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?;
+    /// // Eight bases, and every record of the last ten minutes.
+    /// let log = LogBuilder::new()
+    ///     .retention(Retention::Bases(8))
+    ///     .keep_for(Duration::from_secs(600))
+    ///     .build(store);
+    /// assert_eq!(log.keep_for(), Duration::from_secs(600));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keep_for(mut self, window: Duration) -> LogBuilder {
+        self.bounds.keep_for = window;
         self
     }
 
@@ -246,6 +289,7 @@ impl LogBuilder {
                 live,
                 follow_idle: self.follow_idle,
                 compaction: self.compaction,
+                started: Instant::now(),
                 me: me.clone(),
             }),
         }
@@ -294,6 +338,11 @@ impl<S: Store> Log<S> {
     /// loaded address holds beside them.
     pub fn cached_bytes(&self) -> usize {
         self.shared.usage.bytes()
+    }
+
+    /// The retention's time floor ([`LogBuilder::keep_for`]).
+    pub fn keep_for(&self) -> Duration {
+        self.shared.bounds.keep_for
     }
 
     /// Why the last automatic compaction failed (see [`Compaction`]), when it did; cleared by
@@ -351,16 +400,22 @@ impl<S: Store> Shared<S> {
             index.own.insert(address.clone());
         }
         let base = is_base_tag(batch.tag());
+        if base {
+            index.seen_base(address, self.bounds.keep_for);
+        }
         if let Some(tail) = index.tails.to_back(address) {
             tail.push(seq, batch.tag(), batch.text());
             self.trim(&mut index, Some(address));
         }
         let due = base && self.compaction_due(&mut index, address);
-        if due {
+        let keep = due
+            .then(|| self.keep_bases(&index, address, Instant::now()))
+            .flatten();
+        if let Some(keep) = keep {
             // The tail's floor already moved past what goes (its readers get 410); the
             // cache readers need not wait for the store.
             drop(index);
-            let done = self.compact(&mut store, address);
+            let done = store.compact(address, keep);
             super::metrics::compacted(done.is_ok());
             let mut index = lock(&self.index);
             match done {
@@ -387,9 +442,28 @@ impl<S: Store> Shared<S> {
         *since >= every
     }
 
-    /// Compacts `address` to the retention.
+    /// How many base records of `address` retention keeps now: the fewest it keeps, or more
+    /// for the time floor (the bases appended within it, and the one before them, which the
+    /// oldest offset handed out within it follows). `None` while the log is younger than the
+    /// time floor: the bases in the store from before it started are of unknown age, so none
+    /// may go yet.
+    fn keep_bases(&self, index: &Index, address: &Address, now: Instant) -> Option<usize> {
+        let window = self.bounds.keep_for;
+        if now.saturating_duration_since(self.started) < window {
+            return None;
+        }
+        let recent = index.bases_within(address, window, now);
+        Some(self.bounds.bases.max(1).max(recent + 1))
+    }
+
+    /// Compacts `address` to the retention (nothing while the log is younger than its time
+    /// floor).
     fn compact(&self, store: &mut S, address: &Address) -> Result<Compacted> {
-        store.compact(address, self.bounds.bases)
+        let keep = self.keep_bases(&lock(&self.index), address, Instant::now());
+        match keep {
+            Some(keep) => store.compact(address, keep),
+            None => Ok(Compacted::default()),
+        }
     }
 }
 
@@ -633,6 +707,7 @@ mod tests {
             JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
         let log = LogBuilder::new()
             .retention(Retention::Bases(1))
+            .keep_for(Duration::ZERO)
             .compaction(Compaction::EveryBases(2))
             .build(store);
         let mut writer = log.clone();
@@ -659,6 +734,45 @@ mod tests {
     }
 
     #[test]
+    fn compaction_keeps_every_base_the_time_floor_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+        let window = Duration::from_secs(3600);
+        let log = LogBuilder::new()
+            .retention(Retention::Bases(1))
+            .keep_for(window)
+            .compaction(Compaction::EveryBases(1))
+            .build(store);
+        let mut writer = log.clone();
+        let a = Address::new("lanes", "main");
+        // The bases come after the log's start, by at least this much.
+        let gap = Duration::from_millis(40);
+        std::thread::sleep(gap);
+        for n in 0..4 {
+            writer
+                .append(&a, &format!(r#"[["r",{{"n":{n}}}]]"#), Some(BASE))
+                .unwrap();
+        }
+        // A log younger than its time floor compacts nothing: the bases before its start
+        // are of unknown age.
+        assert_eq!(stored(&log, &a), [1, 2, 3, 4]);
+        assert_eq!(log.compact(&a).unwrap(), Compacted::default());
+        assert_eq!(stored(&log, &a), [1, 2, 3, 4]);
+        let keep = |now: Instant| {
+            let index = lock(&log.shared.index);
+            log.shared.keep_bases(&index, &a, now)
+        };
+        let started = log.shared.started;
+        assert_eq!(keep(started + window / 2), None, "younger than the floor");
+        // Older than the floor, with all four bases within it: all four, and the one before
+        // them (none here) are kept, whatever the retention's one.
+        assert_eq!(keep(started + window + gap / 2), Some(5));
+        // Once they are all older than the floor, the retention's one (the newest).
+        assert_eq!(keep(started + 2 * window), Some(1));
+    }
+
+    #[test]
     fn compaction_off_keeps_everything() {
         let dir = tempfile::tempdir().unwrap();
         let store =
@@ -682,6 +796,7 @@ mod tests {
         let db = Db::new();
         let log = LogBuilder::new()
             .retention(Retention::Bases(1))
+            .keep_for(Duration::ZERO)
             .compaction(Compaction::EveryBases(1))
             .build(Failing(db));
         let mut writer = log.clone();

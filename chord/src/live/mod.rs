@@ -40,6 +40,7 @@ mod access;
 // left unused by a build with no such door.
 #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
 pub(crate) mod bound;
+pub(crate) mod cache_control;
 mod compaction;
 #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
 pub(crate) mod cursor;
@@ -59,7 +60,7 @@ pub(crate) use self::access::refusal;
 pub use self::access::Access;
 pub use self::compaction::Compaction;
 pub use self::headers::headers;
-pub use self::log::{Log, LogBuilder};
+pub use self::log::{Log, LogBuilder, DEFAULT_KEEP_FOR};
 pub use self::metrics::describe_metrics;
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;

@@ -8,6 +8,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::watch;
@@ -104,7 +105,11 @@ impl Usage {
 pub(crate) struct Bounds {
     pub(crate) records: usize,
     pub(crate) bytes: usize,
+    /// The fewest base records kept.
     pub(crate) bases: usize,
+    /// How long a base stays kept once a newer one arrived: every offset handed out within
+    /// it stays readable (the retention's time floor).
+    pub(crate) keep_for: Duration,
 }
 
 /// What a read found in the cache.
@@ -139,12 +144,14 @@ struct State {
     /// What `entries` cost ([`Entry::cost`]), also counted in `usage`.
     bytes: usize,
     usage: Arc<Usage>,
-    /// The kept base records, oldest first.
+    /// The kept base records, oldest first (each counted in `bytes`).
     bases: VecDeque<Kept>,
     /// The newest record retention dropped (0: none); readers start after it.
     floor: u64,
     /// The address's last record (0: none).
     last: u64,
+    /// When this tail was loaded: the bases it found then count as seen then.
+    loaded: Instant,
 }
 
 /// A kept base record.
@@ -154,7 +161,12 @@ struct Kept {
     prev: u64,
     /// Whether it is a checkpoint.
     checkpoint: bool,
+    /// When this tail saw it (appended here, brought by a follower, or found at load).
+    at: Instant,
 }
+
+/// What one kept base costs in the tail's bytes.
+const KEPT: usize = std::mem::size_of::<Kept>();
 
 /// Where a tail stands: what HEAD and every response report.
 #[derive(Clone, Copy, Debug)]
@@ -193,6 +205,31 @@ impl State {
             self.usage.sub(cost);
         }
     }
+
+    fn push_base(&mut self, kept: Kept, newest: bool) {
+        self.bytes += KEPT;
+        self.usage.add(KEPT);
+        if newest {
+            self.bases.push_back(kept);
+        } else {
+            self.bases.push_front(kept);
+        }
+    }
+
+    /// Lets go of the oldest kept bases that retention no longer serves: one goes once more
+    /// than the fewest kept are here and the base after it was seen at least `keep_for`
+    /// ago, as every offset handed out since is after that base. The floor moves to before
+    /// the oldest base left.
+    fn retire(&mut self, now: Instant) {
+        while self.bases.len() > self.bounds.bases.max(1)
+            && now.saturating_duration_since(self.bases[1].at) >= self.bounds.keep_for
+        {
+            self.bases.pop_front();
+            self.bytes -= KEPT;
+            self.usage.sub(KEPT);
+            self.floor = self.bases[0].prev;
+        }
+    }
 }
 
 impl Tail {
@@ -207,8 +244,8 @@ impl Tail {
         newest_first: Vec<(Record, u64)>,
     ) -> Tail {
         let last = newest_first.first().map_or(0, |(r, _)| r.seq);
-        let fixed = fixed + bounds.bases * std::mem::size_of::<Kept>();
         usage.add(fixed);
+        let loaded = Instant::now();
         let mut state = State {
             bounds,
             entries: VecDeque::new(),
@@ -217,6 +254,7 @@ impl Tail {
             bases: VecDeque::new(),
             floor: 0,
             last,
+            loaded,
         };
         // The cache holds the newest records, contiguous: once one does not fit, no older one
         // goes in (their batch text may not even have been kept).
@@ -224,10 +262,12 @@ impl Tail {
         for (record, prev) in &newest_first {
             let tag = record.tag.as_deref();
             if is_base_tag(tag) && state.bases.len() < bounds.bases {
-                state.bases.push_front(Kept {
+                let kept = Kept {
                     prev: *prev,
                     checkpoint: tag == Some(CHECKPOINT),
-                });
+                    at: loaded,
+                };
+                state.push_base(kept, false);
             }
             full = full
                 || state.entries.len() >= bounds.records
@@ -261,17 +301,16 @@ impl Tail {
                 return false;
             }
             let entry = Arc::new(Entry::new(seq, state.last, tag, batch));
+            let now = Instant::now();
             if is_base_tag(tag) {
-                let prev = state.last;
-                state.bases.push_back(Kept {
-                    prev,
+                let kept = Kept {
+                    prev: state.last,
                     checkpoint: entry.checkpoint,
-                });
-                if state.bases.len() > state.bounds.bases {
-                    state.bases.pop_front();
-                    state.floor = state.bases[0].prev;
-                }
+                    at: now,
+                };
+                state.push_base(kept, true);
             }
+            state.retire(now);
             state.last = seq;
             state.push_back(entry);
             let floor = state.floor;
@@ -337,11 +376,26 @@ impl Tail {
         }
     }
 
+    /// Whether an offset before the floor may still be read from the store: while this tail
+    /// is younger than the time floor, the bases it found at load stand for bases of unknown
+    /// age, and the records before them are the store's to serve (or to answer gone for).
+    pub(crate) fn defers_before_floor(&self) -> bool {
+        let state = lock(&self.state);
+        state.loaded.elapsed() < state.bounds.keep_for
+    }
+
     /// The records after `after`, at most `max_bytes` of batches (at least one record).
     pub(crate) fn read(&self, after: u64, max_bytes: usize) -> Found {
         let state = lock(&self.state);
-        if after < state.floor || after > state.last {
+        if after > state.last {
             return Found::Gone;
+        }
+        if after < state.floor {
+            return if state.loaded.elapsed() < state.bounds.keep_for {
+                Found::Miss
+            } else {
+                Found::Gone
+            };
         }
         if after == state.last {
             return Found::Entries(Vec::new());
@@ -457,6 +511,7 @@ mod tests {
             records: 3,
             bytes: 1 << 20,
             bases: 2,
+            keep_for: Duration::ZERO,
         };
         let tail = Tail::load(
             bounds,
@@ -491,6 +546,7 @@ mod tests {
             records: 10,
             bytes: 1 << 20,
             bases: 4,
+            keep_for: Duration::ZERO,
         };
         let tail = Tail::load(
             bounds,
@@ -518,6 +574,7 @@ mod tests {
             records: 10,
             bytes: 600,
             bases: 4,
+            keep_for: Duration::ZERO,
         };
         let big = Record {
             seq: 2,
@@ -541,16 +598,17 @@ mod tests {
         let bounds = Bounds {
             records: 10,
             bytes: 1 << 20,
-            bases: 2,
+            bases: 4,
+            keep_for: Duration::ZERO,
         };
         let usage = Arc::new(Usage::default());
         let tail = Tail::load(bounds, Arc::clone(&usage), 100, vec![(record(1, true), 0)]);
         let one = usage.bytes();
-        // The fixed part, the kept bases' slots, and one entry of at least its batch and events.
-        assert!(one > 100 + 2 * 16 + 2 * r#"[["r",1]]"#.len(), "{one}");
+        // The fixed part, the kept base, and one entry of at least its batch and events.
+        assert!(one > 100 + KEPT + 2 * r#"[["r",1]]"#.len(), "{one}");
         assert_eq!(tail.cost(), one);
-        tail.push(2, None, r#"[["s",["n"],2]]"#);
-        tail.push(3, None, r#"[["s",["n"],3]]"#);
+        tail.push(2, Some(BASE), r#"[["r",2]]"#);
+        tail.push(3, Some(BASE), r#"[["r",3]]"#);
         let three = usage.bytes();
         assert!(three > one);
         // Freeing keeps the newest when asked to, and says what it freed.
@@ -561,11 +619,43 @@ mod tests {
         tail.free(usize::MAX, false);
         assert_eq!(
             usage.bytes(),
-            100 + 2 * 16,
-            "the fixed part and the bases' slots"
+            100 + 3 * KEPT,
+            "the fixed part and the three bases kept"
         );
         assert!(matches!(tail.read(2, 1 << 20), Found::Miss));
         drop(tail);
         assert_eq!(usage.bytes(), 0);
+    }
+
+    #[test]
+    fn a_base_newer_than_the_time_floor_keeps_the_ones_before_it() {
+        let bounds = Bounds {
+            records: 100,
+            bytes: 1 << 20,
+            bases: 1,
+            keep_for: Duration::from_secs(3600),
+        };
+        let usage = Arc::new(Usage::default());
+        let tail = Tail::load(bounds, Arc::clone(&usage), 0, vec![(record(1, true), 0)]);
+        for seq in 2..=6 {
+            tail.push(seq, Some(BASE), &format!(r#"[["r",{seq}]]"#));
+        }
+        // Six bases where one is the fewest kept: all six were seen within the hour, so every
+        // offset from the first on is still served (from the cache).
+        let p = tail.position();
+        assert_eq!((p.floor, p.base.before, p.last), (0, 5, 6));
+        assert_eq!(seqs(tail.read(0, 1 << 20)), [1, 2, 3, 4, 5, 6]);
+        let held = usage.bytes();
+        // An hour later the bases before the newest go, and their slots with them.
+        {
+            let mut state = lock(&tail.state);
+            state.retire(Instant::now() + Duration::from_secs(3600));
+        }
+        let p = tail.position();
+        assert_eq!((p.floor, p.base.before), (5, 5));
+        assert_eq!(usage.bytes(), held - 5 * KEPT);
+        // The entries before the floor are no longer served from here.
+        assert!(matches!(tail.read(1, 1 << 20), Found::Miss | Found::Gone));
+        assert_eq!(seqs(tail.read(5, 1 << 20)), [6]);
     }
 }

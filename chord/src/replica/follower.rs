@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::catch_up::Batches;
 use super::events::{Dispatched, Parser};
 use super::offset;
 use super::settings::Settings;
@@ -42,6 +43,8 @@ pub(super) struct Follower {
 struct Position {
     offset: Option<String>,
     decoder: Decoder,
+    /// A live read has answered since the start (later ones are resumes).
+    answered: bool,
 }
 
 impl Follower {
@@ -50,8 +53,12 @@ impl Follower {
         let mut backoff = self.config.backoff_min;
         let mut jitter = Jitter::new(Arc::as_ptr(&self.stats) as usize as u64);
         let mut at = Position::default();
+        // Where the next fresh start reads from, when not the latest base: the base a `410`
+        // named (a cache may hold an answer to `offset=base` older than what the server keeps;
+        // the named base's own answer is newer).
+        let mut start_at = None;
         loop {
-            let (why, delivered) = self.follow(&mut at).await;
+            let (why, delivered) = self.follow(&mut at, &mut start_at).await;
             if why.restarts() {
                 at = Position::default();
             }
@@ -72,11 +79,17 @@ impl Follower {
         }
     }
 
-    /// Follows one connection until it breaks. Whether it delivered a control event.
-    async fn follow(&self, at: &mut Position) -> (Break, bool) {
-        let resuming = at.offset.is_some();
+    /// Follows one connection until it breaks, a fresh start first catching up with one
+    /// cacheable read. Whether it delivered a control event.
+    async fn follow(&self, at: &mut Position, start_at: &mut Option<String>) -> (Break, bool) {
+        if at.offset.is_none() {
+            let from = start_at.take().unwrap_or_else(|| LATEST_BASE.to_owned());
+            if let Err(why) = self.catch_up(at, &from, start_at).await {
+                return (why, false);
+            }
+        }
         // A server (or a proxy) that accepts and then says nothing counts as silent too.
-        let opened = tokio::time::timeout(self.config.idle_timeout, self.open(at)).await;
+        let opened = tokio::time::timeout(self.config.idle_timeout, self.open(at, start_at)).await;
         let mut body = match opened {
             Ok(Ok(body)) => body,
             Ok(Err(why)) => return (why, false),
@@ -106,7 +119,7 @@ impl Follower {
                     Ok(None) => break,
                     Err(e) => return (Break::Events(e.to_string()), delivered),
                 };
-                if let Err(why) = self.event(at, event, &mut pending, resuming, &mut delivered) {
+                if let Err(why) = self.event(at, event, &mut pending, &mut delivered) {
                     return (why, delivered);
                 }
             }
@@ -121,7 +134,6 @@ impl Follower {
         at: &mut Position,
         event: Dispatched,
         pending: &mut Option<String>,
-        resuming: bool,
         delivered: &mut bool,
     ) -> Result<(), Break> {
         match event.name.as_str() {
@@ -146,7 +158,9 @@ impl Follower {
                     // Counted, and the replica marked live, before its batches are applied:
                     // whoever sees the value change also sees the counters that go with it.
                     *delivered = true;
-                    let count = if resuming {
+                    // The first live read to answer since the start subscribed (its catch-up
+                    // may have come on an earlier connection); the others resumed.
+                    let count = if std::mem::replace(&mut at.answered, true) {
                         &self.stats.resumes
                     } else {
                         &self.stats.subscriptions
@@ -199,8 +213,27 @@ impl Follower {
             // also sees the counters that go with it.
             self.stats.bases.fetch_add(1, Ordering::Relaxed);
             self.stats.batches.fetch_add(1, Ordering::Relaxed);
-            self.state.send_modify(|s| s.value = value);
+            self.state
+                .send_if_modified(|s| replaced(&mut s.value, value));
             return Ok(());
+        }
+        if starts_with_replace(text) {
+            // A base batch mid-stream (its producer restarted): the value it gives replaces
+            // the one held only where it differs, so watchers hear of a change only then.
+            let mut value = None;
+            let applied = decoder.apply_str(text, &mut value, &limits);
+            return match applied {
+                Ok(applied) => {
+                    if applied.base {
+                        self.stats.bases.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.stats.batches.fetch_add(1, Ordering::Relaxed);
+                    self.state
+                        .send_if_modified(|s| replaced(&mut s.value, value));
+                    Ok(())
+                }
+                Err(e) => Err(broken(decoder, e)),
+            };
         }
         let mut failed = None;
         self.state
@@ -221,6 +254,108 @@ impl Follower {
         match failed {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// A fresh start's catch-up: one `GET ?offset=<from>` (the latest base, or the base a
+    /// `410` named), the same URL for every joiner and answered under the server's cache
+    /// policy, so that a cache in front answers many joiners with one request to the server.
+    /// Its batches are applied as they arrive (the first must be a base batch), and the
+    /// replica then holds the answer's `Stream-Next-Offset`, from which its live read goes
+    /// on. An answer with no batch (a stream with no base yet) leaves the replica fresh: its
+    /// live read starts at the latest base. The replica is not live until its live read
+    /// answers.
+    async fn catch_up(
+        &self,
+        at: &mut Position,
+        from: &str,
+        start_at: &mut Option<String>,
+    ) -> Result<(), Break> {
+        let idle = self.config.idle_timeout;
+        let path = format!(
+            "{}{}offset={}",
+            self.target.path,
+            self.joiner(),
+            offset::query(from)
+        );
+        let answered = tokio::time::timeout(idle, async {
+            let mut connection = self.connect().await?;
+            let response = self
+                .send(&mut connection, Method::GET, &path, "application/json")
+                .await?;
+            Ok::<_, Break>((connection, response))
+        })
+        .await;
+        let (_connection, response) = match answered {
+            Ok(answered) => answered?,
+            Err(_) => return Err(Break::Idle),
+        };
+        let status = response.status();
+        if status != StatusCode::OK {
+            return Err(self.refused(status, response.headers(), start_at));
+        }
+        let next = response
+            .headers()
+            .get("stream-next-offset")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| serde_json::Value::String(v.to_owned()));
+        let next = offset::check("Stream-Next-Offset", next.as_ref())?;
+        let mut body = response.into_body();
+        let mut batches = Batches::new(self.config.max_event);
+        let mut decoder = Decoder::new();
+        let mut applied = 0usize;
+        while !batches.finished() {
+            let frame = match tokio::time::timeout(idle, body.frame()).await {
+                Err(_) => return Err(Break::Idle),
+                Ok(None) => {
+                    return Err(Break::Connection("the catch-up answer ended early".into()))
+                }
+                Ok(Some(Err(e))) => return Err(Break::Connection(e.to_string())),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            self.stats
+                .bytes
+                .fetch_add(data.len() as u64, Ordering::Relaxed);
+            batches.push(&data, |text| {
+                self.batch(&mut decoder, text, applied == 0)?;
+                applied += 1;
+                Ok(())
+            })?;
+        }
+        if applied > 0 {
+            at.decoder = decoder;
+            at.offset = Some(next);
+        }
+        Ok(())
+    }
+
+    /// The break for an answer other than 200; a `410` naming the latest base the server
+    /// keeps sets where the next fresh start reads from.
+    fn refused(
+        &self,
+        status: StatusCode,
+        headers: &hyper::HeaderMap,
+        start_at: &mut Option<String>,
+    ) -> Break {
+        if status == StatusCode::GONE {
+            *start_at = headers
+                .get(BASE_OFFSET_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| offset::valid(v))
+                .map(str::to_owned);
+        }
+        Break::Status(status.as_u16())
+    }
+
+    /// What goes between the stream's path and the offset parameter.
+    fn joiner(&self) -> char {
+        if self.target.path.contains('?') {
+            '&'
+        } else {
+            '?'
         }
     }
 
@@ -246,13 +381,18 @@ impl Follower {
         connection: &mut Connection,
         method: Method,
         path: &str,
+        accept: &'static str,
     ) -> Result<hyper::Response<hyper::body::Incoming>, Break> {
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(method)
             .uri(path)
             .header(HOST, self.target.authority.clone())
-            .header(ACCEPT, "text/event-stream")
-            .header(CACHE_CONTROL, "no-cache")
+            .header(ACCEPT, accept);
+        if accept == EVENT_STREAM {
+            // A live read is never answered from a cache; a catch-up may be.
+            request = request.header(CACHE_CONTROL, "no-cache");
+        }
+        let request = request
             .body(Empty::<Bytes>::new())
             .map_err(|e| Break::Connection(e.to_string()))?;
         connection
@@ -264,23 +404,21 @@ impl Follower {
 
     /// Opens the SSE response from the offset the replica holds, or, with none, from the
     /// latest base batch (`offset=base`, which the server resolves: no `HEAD` first).
-    async fn open(&self, at: &Position) -> Result<Body, Break> {
+    async fn open(&self, at: &Position, start_at: &mut Option<String>) -> Result<Body, Break> {
         let mut connection = self.connect().await?;
         let offset = at.offset.clone().unwrap_or_else(|| LATEST_BASE.to_owned());
-        let joiner = if self.target.path.contains('?') {
-            '&'
-        } else {
-            '?'
-        };
         let path = format!(
-            "{}{joiner}offset={}&live=sse",
+            "{}{}offset={}&live=sse",
             self.target.path,
+            self.joiner(),
             offset::query(&offset)
         );
-        let response = self.send(&mut connection, Method::GET, &path).await?;
+        let response = self
+            .send(&mut connection, Method::GET, &path, EVENT_STREAM)
+            .await?;
         let status = response.status();
         if status != StatusCode::OK {
-            return Err(Break::Status(status.as_u16()));
+            return Err(self.refused(status, response.headers(), start_at));
         }
         let is_events = response
             .headers()
@@ -295,6 +433,33 @@ impl Follower {
             _connection: connection,
         })
     }
+}
+
+/// The header naming the latest base a server keeps (`streams::BASE_OFFSET_HEADER`).
+const BASE_OFFSET_HEADER: &str = "chord-base-offset";
+
+/// The media type of a live read.
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// Puts `value` in `held` unless it is equal to what `held` has: whether it changed.
+fn replaced(held: &mut Option<serde_json::Value>, value: Option<serde_json::Value>) -> bool {
+    if *held == value {
+        return false;
+    }
+    *held = value;
+    true
+}
+
+/// Whether a batch's text starts with an `r` op (a base batch), read without parsing it.
+fn starts_with_replace(text: &str) -> bool {
+    let mut rest = text.trim_start();
+    for open in ['[', '['] {
+        match rest.strip_prefix(open) {
+            Some(after) => rest = after.trim_start(),
+            None => return false,
+        }
+    }
+    rest.starts_with("\"r\"")
 }
 
 /// An HTTP/1 connection: its request sender and the task driving it, closed together.

@@ -374,5 +374,5 @@ pub use self::write::{WriteKind, WriteRequest};
 #[doc(no_inline)]
 pub use crate::live::{
     describe_metrics, metrics, serve, Access, BadOffset, Compaction, Log, LogBuilder, Offset,
-    Retention, Server,
+    Retention, Server, DEFAULT_KEEP_FOR,
 };

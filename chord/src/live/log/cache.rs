@@ -2,10 +2,10 @@
 //! tail from the store, catching it up, trimming the caches to their bound, and the reads of
 //! the store behind them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::RandomState;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hashlink::LinkedHashMap;
 
@@ -30,8 +30,36 @@ pub(super) struct Index {
     /// Per address, the base records appended since its last compaction (see
     /// [`Compaction`](crate::streams::Compaction)); none yet: due at the first.
     pub(super) bases_since: HashMap<Address, usize>,
+    /// Per address, when this log appended each base record within the retention's time
+    /// floor, oldest first (see [`Index::bases_within`]).
+    pub(super) base_times: HashMap<Address, VecDeque<Instant>>,
     /// Why the last automatic compaction failed, when it did.
     pub(super) compaction_failure: Option<String>,
+}
+
+impl Index {
+    /// Notes a base record of `address` appended now, forgetting those older than `window`.
+    pub(super) fn seen_base(&mut self, address: &Address, window: Duration) {
+        let now = Instant::now();
+        let times = self.base_times.entry(address.clone()).or_default();
+        while times
+            .front()
+            .is_some_and(|at| now.saturating_duration_since(*at) > window)
+        {
+            times.pop_front();
+        }
+        times.push_back(now);
+    }
+
+    /// How many base records of `address` this log appended within `window` before `now`.
+    pub(super) fn bases_within(&self, address: &Address, window: Duration, now: Instant) -> usize {
+        self.base_times.get(address).map_or(0, |times| {
+            times
+                .iter()
+                .filter(|at| now.saturating_duration_since(**at) <= window)
+                .count()
+        })
+    }
 }
 
 impl<S> Shared<S> {
@@ -228,11 +256,13 @@ impl<S: Store + Send + 'static> Shared<S> {
         max_bytes: usize,
     ) -> Result<Option<Vec<Record>>> {
         let store = lock(&self.store);
-        let floor = lock(&self.index)
+        let (floor, defers) = lock(&self.index)
             .tails
             .get(address)
-            .map(|tail| tail.position().floor);
-        if floor.is_some_and(|floor| after < floor) {
+            .map_or((None, false), |tail| {
+                (Some(tail.position().floor), tail.defers_before_floor())
+            });
+        if floor.is_some_and(|floor| after < floor) && !defers {
             return Ok(None);
         }
         if after > 0 && floor != Some(after) {

@@ -100,6 +100,11 @@ pub struct Streams {
     pub(super) cache_control: HeaderValue,
     /// Whether [`cache_control`](Streams::cache_control) was called (a read hook then keeps it).
     cache_control_set: bool,
+    /// The log's time floor ([`LogBuilder::keep_for`](super::LogBuilder::keep_for)): the
+    /// longest an answer whose records move (`offset=base`, `offset=-1`) may be cached.
+    keep_for: Duration,
+    /// `cache_control` capped to `keep_for`, for those answers (set by the router).
+    pub(super) moving_cache_control: HeaderValue,
     pub(super) write_hook: Option<AuthorizeWrite>,
     pub(super) read_hook: Option<AuthorizeRead>,
     pub(super) bodies: Bodies,
@@ -134,6 +139,8 @@ impl Streams {
             coalesce: Duration::ZERO,
             cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
             cache_control_set: false,
+            keep_for: log.keep_for(),
+            moving_cache_control: HeaderValue::from_static(DEFAULT_CACHE_CONTROL),
             write_hook: None,
             read_hook: None,
             bodies: Bodies::default(),
@@ -201,7 +208,34 @@ impl Streams {
     /// The `Cache-Control` of catch-up and long-poll reads (default
     /// `private, max-age=60, stale-while-revalidate=300`, or `private, no-cache`
     /// once a read hook is set;
-    /// `public, ...` for streams every user may read). Set, it holds with a read hook too.
+    /// `public, ...` for streams every user may read). Set, it holds with a read hook too,
+    /// and every read then also answers `Vary: Authorization, Cookie` (see
+    /// [`reads`](Streams::reads)).
+    ///
+    /// The answers whose records move as the log grows, a joiner's `offset=base` and
+    /// `offset=-1` (or no offset), are sent with it shortened to the log's time floor
+    /// ([`LogBuilder::keep_for`](super::LogBuilder::keep_for), 6 minutes by default): a cache
+    /// holding one longer could hand out a `Stream-Next-Offset` the log no longer serves, and
+    /// every reader joining from it would meet `410 Gone`. Its freshness (`max-age`,
+    /// `s-maxage`) is cut to the floor and its staleness (`stale-while-revalidate`,
+    /// `stale-if-error`) to what is left; answers at an offset the server handed out keep
+    /// the policy as given, as their records never change.
+    ///
+    /// ```
+    /// use axum::http::HeaderValue;
+    /// use chord::streams::{LogBuilder, Streams};
+    /// use std::time::Duration;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let store = chord::store::JsonlStore::open(dir.path().join("l"), Default::default())?;
+    /// // A public stream behind a CDN; a joiner's answer is given out for at most 2 minutes
+    /// // (`max-age=60, stale-while-revalidate=60`), as the log keeps 2 minutes.
+    /// let log = LogBuilder::new().keep_for(Duration::from_secs(120)).build(store);
+    /// let streams = Streams::new(&log).cache_control(HeaderValue::from_static(
+    ///     "public, max-age=60, stale-while-revalidate=300",
+    /// ));
+    /// # let _ = streams.router();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cache_control(mut self, value: HeaderValue) -> Streams {
         self.cache_control = value;
         self.cache_control_set = true;
@@ -283,8 +317,12 @@ impl Streams {
     /// Without a hook (the default) every read is served. Only a malformed name or an
     /// unknown `live` mode is answered (400) before the hook, as neither says anything of
     /// a stream. Catch-up and long-poll reads are then `private, no-cache`
-    /// (`private, no-cache`) unless [`cache_control`](Streams::cache_control) says otherwise:
+    /// unless [`cache_control`](Streams::cache_control) says otherwise:
     /// a browser revalidates a read it kept, through the hook, before it uses it again.
+    /// Every read (and its refusal) also answers `Vary: authorization, cookie`, whatever the
+    /// policy: a shared cache that stores an answer keys it by the credential's usual
+    /// carriers, and never gives it to a request without them. A hook that reads a credential
+    /// from another header must keep shared caches out with its policy (`private`).
     /// Preflight `OPTIONS` requests carry no credentials, and are answered by the
     /// cross-origin policy without the hook. How pages on other origins send a credential
     /// (a header, a cookie, a query parameter) is in the [module docs](super#credentials-across-origins).

@@ -191,6 +191,9 @@ impl Chunk {
 struct ReadFrom {
     after: u64,
     base: bool,
+    /// The answer's records move as the log grows (`offset=base`, `offset=-1`): it is
+    /// cached at most for the log's time floor.
+    moves: bool,
 }
 
 impl ReadFrom {
@@ -217,7 +220,11 @@ impl Reader {
             Start::Base(offset) => (offset.seq(), true),
             Start::Latest => (position.base.before, true),
         };
-        ReadFrom { after, base }
+        ReadFrom {
+            after,
+            base,
+            moves: matches!(start, Start::Beginning | Start::Latest),
+        }
     }
 
     /// The records after `from`, from the cache or else the store. `None`: gone.
@@ -232,6 +239,15 @@ impl Reader {
                 Ok(None) => Ok(None),
                 Err(why) => Err(plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"))),
             },
+        }
+    }
+
+    /// The `Cache-Control` of an answer read from `from`.
+    fn cache_control(&self, from: ReadFrom) -> HeaderValue {
+        if from.moves {
+            self.streams.moving_cache_control.clone()
+        } else {
+            self.streams.cache_control.clone()
         }
     }
 
@@ -274,7 +290,7 @@ impl Reader {
             header::ETAG,
             HeaderValue::from_str(&etag).expect("hex digits"),
         );
-        h.insert(header::CACHE_CONTROL, self.streams.cache_control.clone());
+        h.insert(header::CACHE_CONTROL, self.cache_control(from));
         r
     }
 
@@ -328,7 +344,7 @@ impl Reader {
             header::ETAG,
             HeaderValue::from_str(&etag).expect("hex digits"),
         );
-        h.insert(header::CACHE_CONTROL, self.streams.cache_control.clone());
+        h.insert(header::CACHE_CONTROL, self.cache_control(from));
         r
     }
 
@@ -358,6 +374,7 @@ impl Reader {
                 from = ReadFrom {
                     after: last,
                     base: false,
+                    moves: false,
                 };
                 continue;
             }
@@ -380,10 +397,20 @@ impl Reader {
         }
     }
 
-    pub(super) fn sse(self, start: Start, echoed: Option<u64>) -> Response {
-        let ReadFrom { after, base } = self.resolve(start);
-        if let Found::Gone = self.tail.read(after, 1) {
-            return self.gone();
+    pub(super) async fn sse(self, start: Start, echoed: Option<u64>) -> Response {
+        let from = self.resolve(start);
+        let ReadFrom { after, base, .. } = from;
+        match self.tail.read(after, 1) {
+            Found::Gone => return self.gone(),
+            // Before the floor of a tail younger than the time floor: the store says whether
+            // it is still served, before the answer starts (a stream that started and then
+            // found it gone would end at once, and its client reconnect to the same end).
+            Found::Miss if after < self.tail.position().floor => match self.chunk(from).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return self.gone(),
+                Err(r) => return r,
+            },
+            _ => {}
         }
         let timing = self.streams.sse_timing(self.draining.clone());
         let tail = Arc::clone(&self.tail);
@@ -437,6 +464,7 @@ impl LogFeed {
         let from = ReadFrom {
             after,
             base: self.base,
+            moves: false,
         };
         self.base = false;
         Chunk::new(items, from)

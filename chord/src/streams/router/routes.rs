@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, MethodRouter};
@@ -25,6 +25,7 @@ use super::kinds;
 use super::names::{check_name, fork_source};
 use super::read::{self, load, Reader};
 use super::Streams;
+use crate::live::cache_control;
 use crate::live::headers;
 use crate::live::headers::plain;
 use crate::live::log::Want;
@@ -48,7 +49,8 @@ struct Served {
 
 /// The router of `streams` at `path` (`{namespace}` and `{key}`, or `{key}` alone with a fixed
 /// `namespace`).
-pub(super) fn router(path: &str, streams: Streams, namespace: Option<Arc<str>>) -> Router {
+pub(super) fn router(path: &str, mut streams: Streams, namespace: Option<Arc<str>>) -> Router {
+    streams.moving_cache_control = cache_control::capped(&streams.cache_control, streams.keep_for);
     let cors = streams.cors.clone();
     let writes = streams.write_hook.is_some();
     let served = Served {
@@ -125,8 +127,14 @@ impl FromRequestParts<Served> for Target {
         check_name(&namespace)
             .and_then(|()| check_name(&key))
             .map_err(|why| plain(StatusCode::BAD_REQUEST, why))?;
-        let Query(query) = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+        let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
             .map_err(|e| plain(StatusCode::BAD_REQUEST, format!("malformed query: {e}\n")))?;
+        let query = single_parameters(pairs).map_err(|name| {
+            plain(
+                StatusCode::BAD_REQUEST,
+                format!("multiple {name} parameters not allowed\n"),
+            )
+        })?;
         let span = tracing::debug_span!(
             "chord.request",
             method = %parts.method,
@@ -144,6 +152,23 @@ impl FromRequestParts<Served> for Target {
     }
 }
 
+/// The parameters the protocol reads, each of which a request may give once: a second
+/// `offset` would leave the server and a cache in front of it reading different offsets from
+/// one URL (the reference server refuses it too).
+const SINGLE_PARAMETERS: [&str; 3] = ["offset", "live", "cursor"];
+
+/// The query's parameters by name; `Err` names a protocol parameter given more than once.
+fn single_parameters(pairs: Vec<(String, String)>) -> Result<HashMap<String, String>, String> {
+    let mut query = HashMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        if SINGLE_PARAMETERS.contains(&name.as_str()) && query.contains_key(&name) {
+            return Err(name);
+        }
+        query.insert(name, value);
+    }
+    Ok(query)
+}
+
 /// The read hook's refusal of `read` of `address` by the request `target`, if it refuses.
 fn refused_read(
     streams: &Streams,
@@ -158,7 +183,20 @@ fn refused_read(
         uri: &target.uri,
         headers: &target.headers,
     });
-    (access != Access::Allow).then(|| refusal(access))
+    (access != Access::Allow).then(|| {
+        let mut refused = refusal(access);
+        vary_on_credentials(&mut refused);
+        refused
+    })
+}
+
+/// Marks an answer that depends on the read hook's verdict: a shared cache that stores it
+/// keys it by the credential's usual carriers too, so that it never gives one reader's answer
+/// to a request without that credential (one in the query is in the URL, the key already).
+fn vary_on_credentials(response: &mut Response) {
+    response
+        .headers_mut()
+        .append(header::VARY, HeaderValue::from_static(AUTHORIZED_VARY));
 }
 
 /// `OPTIONS` without a cross-origin preflight (the policy answers those): the methods served.
@@ -173,10 +211,19 @@ async fn options(State(served): State<Served>) -> Response {
 /// `GET` and `HEAD`.
 async fn read(State(served): State<Served>, method: Method, target: Target) -> Response {
     let span = target.span.clone();
-    serve_read(served.streams, method == Method::HEAD, target)
+    let authorized = served.streams.read_hook.is_some();
+    let mut response = serve_read(served.streams, method == Method::HEAD, target)
         .instrument(span)
-        .await
+        .await;
+    // Whatever the cache policy (a refusal has it already).
+    if authorized && !response.headers().contains_key(header::VARY) {
+        vary_on_credentials(&mut response);
+    }
+    response
 }
+
+/// The `Vary` of every read once a read hook guards them.
+const AUTHORIZED_VARY: &str = "authorization, cookie";
 
 async fn serve_read(streams: Arc<Streams>, head: bool, target: Target) -> Response {
     let query = &target.query;
@@ -238,7 +285,7 @@ async fn serve_read(streams: Arc<Streams>, head: bool, target: Target) -> Respon
             plain(StatusCode::BAD_REQUEST, "live=long-poll needs an offset\n")
         }
         Some("long-poll") => reader.long_poll(start, cursor).await,
-        Some("sse") => reader.sse(start, cursor),
+        Some("sse") => reader.sse(start, cursor).await,
         Some(other) => unknown_live(other),
     }
 }
