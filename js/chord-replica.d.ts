@@ -136,7 +136,10 @@ export type Subscribe<T = unknown> = <S>(
 export type ChangeListener<T = unknown> = { onChange(value: T | undefined, ops: Op[]): void }['onChange'];
 
 /**
- * A value kept current by wire batches, with its own decoder. `T` is the value's type, e.g.
+ * A value kept current by wire batches, with its own decoder. A base batch applied over a
+ * held value keeps every object or array of it the base did not change (deep-equal at the
+ * same place): only what changed is new, and a base equal to the value leaves it `===` (its
+ * `onChange` still runs; no subscription's listener does). `T` is the value's type, e.g.
  * the one `chord::typescript` generates from the Rust state (`new Replica<Lane>()`); it is
  * what the stream is trusted to carry, not checked. Without it the value is `unknown`.
  */
@@ -148,8 +151,12 @@ export class Replica<T = unknown> {
   readonly value: T | undefined;
   /** The error that stopped the replica, or `null`. */
   readonly failed: ChordError | null;
-  /** Forgets the value, the ids and any failure (subscriptions stay, and are not called). */
-  reset(): void;
+  /**
+   * Forgets the value, the ids and any failure (subscriptions stay, and are not called).
+   * With `keepValue`, the value stays and only a base batch may come next: it keeps every
+   * part of the value it did not change (the same objects), as `follow` does on each fresh start.
+   */
+  reset(options?: { keepValue?: boolean }): void;
   /**
    * Calls `listener(selected, previous)` after every batch that changes `selector(value)`
    * (by `Object.is`; values are copy on write, so an unchanged slice is the same object).

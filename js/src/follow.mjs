@@ -240,7 +240,7 @@ export function follow(url, options = {}) {
     checkBatchText(text);
     if (first) {
       if (!isBaseText(text)) throw fail('NotBase');
-      replica.reset();
+      replica.reset({ keepValue: true });
     }
     const { ops, later, base } = applyOne(text, false, true);
     stats.batches += 1;
@@ -254,7 +254,8 @@ export function follow(url, options = {}) {
     const onBytes = (n) => {
       stats.bytes += n;
     };
-    // A fresh start's first batch must be a base batch, and resets the replica.
+    // A fresh start's first batch must be a base batch, and resets the replica's decoder; the
+    // value it held stays, for the base to keep the parts it did not change.
     let first = fresh;
     let delivered = false;
     const started = (next) => {
@@ -291,7 +292,7 @@ export function follow(url, options = {}) {
       for (const batch of messages) {
         if (first) {
           if (!(texts ? isBaseText(batch) : isBase(batch))) throw fail('NotBase');
-          replica.reset();
+          replica.reset({ keepValue: true });
         }
         first = false;
         const { ops, later, base } = applyOne(batch, inPlace === true, texts !== undefined);

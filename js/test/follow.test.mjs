@@ -173,6 +173,74 @@ test('follow starts over from the latest base on 410 and on a batch that does no
   assert.match(restarts[1], /path id 7/);
 });
 
+/** Subscribes a counter to each named part of the lane: how many times each listener ran. */
+function countCalls(follower) {
+  const calls = { transcript: 0, status: 0, usage: 0 };
+  for (const name of Object.keys(calls)) follower.subscribe((v) => v?.[name], () => (calls[name] += 1));
+  return calls;
+}
+
+const lane = (output) => ({ status: 'thinking', transcript: [{ text: 'a' }, { text: 'b' }], usage: { output } });
+
+test('a producer restart: its base calls the listeners of the parts it changed, and no other', async () => {
+  const server = new FakeServer();
+  server.append([['r', lane(0)]]);
+  let changes = 0;
+  const replica = new Replica({ onChange: () => (changes += 1) });
+  const f = follow('http://fake/streams/lanes/main', options(server, replica));
+  await until('the base', () => replica.value !== undefined);
+  const calls = countCalls(f);
+  const held = replica.value;
+  server.append([['s', ['usage', 'output'], 1]]);
+  await until('the batch', () => replica.value.usage.output === 1);
+  // The producer restarted: its first batch is a base of the value it recovered, which the
+  // resumed reader gets as any batch; here with one part changed since.
+  server.append([['r', lane(2)]]);
+  await until('the restart base', () => replica.value.usage.output === 2);
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 2 });
+  assert.equal(replica.value.transcript, held.transcript);
+  // Restarted again, nothing changed: the value is the same object.
+  const before = replica.value;
+  server.append([['r', lane(2)]]);
+  await until('the equal base', () => f.stats.bases === 3);
+  assert.equal(replica.value, before);
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 2 });
+  assert.equal(changes, 4, 'onChange ran once per batch (a base, a set, two bases), the equal base included');
+  f.stop();
+  await f.done;
+  assert.equal(f.stats.starts, 1, 'the reader resumed through the restarts');
+});
+
+test('a 410 and a join with a value held: the base keeps the parts it did not change', async () => {
+  const server = new FakeServer();
+  server.append([['r', lane(0)]]);
+  const replica = new Replica();
+  const f = follow('http://fake/streams/lanes/main', options(server, replica));
+  await until('the base', () => replica.value !== undefined);
+  const calls = countCalls(f);
+  const held = replica.value;
+  // The reader's offset falls out of retention while it is away: it gets a 410, then the base.
+  server.cutAll();
+  server.append([['s', ['usage', 'output'], 0]]);
+  server.append([['r', lane(0)]]);
+  server.floor = 2;
+  await until('the restart', () => f.stats.starts === 2);
+  assert.equal(replica.value, held, 'a base equal to the value leaves it the same object');
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 0 });
+  f.stop();
+  await f.done;
+
+  // A follower joining with that replica (a page that followed before): the base it joins
+  // with keeps what it did not change.
+  server.append([['r', lane(7)]]);
+  const g = follow('http://fake/streams/lanes/main', options(server, replica));
+  await until('the join', () => replica.value.usage.output === 7);
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 1 });
+  assert.equal(replica.value.transcript, held.transcript);
+  g.stop();
+  await g.done;
+});
+
 test('follow throws at once on a URL it can never fetch', () => {
   const replica = new Replica();
   assert.equal(globalThis.location, undefined, 'Node has no page location');
