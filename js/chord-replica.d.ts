@@ -239,6 +239,12 @@ export interface TransportRequest {
   fetch?: typeof fetch;
   /** Called with the size of every piece of the response body received. */
   onBytes?: (bytes: number) => void;
+  /**
+   * To be called once the live read has answered (an HTTP 200 event stream), before its
+   * first chunk, which may be long in coming at the tail: `follow` says `live` then. A
+   * transport that does not call it is taken to be live at its first chunk.
+   */
+  onOpen?: () => void;
   /** The largest line or event data accepted, in bytes (`follow` passes its `maxEvent`). */
   maxEvent?: number;
 }
@@ -305,7 +311,15 @@ export type FollowEvent<T = unknown> =
   | { type: 'open'; fresh: boolean; offset: string }
   /** A batch applied: its decoded ops (full paths, an append's text), whether it was a base batch, the new value. */
   | { type: 'batch'; batch: Op[]; base: boolean; value: T | undefined }
+  /**
+   * The live read has answered (see `TransportRequest.onOpen`) and the follower has a value:
+   * from a fresh start (`start`: a catch-up read, or the live read's first base batch) or
+   * from the offset held (`resume`); `offset` is the one the value is at. `live: true`
+   * follows; neither comes before the live read answered, so a catch-up answer a cache kept
+   * (an older value) is never said to be live.
+   */
   | { type: 'start' | 'resume'; offset: string }
+  /** `true` after each `start` or `resume`; `false` after each break and when stopped. */
   | { type: 'live'; live: boolean }
   | { type: 'break'; error: unknown; restart: boolean };
 
@@ -366,9 +380,9 @@ export interface FollowOptions<T = unknown> extends CredentialOptions {
 
 /** Counters of a follower. */
 export interface FollowStats {
-  /** Connections that started from the latest base batch and delivered it. */
+  /** Fresh starts (from a base batch) whose live read answered. */
   starts: number;
-  /** Connections that resumed from the offset held. */
+  /** Connections that resumed from the offset held and whose live read answered. */
   resumes: number;
   batches: number;
   /** Base batches applied (each start's, and any the producer wrote into the stream). */

@@ -58,9 +58,9 @@ export function validOffset(offset) {
 export class EventParser {
   #max;
   // The unfinished line: the bytes of the chunks it came in so far, copied into a buffer
-  // that grows by doubling. (Views of the chunks would cost an object each, and keep each
-  // chunk's whole buffer alive: two hundred times a line's bytes in 1-byte chunks.) Handed
-  // over with the line when it ends, so never shared with what the parser returns.
+  // that grows by doubling. (Views of the chunks would cost an object each, many times the
+  // bytes of a small chunk, and keep each chunk's whole buffer alive.) Handed over with the
+  // line when it ends, so never shared with what the parser returns.
   #lineBuffer = null;
   #lineBytes = 0;
   #afterCr = false;

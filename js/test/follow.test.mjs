@@ -241,6 +241,80 @@ test('a 410 and a join with a value held: the base keeps the parts it did not ch
   await g.done;
 });
 
+test('follow says start and live only once its live read has answered, however silent it is', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  let answer = null;
+  const answered = new Promise((resolve) => (answer = resolve));
+  // The live read answers when the test says, with an event stream that sends nothing (a
+  // server at the tail may send no event until the next batch).
+  const fetch = async (url, init) => {
+    if (!String(url).includes('live=')) return server.fetch(url, init);
+    server.requests.push(`GET ${new URL(url).search}`);
+    await answered;
+    return new Response(new ReadableStream({}), { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  };
+  const events = [];
+  const replica = new Replica();
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, replica),
+    fetch,
+    onEvent: (event) => events.push(event.type === 'live' ? `live ${event.live}` : event.type),
+  });
+  await until('the catch-up and the live request', () => replica.value?.n === 0 && server.requests.length === 2);
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(events, ['open', 'batch'], 'not live before the live read answered');
+  assert.equal(f.offset, hex(1), 'the offset the value is at, kept from the catch-up');
+  assert.equal(f.stats.starts, 0);
+  answer();
+  await until('live', () => events.includes('live true'));
+  assert.deepEqual(events, ['open', 'batch', 'start', 'live true']);
+  assert.equal(f.stats.starts, 1);
+  f.stop();
+  await f.done;
+});
+
+test('a joiner whose catch-up a cache answered from an old base: one 410, one catch-up at the base it names, one live read, live only then', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  // What a cache kept of `?offset=base` while that base was the latest and the tail.
+  const cached = await (await server.fetch('http://fake/s?offset=base')).text();
+  server.requests.length = 0;
+  server.append([['s', ['n'], 1]]);
+  server.append([['r', { n: 2 }]]);
+  server.append([['s', ['n'], 3]]);
+  server.floor = 2; // the old base is no longer served
+  const fetch = async (url, init) => {
+    const u = new URL(url);
+    if (u.searchParams.get('offset') === 'base' && !u.searchParams.has('live')) {
+      server.requests.push(`GET ${u.search} (cached)`);
+      return new Response(cached, { status: 200, headers: { 'content-type': 'application/json', 'stream-next-offset': hex(1) } });
+    }
+    return server.fetch(url, init);
+  };
+  const replica = new Replica();
+  const lives = [];
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, replica),
+    fetch,
+    onError: () => {},
+    onEvent: (event) => {
+      if (event.type === 'live' && event.live) lives.push(replica.value.n);
+    },
+  });
+  await until('live', () => lives.length > 0);
+  assert.deepEqual(lives, [3], 'live first with the served value, never with the cached one');
+  assert.deepEqual(server.requests, [
+    'GET ?offset=base (cached)',
+    'GET ?offset=0000000000000001&live=sse', // answered 410, naming the base at 2
+    'GET ?offset=0000000000000002',
+    'GET ?offset=0000000000000004&live=sse',
+  ]);
+  assert.equal(f.stats.starts, 1);
+  f.stop();
+  await f.done;
+});
+
 test('follow throws at once on a URL it can never fetch', () => {
   const replica = new Replica();
   assert.equal(globalThis.location, undefined, 'Node has no page location');
