@@ -335,9 +335,10 @@ export interface FollowErrorInfo {
    */
   stopped: boolean;
   /**
-   * Whether it drops the value it holds and starts over from the latest base batch (a 404,
-   * a 410, a batch that does not decode or apply, after a first start); else it resumes from
-   * its offset, or tries its first start again.
+   * Whether it starts over from the latest base batch, having a value (a 404, a 410, a batch
+   * that does not decode or apply, after a first catch-up); else it resumes from its offset,
+   * or tries its first start again. The value stays until that base applies, which keeps
+   * every part of it the base did not change.
    */
   restart: boolean;
 }

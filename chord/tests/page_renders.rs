@@ -209,12 +209,12 @@ impl Served {
         let store =
             JsonlStore::open(dir.path().join("lane.jsonl"), Durability::EveryAppend).unwrap();
         // Every base kept while the test runs: a page that reconnects is never behind the
-        // oldest kept one (which would make it start over from a base, and render anew).
+        // oldest kept one (which would make it start over from a base).
         let log = LogBuilder::new()
             .retention(Retention::Bases(1000))
             .build(store);
-        // A checkpoint every 5 batches: a page that has the value never receives one, so no
-        // part renders for it (a base batch would renew every object, and every part).
+        // A checkpoint every 5 batches: a page that has the value never receives one, so it
+        // has no base batch to read and compare with its value for it.
         let writer = LogWriter::new(log.clone(), Checkpoint::EveryBatches(5));
         let mut producer = Producer {
             writer,
