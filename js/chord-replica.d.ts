@@ -136,7 +136,10 @@ export type Subscribe<T = unknown> = <S>(
 export type ChangeListener<T = unknown> = { onChange(value: T | undefined, ops: Op[]): void }['onChange'];
 
 /**
- * A value kept current by wire batches, with its own decoder. `T` is the value's type, e.g.
+ * A value kept current by wire batches, with its own decoder. A base batch applied over a
+ * held value keeps every object or array of it the base did not change (deep-equal at the
+ * same place): only what changed is new, and a base equal to the value leaves it `===` (its
+ * `onChange` still runs; no subscription's listener does). `T` is the value's type, e.g.
  * the one `chord::typescript` generates from the Rust state (`new Replica<Lane>()`); it is
  * what the stream is trusted to carry, not checked. Without it the value is `unknown`.
  */
@@ -148,8 +151,12 @@ export class Replica<T = unknown> {
   readonly value: T | undefined;
   /** The error that stopped the replica, or `null`. */
   readonly failed: ChordError | null;
-  /** Forgets the value, the ids and any failure (subscriptions stay, and are not called). */
-  reset(): void;
+  /**
+   * Forgets the value, the ids and any failure (subscriptions stay, and are not called).
+   * With `keepValue`, the value stays and only a base batch may come next: it keeps every
+   * part of the value it did not change (the same objects), as `follow` does on each fresh start.
+   */
+  reset(options?: { keepValue?: boolean }): void;
   /**
    * Calls `listener(selected, previous)` after every batch that changes `selector(value)`
    * (by `Object.is`; values are copy on write, so an unchanged slice is the same object).
@@ -232,6 +239,12 @@ export interface TransportRequest {
   fetch?: typeof fetch;
   /** Called with the size of every piece of the response body received. */
   onBytes?: (bytes: number) => void;
+  /**
+   * To be called once the live read has answered (an HTTP 200 event stream), before its
+   * first chunk, which may be long in coming at the tail: `follow` says `live` then. A
+   * transport that does not call it is taken to be live at its first chunk.
+   */
+  onOpen?: () => void;
   /** The largest line or event data accepted, in bytes (`follow` passes its `maxEvent`). */
   maxEvent?: number;
 }
@@ -298,7 +311,15 @@ export type FollowEvent<T = unknown> =
   | { type: 'open'; fresh: boolean; offset: string }
   /** A batch applied: its decoded ops (full paths, an append's text), whether it was a base batch, the new value. */
   | { type: 'batch'; batch: Op[]; base: boolean; value: T | undefined }
+  /**
+   * The live read has answered (see `TransportRequest.onOpen`) and the follower has a value:
+   * from a fresh start (`start`: a catch-up read, or the live read's first base batch) or
+   * from the offset held (`resume`); `offset` is the one the value is at. `live: true`
+   * follows; neither comes before the live read answered, so a catch-up answer a cache kept
+   * (an older value) is never said to be live.
+   */
   | { type: 'start' | 'resume'; offset: string }
+  /** `true` after each `start` or `resume`; `false` after each break and when stopped. */
   | { type: 'live'; live: boolean }
   | { type: 'break'; error: unknown; restart: boolean };
 
@@ -314,9 +335,10 @@ export interface FollowErrorInfo {
    */
   stopped: boolean;
   /**
-   * Whether it drops the value it holds and starts over from the latest base batch (a 404,
-   * a 410, a batch that does not decode or apply, after a first start); else it resumes from
-   * its offset, or tries its first start again.
+   * Whether it starts over from the latest base batch, having a value (a 404, a 410, a batch
+   * that does not decode or apply, after a first catch-up); else it resumes from its offset,
+   * or tries its first start again. The value stays until that base applies, which keeps
+   * every part of it the base did not change.
    */
   restart: boolean;
 }
@@ -359,9 +381,9 @@ export interface FollowOptions<T = unknown> extends CredentialOptions {
 
 /** Counters of a follower. */
 export interface FollowStats {
-  /** Connections that started from the latest base batch and delivered it. */
+  /** Fresh starts (from a base batch) whose live read answered. */
   starts: number;
-  /** Connections that resumed from the offset held. */
+  /** Connections that resumed from the offset held and whose live read answered. */
   resumes: number;
   batches: number;
   /** Base batches applied (each start's, and any the producer wrote into the stream). */

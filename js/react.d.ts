@@ -37,7 +37,10 @@ export interface ChordStore<T = unknown> {
   /** The value a server render uses: `initialValue`. */
   getServerValue(): T | undefined;
   getStatus(): ChordStatus;
-  /** Calls `listener()` after each batch that applied; holds the follower meanwhile. */
+  /**
+   * Calls `listener()` after each batch that changed the value (a base batch equal to the
+   * value held changes nothing); holds the follower meanwhile.
+   */
   subscribe(listener: () => void): () => void;
   /** Calls `listener()` on each status change; holds the follower meanwhile. */
   subscribeStatus(listener: () => void): () => void;

@@ -76,7 +76,7 @@ export function createChordStore(url, options = {}) {
   }
   const { initialValue, linger = 0, onEvent, onError, ...followOptions } = options;
   if (followOptions.replica !== undefined) {
-    throw new TypeError('createChordStore: options.replica is not taken (the store makes a replica each time it starts following)');
+    throw new TypeError('createChordStore: options.replica is not taken (the store makes its own)');
   }
   if (!Number.isFinite(linger) || linger < 0) {
     throw new TypeError(`createChordStore: options.linger must be a number of milliseconds >= 0, found ${linger}`);
@@ -88,6 +88,10 @@ export function createChordStore(url, options = {}) {
   }
 
   let value = initialValue;
+  // The store's replica, made when it first follows and kept when it stops: following again
+  // (a remount after the linger, a new user) joins with the value held, and the base it
+  // joins with keeps every part it did not change, so their components do not render.
+  let replica = null;
   let follower = null;
   let users = 0;
   let stopTimer = null;
@@ -103,16 +107,18 @@ export function createChordStore(url, options = {}) {
   };
 
   const start = () => {
-    const replica = new Replica();
-    // The value the store shows changes only here, once per applied batch, so every
-    // component reading it during one render sees the same value.
-    replica.subscribe(
-      (v) => v,
-      (next) => {
-        value = next === undefined ? initialValue : next;
-        for (const listener of [...valueListeners]) listener();
-      },
-    );
+    if (replica === null) {
+      replica = new Replica();
+      // The value the store shows changes only here, once per batch that changed it, so
+      // every component reading it during one render sees the same value.
+      replica.subscribe(
+        (v) => v,
+        (next) => {
+          value = next === undefined ? initialValue : next;
+          for (const listener of [...valueListeners]) listener();
+        },
+      );
+    }
     const mine = follow(url, {
       ...followOptions,
       replica,
@@ -191,7 +197,10 @@ export function createChordStore(url, options = {}) {
     getServerValue: () => initialValue,
     /** The status: `{ connected, following, error, stats, offset }`, a new object on each change. */
     getStatus: () => status,
-    /** Calls `listener()` after each batch that applied; holds the follower meanwhile. */
+    /**
+     * Calls `listener()` after each batch that changed the value (a base batch equal to the
+     * value held changes nothing); holds the follower meanwhile.
+     */
     subscribe: listen(valueListeners),
     /** Calls `listener()` on each status change; holds the follower meanwhile. */
     subscribeStatus: listen(statusListeners),

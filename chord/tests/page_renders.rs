@@ -10,6 +10,10 @@
 //! the batch's appends and cuts (`Text.appendData` / `deleteData`, counted in the page)
 //! instead of the whole string.
 //!
+//! A producer restart (a new writer on the same log, writing a base of the value it
+//! recovered) re-renders no React component whose slice the base did not change, and calls
+//! none of the replica's listeners of those slices.
+//!
 //! The React page is `js/test-react/lane-page.mjs`, bundled with the esbuild pinned in
 //! `js/package.json` (`js/node_modules`, which `scripts/test` installs).
 //!
@@ -40,7 +44,7 @@ use agent_lane::server::{lane, router, LaneServer};
 use axum::http::header;
 use axum::routing::get;
 use browser::{Browser, PATIENCE};
-use chord::store::{Checkpoint, Durability, JsonlStore, LogWriter};
+use chord::store::{replay, Checkpoint, Durability, JsonlStore, LogWriter};
 use chord::streams::{Log, LogBuilder, Retention, Streams};
 use chord::{path, Op, Path};
 use serde_json::{json, Value};
@@ -121,6 +125,23 @@ impl Producer {
         self.write(vec![Op::Replace(lane)]);
     }
 
+    /// The producer restarts: a new writer on the same log, the value recovered from the log,
+    /// `change` made to it, and that value written as the new writer's first batch, a base
+    /// (what a restarted producer's tracker flushes first). A reader that resumed gets it as
+    /// any batch.
+    fn restart(&mut self, change: impl FnOnce(&mut Value)) {
+        let log = self.writer.store().clone();
+        let mut recovered = replay(&log, &lane(), None).unwrap().value.unwrap();
+        assert_eq!(
+            Some(&recovered),
+            self.value.as_ref(),
+            "the log recovers the value"
+        );
+        change(&mut recovered);
+        self.writer = LogWriter::new(log, Checkpoint::EveryBatches(5));
+        self.write(vec![Op::Replace(recovered)]);
+    }
+
     /// A token appended to the streaming answer.
     fn token(&mut self) -> Vec<Op> {
         self.tokens += 1;
@@ -188,12 +209,12 @@ impl Served {
         let store =
             JsonlStore::open(dir.path().join("lane.jsonl"), Durability::EveryAppend).unwrap();
         // Every base kept while the test runs: a page that reconnects is never behind the
-        // oldest kept one (which would make it start over from a base, and render anew).
+        // oldest kept one (which would make it start over from a base).
         let log = LogBuilder::new()
             .retention(Retention::Bases(1000))
             .build(store);
-        // A checkpoint every 5 batches: a page that has the value never receives one, so no
-        // part renders for it (a base batch would renew every object, and every part).
+        // A checkpoint every 5 batches: a page that has the value never receives one, so it
+        // has no base batch to read and compare with its value for it.
         let writer = LogWriter::new(log.clone(), Checkpoint::EveryBatches(5));
         let mut producer = Producer {
             writer,
@@ -456,19 +477,18 @@ fn the_page_renders_only_the_parts_a_batch_changed() {
     browser.close();
 }
 
-#[test]
-fn the_react_page_renders_only_the_components_a_batch_changed() {
-    let Some(mut browser) = Browser::launch_or_skip("page_renders (React)") else {
-        return;
-    };
+/// The React page following a served lane, its base applied and the stream live; `None`
+/// (the test skipped) without Chromium or the bundler.
+fn react_lane(test: &str) -> Option<(Browser, Served, String)> {
+    let mut browser = Browser::launch_or_skip(test)?;
     let bundle = match react_bundle() {
         Ok(bundle) => bundle,
         Err(why) => {
-            skip::skip("page_renders (React)", &why);
-            return;
+            skip::skip(test, &why);
+            return None;
         }
     };
-    let mut served = Served::start(vec![
+    let served = Served::start(vec![
         ("/react.html", react_page(), "text/html; charset=utf-8"),
         ("/lane-react.js", bundle, "text/javascript; charset=utf-8"),
     ]);
@@ -480,6 +500,14 @@ fn the_react_page_renders_only_the_components_a_batch_changed() {
     wait_for("the stream to be live", || {
         read(&mut browser, &tab, "window.__chord.live") == json!(true)
     });
+    Some((browser, served, tab))
+}
+
+#[test]
+fn the_react_page_renders_only_the_components_a_batch_changed() {
+    let Some((mut browser, mut served, tab)) = react_lane("page_renders (React)") else {
+        return;
+    };
     let parts = [
         "status",
         "usage",
@@ -520,6 +548,80 @@ fn the_react_page_renders_only_the_components_a_batch_changed() {
         browser.screenshot(&tab, &path);
         println!("screenshot: {path}");
     }
+    browser.close();
+}
+
+/// A producer that restarts writes a base batch of the value it recovered from the log, which
+/// the page, resumed at the tail, receives: the components whose slice it did not change do
+/// not render, and the replica's listeners of those slices are not called.
+#[test]
+fn a_producer_restart_re_renders_no_unchanged_component() {
+    let Some((mut browser, mut served, tab)) = react_lane("page_renders (React, restart)") else {
+        return;
+    };
+    let parts = [
+        "status",
+        "usage",
+        "connection",
+        "transcript",
+        "answer",
+        "tools",
+    ];
+    let slices = ["status", "usage", "transcript", "answer", "tools"];
+    phase(&mut served, &mut browser, &tab, 3, Producer::token);
+    let batches = served.producer.batches;
+
+    // Restarted with the value it had: nothing renders, no listener is called.
+    let rendered = renders(&mut browser, &tab);
+    let listened = read(&mut browser, &tab, "window.__listened");
+    served.producer.restart(|_| {});
+    wait_applied(&mut browser, &tab, served.producer.batches);
+    let restart = delta(&rendered, &renders(&mut browser, &tab));
+    let heard = delta(&listened, &read(&mut browser, &tab, "window.__listened"));
+    println!("a restart with the same value: renders {restart}, listeners {heard}");
+    assert_eq!(
+        restart,
+        expect(&parts, &[]),
+        "a restart re-renders 0 unchanged components"
+    );
+    assert_eq!(
+        heard,
+        expect(&slices, &[]),
+        "a restart calls 0 listeners of unchanged parts"
+    );
+
+    // Restarted with one part changed: that part's component renders, and its listener runs.
+    let rendered = renders(&mut browser, &tab);
+    let listened = read(&mut browser, &tab, "window.__listened");
+    served
+        .producer
+        .restart(|lane| lane["status"] = json!("resumed"));
+    wait_applied(&mut browser, &tab, served.producer.batches);
+    let restart = delta(&rendered, &renders(&mut browser, &tab));
+    let heard = delta(&listened, &read(&mut browser, &tab, "window.__listened"));
+    println!("a restart with the status changed: renders {restart}, listeners {heard}");
+    assert_eq!(restart, expect(&parts, &[("status", 1)]));
+    assert_eq!(heard, expect(&slices, &[("status", 1)]));
+
+    // The restarted producer's batches go on applying, one component each.
+    let answer = phase(&mut served, &mut browser, &tab, 3, Producer::token);
+    assert_eq!(answer, expect(&parts, &[("answer", 3)]));
+    assert_eq!(served.producer.batches, batches + 5);
+    let value = read(&mut browser, &tab, "window.__store.getValue()");
+    assert_eq!(
+        Some(value),
+        served.producer.value.clone(),
+        "the store's value equals the producer"
+    );
+    assert_eq!(
+        read(
+            &mut browser,
+            &tab,
+            "window.__store.getStatus().stats.starts"
+        ),
+        json!(1),
+        "the page resumed through the restarts"
+    );
     browser.close();
 }
 

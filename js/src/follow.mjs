@@ -28,6 +28,15 @@ import { LATEST_BASE, TEXTS, catchUp, sseTransport } from './transports.mjs';
  * {@link DEFAULT_MAX_EVENT}) breaks the connection with a `StreamEventError` of kind
  * `TooLarge`, reported and retried like a dropped connection.
  *
+ * `onEvent` hears `start` (a fresh start, its base applied) or `resume`, then
+ * `live: true`, only once the connection's live read has answered (its transport called
+ * `onOpen`: for the default one, an HTTP 200 event stream arrived; a transport that does not
+ * call it, at its first chunk), not when the catch-up read ends: that answer may come from a
+ * cache and be old, and only the live read from its offset says whether the server still
+ * serves it (a 410 otherwise, and a start from the base the 410 names). `follower.offset`
+ * is the offset the value is at from the catch-up's end on, so a break before the live read
+ * answers resumes there; that connection's live read then says `start`.
+ *
  * Errors reach the caller:
  * - a URL that is not absolute (with no page `location` to resolve it against) or not
  *   http(s), or an option of the wrong type, throws a `TypeError` at once;
@@ -240,7 +249,7 @@ export function follow(url, options = {}) {
     checkBatchText(text);
     if (first) {
       if (!isBaseText(text)) throw fail('NotBase');
-      replica.reset();
+      replica.reset({ keepValue: true });
     }
     const { ops, later, base } = applyOne(text, false, true);
     stats.batches += 1;
@@ -248,23 +257,47 @@ export function follow(url, options = {}) {
     if (options.onEvent) emitBatch(ops, later, base);
   }
 
+  /**
+   * Whether the follower has a value from a fresh start that it has not announced yet: a
+   * catch-up read applied, its live read not yet answered. The next live read that answers
+   * announces it as a `start`, not a `resume`, even if it is a later connection's.
+   */
+  let unannounced = false;
+
   async function connection() {
     const signal = controller.signal;
     const fresh = follower.offset === null;
     const onBytes = (n) => {
       stats.bytes += n;
     };
-    // A fresh start's first batch must be a base batch, and resets the replica.
+    // A fresh start's first batch must be a base batch, and resets the replica's decoder; the
+    // value it held stays, for the base to keep the parts it did not change.
     let first = fresh;
     let delivered = false;
-    const started = (next) => {
-      follower.offset = next;
+    // Whether the live read has answered: its transport called `onOpen` (an HTTP 200 event
+    // stream), or, from a transport that does not, yielded its first chunk.
+    let open = false;
+    /**
+     * Says `start` (or `resume`) and `live: true` once both are true: the live read has
+     * answered, and the follower has a value (the catch-up's, or the live read's first base).
+     * Not before: a catch-up answered from a cache may be old, and only the live read tells
+     * whether its offset is still served (a 410 otherwise).
+     */
+    const announce = () => {
+      if (delivered || !open || follower.offset === null) return;
       delivered = true;
       told.stream.clear();
-      if (fresh) stats.starts += 1;
+      const start = fresh || unannounced;
+      unannounced = false;
+      if (start) stats.starts += 1;
       else stats.resumes += 1;
-      emit(fresh ? 'start' : 'resume', { offset: next });
+      emit(start ? 'start' : 'resume', { offset: follower.offset });
       emit('live', { live: true });
+    };
+    const onOpen = () => {
+      if (signal.aborted || open) return;
+      open = true;
+      announce();
     };
     let offset = follower.offset;
     if (fresh) {
@@ -279,19 +312,23 @@ export function follow(url, options = {}) {
         first = false;
       }
       offset = step.value;
-      // No base yet (an empty stream): the live read brings the first.
-      if (!first) started(offset);
+      // The value is at that offset: a break from here resumes there. No base yet (an
+      // empty stream): the live read brings the first.
+      if (!first) {
+        follower.offset = offset;
+        unannounced = true;
+      }
     } else {
       emit('open', { fresh, offset });
     }
-    for await (const chunk of transport({ url: href, offset, signal, fetch: fetchImpl, maxEvent, onBytes })) {
+    for await (const chunk of transport({ url: href, offset, signal, fetch: fetchImpl, maxEvent, onBytes, onOpen })) {
       // Batches kept as text (the default transport's) stream into the replica op by op.
       const { offset: next, [IN_PLACE]: inPlace, [TEXTS]: texts } = chunk;
       const messages = texts ?? chunk.messages;
       for (const batch of messages) {
         if (first) {
           if (!(texts ? isBaseText(batch) : isBase(batch))) throw fail('NotBase');
-          replica.reset();
+          replica.reset({ keepValue: true });
         }
         first = false;
         const { ops, later, base } = applyOne(batch, inPlace === true, texts !== undefined);
@@ -301,8 +338,9 @@ export function follow(url, options = {}) {
       }
       // A fresh start that has no base yet waits for one, keeping no offset.
       if (first) continue;
-      if (delivered) follower.offset = next;
-      else started(next);
+      follower.offset = next;
+      open = true;
+      announce();
     }
     return delivered;
   }
@@ -324,8 +362,8 @@ export function follow(url, options = {}) {
           emit('live', { live: false });
           throw error;
         }
-        // Starting over means dropping a value already held; before the first start it is a retry.
-        const restart = restarts(error) && stats.starts > 0;
+        // Starting over from a base means a value was held; before the first one it is a retry.
+        const restart = restarts(error) && (stats.starts > 0 || follower.offset !== null);
         if (restarts(error)) {
           follower.offset = null;
           // A 410 names the latest base the server keeps: start there.

@@ -23,12 +23,21 @@ const NONE = 6;
  * After a failure (a decode error, an op that cannot apply) it refuses further batches with
  * `ReplicaFailed` until the next base batch, which rebuilds it from scratch: that is what a
  * resubscription's first batch is, so reconnecting is all recovery takes. `reset()` forgets
- * everything at once, for an explicit resubscription.
+ * everything at once, for an explicit resubscription; `reset({ keepValue: true })` forgets
+ * the ids and any failure but keeps the value, for a resubscription whose base batch may
+ * repeat much of it.
  *
  * Values are copy on write (see {@link apply}): after a batch, every subtree it did not
  * change is the same object as before (`===`), and every container on a changed path, the
  * root included, is new. `subscribe(selector, listener)` builds on that: the listener runs
  * only when its slice changed. A failed batch leaves `value` the very object it was.
+ *
+ * A base batch keeps that too when the replica holds a value (a producer that restarted
+ * writes one; a resubscription begins with one): every object or array of the new value
+ * deep-equal to the one at the same place in the held value is the held object, so only
+ * what the base changed is new (see `keepEqualParts` below). A base equal to
+ * the held value leaves `value` the very object it was: `onChange` still runs (once per
+ * batch, as always, with that same value), and no subscription's listener does.
  *
  * `onChange` runs after a batch has applied, then each subscription. If one throws, the
  * batch stays applied (`value` is the new one, `failed` stays `null`), the others still run,
@@ -49,6 +58,9 @@ export class Replica {
   #decoder;
   #value;
   #failed = null;
+  // After `reset({ keepValue: true })` with a value: only a base batch may follow (a `NotBase`
+  // error otherwise), as the ops of a new subscription are not read against the old value.
+  #awaitingBase = false;
   /** @type {Set<{ selector: Function, listener: Function, selected: unknown }>} */
   #subscriptions = new Set();
 
@@ -80,11 +92,18 @@ export class Replica {
    * Forgets the value, the ids and any failure: the state of a fresh subscription.
    * Subscriptions stay, and are not called: the next batch that applies calls those whose
    * slice differs from the one they were last given.
+   *
+   * With `keepValue`, the value stays: the replica then takes only a base batch, as after a
+   * failure, and that base keeps every part of the value it did not change (the same
+   * objects), so a resubscription re-renders only what changed meanwhile. `follow` resets so
+   * on each fresh start.
+   * @param {{ keepValue?: boolean }} [options]
    */
-  reset() {
+  reset({ keepValue = false } = {}) {
     this.#decoder = createDecoder();
-    this.#value = undefined;
     this.#failed = null;
+    if (!keepValue) this.#value = undefined;
+    this.#awaitingBase = this.#value !== undefined;
   }
 
   /**
@@ -156,9 +175,10 @@ export class Replica {
   }
 
   #apply(wireBatch, inPlace, wantOps, decoded) {
-    if (this.#failed) {
-      if (!isBase(wireBatch)) throw fail('ReplicaFailed');
-      this.reset();
+    if (this.#failed !== null || this.#awaitingBase) {
+      if (!isBase(wireBatch)) throw this.#notBase();
+      // Started over, the value kept for the base to keep its unchanged parts.
+      this.reset({ keepValue: true });
     }
     let ops;
     let value;
@@ -172,7 +192,9 @@ export class Replica {
   }
 
   #applyText(text, wantOps, decoded, lazy) {
-    const failed = this.#failed !== null;
+    // A failed replica, or one reset keeping its value, takes only a base batch, which starts
+    // it over with a new decoder.
+    const failed = this.#failed !== null || this.#awaitingBase;
     const decoder = failed ? createDecoder() : this.#decoder;
     // For ops decoded later, from the text: the ids as they were before this batch.
     const ids = lazy ? decoder[IDS]() : null;
@@ -197,7 +219,7 @@ export class Replica {
       isArray = typeof text === 'string' && eachElement(text, (w, i, written) => {
         // Each stage runs while no error of it or of a more serious stage has been seen.
         if (level <= NOT_BASE) return;
-        if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(fail('ReplicaFailed'), NOT_BASE);
+        if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(this.#notBase(), NOT_BASE);
         if (level <= WIRE_JSON) return;
         try {
           checkWireJson(w, 1);
@@ -244,23 +266,29 @@ export class Replica {
       return this.#apply(parsed, true, wantOps || lazy, decoded);
     }
     // An empty batch is not a base batch either (any other reached `ReplicaFailed` or an `r`).
-    if (error === null && failed && applied === 0) raise(fail('ReplicaFailed'), NOT_BASE);
+    if (error === null && failed && applied === 0) raise(this.#notBase(), NOT_BASE);
     if (error !== null) {
       if (level === NOT_BASE) throw error;
-      // A failed replica's base batch starts it over, whether or not it then applies.
-      if (failed) this.reset();
+      // A failed replica's base batch starts it over, whether or not it then applies (the
+      // value it held stays until a base applies).
+      if (failed) this.reset({ keepValue: true });
       throw this.#fail(error);
     }
     if (failed) {
-      this.reset();
+      this.reset({ keepValue: true });
       this.#decoder = decoder;
     }
     return this.#applied(batch.root, ops, base, decoded, lazy ? () => decodeAgain(text, ids) : null);
   }
 
-  /** Takes the value a batch made, then tells `decoded`, `onChange` and the subscriptions. */
+  /**
+   * Takes the value a batch made (a base batch's keeping the parts of the held value it did
+   * not change), then tells `decoded`, `onChange` and the subscriptions.
+   */
   #applied(value, ops, base, decoded, later = null) {
+    if (base && this.#value !== undefined) value = keepEqualParts(this.#value, value);
     this.#value = value;
+    this.#awaitingBase = false;
     decoded?.(ops, base, later);
     let thrown = null;
     try {
@@ -288,4 +316,91 @@ export class Replica {
     this.#failed = e;
     return e;
   }
+
+  /** What a batch that is not a base batch is, when only a base batch may come. */
+  #notBase() {
+    return this.#failed !== null ? fail('ReplicaFailed') : fail('NotBase');
+  }
+}
+
+// The value a base batch leaves when the replica already held one: the base's value, with
+// every part equal to the held one's being the held object itself.
+
+/** Writes an own data property: never assignment, so a `"__proto__"` key stays a key. */
+function define(obj, key, value) {
+  Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** Whether `a` and `b` are both arrays, or both objects that are not arrays. */
+function sameKind(a, b) {
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return false;
+  return Array.isArray(a) === Array.isArray(b);
+}
+
+/**
+ * `next` (a base batch's value, which only the replica holds) with every container that is
+ * deep-equal to the container at the same place in `held` replaced by that held object, so
+ * that a part a base did not change keeps its identity (`===`) and nothing selecting it is
+ * told of a change. Containers that differ stay `next`'s own objects, their equal children
+ * the held ones. Equal means the same kind, the same scalars (`Object.is`), arrays of the
+ * same length, objects with the same keys in the same order (the order shows when a value is
+ * listed or printed), and equal children. Places are matched by key and index: an array
+ * whose elements moved keeps only those still at their index.
+ *
+ * `next` is changed in place (its containers take the held children), never `held`. The walk
+ * is iterative (a value of any depth cannot overflow the stack) and visits each container of
+ * `next` once, each of its members or elements once, and each held container it is matched
+ * against once: it costs about what the base's value cost to build.
+ * @param {unknown} held the value the replica held
+ * @param {unknown} next the base batch's value, held by nothing but the replica
+ * @returns {unknown} `held` if the two are deep-equal, else `next` holding the equal parts of `held`
+ */
+export function keepEqualParts(held, next) {
+  if (!sameKind(held, next)) return next;
+  const stack = [frame(held, next, null, null)];
+  let result = next;
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1];
+    if (f.i < f.length) {
+      const k = f.keys === null ? f.i : f.keys[f.i];
+      f.i += 1;
+      const n = f.next[k];
+      const has = f.keys === null ? k < f.held.length : Object.hasOwn(f.held, k);
+      if (!has) {
+        f.same = false;
+        continue;
+      }
+      const o = f.held[k];
+      if (sameKind(o, n)) stack.push(frame(o, n, f, k));
+      else if (!Object.is(o, n)) f.same = false;
+      continue;
+    }
+    stack.pop();
+    if (f.parent === null) {
+      result = f.same ? f.held : f.next;
+    } else if (f.same) {
+      if (f.parent.keys === null) f.parent.next[f.key] = f.held;
+      else define(f.parent.next, f.key, f.held);
+    } else {
+      f.parent.same = false;
+    }
+  }
+  return result;
+}
+
+/**
+ * One container of `next` being walked beside its counterpart in `held`: its keys (`null`
+ * for an array, walked by index), the next to visit, whether it is equal so far (the same
+ * length or the same keys in the same order, and every child visited equal), and where in
+ * its parent it is.
+ */
+function frame(held, next, parent, key) {
+  if (Array.isArray(next)) {
+    return { held, next, keys: null, length: next.length, i: 0, same: held.length === next.length, parent, key };
+  }
+  const keys = Object.keys(next);
+  const heldKeys = Object.keys(held);
+  let same = keys.length === heldKeys.length;
+  for (let i = 0; same && i < keys.length; i++) same = keys[i] === heldKeys[i];
+  return { held, next, keys, length: keys.length, i: 0, same, parent, key };
 }

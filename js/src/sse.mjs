@@ -49,14 +49,20 @@ export function validOffset(offset) {
  * its event ends, any other line's when it is read).
  *
  * Cost: each byte is examined once or twice (`examined` counts them), whatever the chunking;
- * memory is the unfinished line (at most `maxEvent` bytes, kept as views of its chunks) plus
- * the event's data so far (UTF-8 in one buffer of at most `maxEvent` bytes, each line
- * costing what it is counted), and when the event ends, its text.
+ * memory is the unfinished line (copied out of its chunks into one buffer that grows by
+ * doubling: at most twice its bytes and never over `maxEvent`, however small the chunks)
+ * plus the event's data so far (UTF-8 in one buffer of at most `maxEvent` bytes, each line
+ * costing what it is counted), and when the event ends, its text. No chunk is kept past the
+ * `push` it came in.
  */
 export class EventParser {
   #max;
-  #pieces = [];
-  #pieceBytes = 0;
+  // The unfinished line: the bytes of the chunks it came in so far, copied into a buffer
+  // that grows by doubling. (Views of the chunks would cost an object each, many times the
+  // bytes of a small chunk, and keep each chunk's whole buffer alive.) Handed over with the
+  // line when it ends, so never shared with what the parser returns.
+  #lineBuffer = null;
+  #lineBytes = 0;
   #afterCr = false;
   #atStart = true;
   #utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -122,27 +128,20 @@ export class EventParser {
       if (cr !== -1 && cr < i) cr = search(13, i);
       const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
       if (end < 0) {
-        this.#pieces.push(bytes.subarray(i));
-        this.#pieceBytes += n - i;
-        if (this.#pieceBytes > this.#max) throw this.#tooLarge();
+        if (this.#lineBytes + n - i > this.#max) throw this.#tooLarge();
+        this.#keep(bytes.subarray(i));
         break;
       }
-      const length = this.#pieceBytes + end - i;
+      const length = this.#lineBytes + end - i;
       if (length > this.#max) throw this.#tooLarge();
       let line = bytes.subarray(i, end);
-      // A line joined from its pieces is the parser's own, not a view of the caller's bytes.
-      const owned = this.#pieces.length > 0;
+      // A line begun in an earlier chunk is the parser's own, not a view of the caller's bytes.
+      const owned = this.#lineBuffer !== null;
       if (owned) {
-        const whole = new Uint8Array(length);
-        let at = 0;
-        for (const piece of this.#pieces) {
-          whole.set(piece, at);
-          at += piece.length;
-        }
-        whole.set(line, at);
-        line = whole;
-        this.#pieces = [];
-        this.#pieceBytes = 0;
+        this.#keep(line);
+        line = this.#lineBuffer.subarray(0, length);
+        this.#lineBuffer = null;
+        this.#lineBytes = 0;
       }
       const event = this.#line(line, owned);
       if (event !== null) events.push(event);
@@ -153,6 +152,23 @@ export class EventParser {
       }
     }
     return events;
+  }
+
+  /**
+   * Copies `bytes` to the end of the unfinished line, growing its buffer by doubling (never
+   * past the bound, which the caller has checked the line's length against): each byte is
+   * copied about twice however the line is chunked, and the buffer is at most twice the line.
+   */
+  #keep(bytes) {
+    const length = this.#lineBytes + bytes.length;
+    const held = this.#lineBuffer === null ? 0 : this.#lineBuffer.length;
+    if (length > held) {
+      const grown = new Uint8Array(Math.min(this.#max, Math.max(length, 2 * held, 64)));
+      if (this.#lineBytes > 0) grown.set(this.#lineBuffer.subarray(0, this.#lineBytes));
+      this.#lineBuffer = grown;
+    }
+    this.#lineBuffer.set(bytes, this.#lineBytes);
+    this.#lineBytes = length;
   }
 
   /**

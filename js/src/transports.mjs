@@ -120,6 +120,9 @@ export async function* catchUp({
  * event that is not a JSON object is a `Control` error; one whose `streamNextOffset` is missing or
  * not a valid offset ({@link validOffset}), a `BadOffset` error.
  *
+ * `onOpen` is called once the response has arrived and is an event stream (before its body
+ * is read): `follow` says it is live then.
+ *
  * Being `fetch`, not `EventSource`, it can send an `Authorization` header: under `follow`
  * the `fetch` it is given adds the follower's `headers` and `credentials`. A response that
  * is not OK (a refusal's 401 or 403) throws a `StreamHttpError` before a byte of its body
@@ -132,6 +135,7 @@ export async function* sseTransport({
   signal,
   fetch: fetchImpl = globalThis.fetch,
   onBytes,
+  onOpen,
   maxEvent = DEFAULT_MAX_EVENT,
 }) {
   const parser = new EventParser({ maxEvent });
@@ -141,6 +145,9 @@ export async function* sseTransport({
     cache: 'no-store',
   });
   await expect(response, url, 'text/event-stream');
+  // The live read has answered: an event stream from the offset asked for, which a 410 would
+  // have refused. A read at the tail may send nothing more until the next batch.
+  onOpen?.();
   const reader = response.body.getReader();
   // A fetch that does not end its body on abort still stops here.
   const stop = () => reader.cancel().catch(() => {});
@@ -216,7 +223,9 @@ function httpError(error, url) {
  * client's own `headers` option (a record of strings or per-header functions, sync or async,
  * called per request) and `params` are not used: a `fetch` is the one way to give it
  * `credentials`, which it has no option for. An error with a status (the client's
- * `FetchError` or `DurableStreamError`, e.g. a 401) becomes a `StreamHttpError`.
+ * `FetchError` or `DurableStreamError`, e.g. a 401) becomes a `StreamHttpError`. It does not
+ * call `onOpen`: the client answers its own catch-up read before its live one, so `follow`
+ * takes it to be live at its first chunk.
  * @param {{ stream: Function }} client `import * as client from '@durable-streams/client'`
  * @returns {Transport}
  */

@@ -1,6 +1,7 @@
 // The main example's lane rendered with React and chord-replica/react, for the browser test
 // (chord/tests/page_renders.rs bundles it with esbuild and serves it beside the lane's
-// stream). Each component selects its slice and counts its renders in `window.__renders`.
+// stream). Each component selects its slice and counts its renders in `window.__renders`;
+// the replica's listeners of the same slices count their calls in `window.__listened`.
 
 import { createElement as h, memo } from 'react';
 import { createRoot } from 'react-dom/client';
@@ -19,6 +20,22 @@ const store = createChordStore('/streams/lanes/main', {
   onError: (error) => console.warn('chord:', error),
 });
 window.__store = store;
+
+// The replica's listeners of the same parts, each counting its calls in `window.__listened`:
+// the store is held (and follows) for the page's life, so its follower is there at once.
+const listened = { status: 0, usage: 0, transcript: 0, answer: 0, tools: 0 };
+window.__listened = listened;
+store.retain();
+const parts = {
+  status: (lane) => lane?.status,
+  usage: (lane) => lane?.usage,
+  transcript: (lane) => lane?.transcript,
+  answer: (lane) => lane?.streamingMessage,
+  tools: (lane) => lane?.tools,
+};
+for (const [part, selector] of Object.entries(parts)) {
+  store.follower.subscribe(selector, () => (listened[part] += 1));
+}
 
 function Status() {
   const status = useChord((lane) => lane?.status);

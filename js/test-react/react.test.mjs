@@ -184,6 +184,50 @@ test('a component renders only when its slice changed: the transcript not while 
   assert.equal(store.getStatus().connected, false);
 });
 
+test('a producer restart re-renders no component whose slice its base did not change', async () => {
+  const stream = fakeStream();
+  const store = createChordStore('http://x/streams/lanes/main', stream.options);
+  const renders = {};
+  const Lane = lane(renders);
+  let root;
+  await act(async () => {
+    root = TestRenderer.create(h(Lane, { store }));
+  });
+  await until('a connection', () => stream.open().length === 1);
+  await deliver(stream, store, [[['r', LANE]], [['a', ['streamingMessage', 'text'], 'Because']]]);
+  const held = store.getValue();
+  const before = { ...renders };
+
+  // The producer restarted: its base is the value it recovered, equal to the held one.
+  const recovered = structuredClone(held);
+  await deliver(stream, store, [[['r', recovered]]]);
+  assert.deepEqual(renders, before, 'an equal base renders nothing');
+  assert.equal(store.getValue(), held);
+
+  // Restarted again, having written a token the reader had not seen: only the answer renders.
+  recovered.streamingMessage.text = 'Because the';
+  await deliver(stream, store, [[['r', recovered]]]);
+  assert.deepEqual(renders, { ...before, answer: before.answer + 1 });
+  assert.equal(store.getValue().transcript, held.transcript);
+  assert.match(JSON.stringify(root.toJSON()), /Because the/);
+
+  // Following again after every user left (a new page view of the same store): the base it
+  // joins with keeps the held parts, so the store's value keeps their identity.
+  const value = store.getValue();
+  await act(async () => root.unmount());
+  await until('the follower to stop', () => store.follower === null);
+  const release = store.retain();
+  await until('a new connection', () => stream.open().length === 1);
+  let calls = 0;
+  const unsubscribe = store.subscribe(() => (calls += 1));
+  await deliver(stream, store, [[['r', structuredClone(value)]]]);
+  assert.equal(calls, 0, 'an equal base after a new join tells the store\'s listeners nothing');
+  assert.equal(store.getValue(), value);
+  unsubscribe();
+  release();
+  await until('the follower to stop', () => store.follower === null);
+});
+
 test('components following one URL share one follower, which stops when the last unmounts', async () => {
   const stream = fakeStream();
   const store = createChordStore('http://x/streams/s', stream.options);

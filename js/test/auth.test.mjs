@@ -397,7 +397,8 @@ test('a headers function is refused until it has a token (logged out, then in)',
     assert.equal(replica.value, undefined);
     assert.equal(f.stats.bytes, 0);
     token = 't1';
-    await until('the base', () => replica.value?.n === 0);
+    // Started once the live read has answered too.
+    await until('the base, and the live read', () => replica.value?.n === 0 && f.stats.starts === 1);
     f.stop();
     await f.done;
     assert.ok(statuses.every(([s, stopped]) => s === 401 && stopped === false), JSON.stringify(statuses));

@@ -173,6 +173,148 @@ test('follow starts over from the latest base on 410 and on a batch that does no
   assert.match(restarts[1], /path id 7/);
 });
 
+/** Subscribes a counter to each named part of the lane: how many times each listener ran. */
+function countCalls(follower) {
+  const calls = { transcript: 0, status: 0, usage: 0 };
+  for (const name of Object.keys(calls)) follower.subscribe((v) => v?.[name], () => (calls[name] += 1));
+  return calls;
+}
+
+const lane = (output) => ({ status: 'thinking', transcript: [{ text: 'a' }, { text: 'b' }], usage: { output } });
+
+test('a producer restart: its base calls the listeners of the parts it changed, and no other', async () => {
+  const server = new FakeServer();
+  server.append([['r', lane(0)]]);
+  let changes = 0;
+  const replica = new Replica({ onChange: () => (changes += 1) });
+  const f = follow('http://fake/streams/lanes/main', options(server, replica));
+  await until('the base', () => replica.value !== undefined);
+  const calls = countCalls(f);
+  const held = replica.value;
+  server.append([['s', ['usage', 'output'], 1]]);
+  await until('the batch', () => replica.value.usage.output === 1);
+  // The producer restarted: its first batch is a base of the value it recovered, which the
+  // resumed reader gets as any batch; here with one part changed since.
+  server.append([['r', lane(2)]]);
+  await until('the restart base', () => replica.value.usage.output === 2);
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 2 });
+  assert.equal(replica.value.transcript, held.transcript);
+  // Restarted again, nothing changed: the value is the same object.
+  const before = replica.value;
+  server.append([['r', lane(2)]]);
+  await until('the equal base', () => f.stats.bases === 3);
+  assert.equal(replica.value, before);
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 2 });
+  assert.equal(changes, 4, 'onChange ran once per batch (a base, a set, two bases), the equal base included');
+  f.stop();
+  await f.done;
+  assert.equal(f.stats.starts, 1, 'the reader resumed through the restarts');
+});
+
+test('a 410 and a join with a value held: the base keeps the parts it did not change', async () => {
+  const server = new FakeServer();
+  server.append([['r', lane(0)]]);
+  const replica = new Replica();
+  const f = follow('http://fake/streams/lanes/main', options(server, replica));
+  await until('the base', () => replica.value !== undefined);
+  const calls = countCalls(f);
+  const held = replica.value;
+  // The reader's offset falls out of retention while it is away: it gets a 410, then the base.
+  server.cutAll();
+  server.append([['s', ['usage', 'output'], 0]]);
+  server.append([['r', lane(0)]]);
+  server.floor = 2;
+  await until('the restart', () => f.stats.starts === 2);
+  assert.equal(replica.value, held, 'a base equal to the value leaves it the same object');
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 0 });
+  f.stop();
+  await f.done;
+
+  // A follower joining with that replica (a page that followed before): the base it joins
+  // with keeps what it did not change.
+  server.append([['r', lane(7)]]);
+  const g = follow('http://fake/streams/lanes/main', options(server, replica));
+  await until('the join', () => replica.value.usage.output === 7);
+  assert.deepEqual(calls, { transcript: 0, status: 0, usage: 1 });
+  assert.equal(replica.value.transcript, held.transcript);
+  g.stop();
+  await g.done;
+});
+
+test('follow says start and live only once its live read has answered, however silent it is', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  let answer = null;
+  const answered = new Promise((resolve) => (answer = resolve));
+  // The live read answers when the test says, with an event stream that sends nothing (a
+  // server at the tail may send no event until the next batch).
+  const fetch = async (url, init) => {
+    if (!String(url).includes('live=')) return server.fetch(url, init);
+    server.requests.push(`GET ${new URL(url).search}`);
+    await answered;
+    return new Response(new ReadableStream({}), { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  };
+  const events = [];
+  const replica = new Replica();
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, replica),
+    fetch,
+    onEvent: (event) => events.push(event.type === 'live' ? `live ${event.live}` : event.type),
+  });
+  await until('the catch-up and the live request', () => replica.value?.n === 0 && server.requests.length === 2);
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(events, ['open', 'batch'], 'not live before the live read answered');
+  assert.equal(f.offset, hex(1), 'the offset the value is at, kept from the catch-up');
+  assert.equal(f.stats.starts, 0);
+  answer();
+  await until('live', () => events.includes('live true'));
+  assert.deepEqual(events, ['open', 'batch', 'start', 'live true']);
+  assert.equal(f.stats.starts, 1);
+  f.stop();
+  await f.done;
+});
+
+test('a joiner whose catch-up a cache answered from an old base: one 410, one catch-up at the base it names, one live read, live only then', async () => {
+  const server = new FakeServer();
+  server.append([['r', { n: 0 }]]);
+  // What a cache kept of `?offset=base` while that base was the latest and the tail.
+  const cached = await (await server.fetch('http://fake/s?offset=base')).text();
+  server.requests.length = 0;
+  server.append([['s', ['n'], 1]]);
+  server.append([['r', { n: 2 }]]);
+  server.append([['s', ['n'], 3]]);
+  server.floor = 2; // the old base is no longer served
+  const fetch = async (url, init) => {
+    const u = new URL(url);
+    if (u.searchParams.get('offset') === 'base' && !u.searchParams.has('live')) {
+      server.requests.push(`GET ${u.search} (cached)`);
+      return new Response(cached, { status: 200, headers: { 'content-type': 'application/json', 'stream-next-offset': hex(1) } });
+    }
+    return server.fetch(url, init);
+  };
+  const replica = new Replica();
+  const lives = [];
+  const f = follow('http://fake/streams/lanes/main', {
+    ...options(server, replica),
+    fetch,
+    onError: () => {},
+    onEvent: (event) => {
+      if (event.type === 'live' && event.live) lives.push(replica.value.n);
+    },
+  });
+  await until('live', () => lives.length > 0);
+  assert.deepEqual(lives, [3], 'live first with the served value, never with the cached one');
+  assert.deepEqual(server.requests, [
+    'GET ?offset=base (cached)',
+    'GET ?offset=0000000000000001&live=sse', // answered 410, naming the base at 2
+    'GET ?offset=0000000000000002',
+    'GET ?offset=0000000000000004&live=sse',
+  ]);
+  assert.equal(f.stats.starts, 1);
+  f.stop();
+  await f.done;
+});
+
 test('follow throws at once on a URL it can never fetch', () => {
   const replica = new Replica();
   assert.equal(globalThis.location, undefined, 'Node has no page location');

@@ -91,6 +91,54 @@ test('endless empty data lines of one event end in TooLarge, holding a small mul
   assert.ok(peak < 3 * max, `peak ${peak} bytes for a bound of ${max}`);
 });
 
+test('a line held across chunks costs at most 4x its bytes, however small the chunks', () => {
+  // Each chunk is a new array, as a stream's reads are; the parser must keep their bytes,
+  // not the chunks (an object each, and for a view, its whole buffer).
+  for (const [chunk, size] of [[1, MiB], [16, 4 * MiB], [33, 4 * MiB]]) {
+    const parser = new EventParser();
+    const before = live();
+    assert.deepEqual(parser.push(encode('data: ')), []);
+    let fed = 6;
+    while (fed < size) {
+      assert.deepEqual(parser.push(new Uint8Array(chunk).fill(0x78)), []);
+      fed += chunk;
+    }
+    const ratio = (live() - before) / fed;
+    assert.ok(ratio <= 4, `a line of ${fed} bytes in ${chunk}-byte chunks holds ${ratio.toFixed(2)}x its bytes`);
+    // The line is whole when it ends.
+    const [event] = parser.push(encode('\n\n'));
+    assert.equal(event.data.length, fed - 6);
+    assert.ok(/^x+$/.test(event.data));
+  }
+});
+
+test('sseTransport reading 33 bytes at a time holds at most 4x the line it is in', async () => {
+  const value = 'x'.repeat(4 * MiB);
+  const line = `data: [[["r",${JSON.stringify(value)}]]]`;
+  const body = encode(`event: data\n${line}\n\nevent: control\ndata: {"streamNextOffset":"0000000000000001"}\n\n`);
+  const lineEnd = body.indexOf(10, 12);
+  let at = 0;
+  let before = 0;
+  let ratio = null;
+  const stream = new ReadableStream({
+    pull(controller) {
+      if (at >= body.length) return controller.close();
+      // Sampled once, with the whole line but its end read: what the transport holds for it.
+      if (ratio === null && at + 33 > lineEnd) ratio = (live() - before) / line.length;
+      controller.enqueue(body.slice(at, at + 33));
+      at += 33;
+    },
+  }, { highWaterMark: 0 });
+  const fetch = async () => new Response(stream, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  before = live();
+  const chunks = [];
+  for await (const chunk of sseTransport({ url: 'http://127.0.0.1:1/s', offset: '0', fetch })) chunks.push(chunk);
+  assert.ok(ratio !== null && ratio <= 4, `held ${ratio?.toFixed(2)}x the line`);
+  assert.equal(chunks.length, 1);
+  assert.equal(chunks[0].offset, '0000000000000001');
+  assert.deepEqual(chunks[0].messages, [[['r', value]]]);
+});
+
 test('an event of many short data lines decodes as one text, and a line that is not UTF-8 is refused when its event ends', () => {
   const parser = new EventParser({ maxEvent: 1 << 20 });
   const values = Array.from({ length: 1000 }, (_, i) => ['', 'é', '😀x', String(i)][i % 4]);

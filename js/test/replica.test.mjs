@@ -16,6 +16,7 @@ import {
   validOp,
   validWireOp,
 } from '../chord-replica.mjs';
+import { keepEqualParts } from '../src/replica.mjs';
 
 const kindOf = (f) => {
   try {
@@ -385,6 +386,153 @@ test('Replica: decode + apply, change notifications, failure, recovery at a base
   replica.reset();
   assert.throws(() => replica.applyWireText('nope'), (e) => e.kind === 'Json');
   assert.deepEqual(replica.applyWire([['r', [1]], ['p', [], 1, 0, [2]]]), [1, 2]);
+});
+
+/** Subscribes a counter to each named part: how many times each listener ran. */
+function countCalls(replica, parts) {
+  const calls = Object.fromEntries(Object.keys(parts).map((name) => [name, 0]));
+  for (const [name, selector] of Object.entries(parts)) replica.subscribe(selector, () => (calls[name] += 1));
+  return calls;
+}
+
+const LANE = {
+  status: 'thinking',
+  transcript: [{ role: 'user', text: 'hi' }, { role: 'assistant', text: 'hello' }],
+  tools: [{ name: 'build', details: { step: 1 } }],
+  usage: { input: 10, output: 2 },
+};
+
+test('a base batch keeps every part of the held value it did not change, in both text and parsed paths', () => {
+  for (const how of ['text', 'parsed']) {
+    const applyBase = (replica, value) => {
+      const batch = [['r', value]];
+      return how === 'text' ? replica.applyWireText(JSON.stringify(batch)) : replica.applyWire(batch);
+    };
+    let changes = 0;
+    const replica = new Replica({ onChange: () => (changes += 1) });
+    applyBase(replica, LANE);
+    const held = replica.value;
+    const calls = countCalls(replica, {
+      root: (v) => v,
+      status: (v) => v.status,
+      transcript: (v) => v.transcript,
+      first: (v) => v.transcript[0],
+      second: (v) => v.transcript[1],
+      tools: (v) => v.tools,
+      usage: (v) => v.usage,
+    });
+    // One part changed: the second entry of the transcript.
+    const changed = structuredClone(LANE);
+    changed.transcript[1].text = 'hello!';
+    const value = applyBase(replica, changed);
+    assert.deepEqual(value, changed, how);
+    assert.equal(value, replica.value);
+    assert.notEqual(value, held, 'the root is new: something in it changed');
+    assert.equal(value.transcript[0], held.transcript[0], 'an unchanged entry is the held object');
+    assert.equal(value.tools, held.tools);
+    assert.equal(value.tools[0].details, held.tools[0].details);
+    assert.equal(value.usage, held.usage);
+    assert.notEqual(value.transcript, held.transcript);
+    assert.deepEqual(calls, { root: 1, status: 0, transcript: 1, first: 0, second: 1, tools: 0, usage: 0 }, how);
+    assert.equal(changes, 2, 'onChange once per batch');
+
+    // A base equal to the value: the very same object, no listener, onChange once.
+    const before = replica.value;
+    assert.equal(applyBase(replica, structuredClone(changed)), before, how);
+    assert.equal(replica.value, before);
+    assert.deepEqual(calls, { root: 1, status: 0, transcript: 1, first: 0, second: 1, tools: 0, usage: 0 }, how);
+    assert.equal(changes, 3, 'onChange runs for a base equal to the value too');
+
+    // A base followed by ops in the same batch: the batch's result is what is compared.
+    const ops = [['r', structuredClone(LANE)], ['s', ['usage', 'output'], 3], ['s', ['transcript', 1, 'text'], 'hello!']];
+    if (how === 'text') replica.applyWireText(JSON.stringify(ops));
+    else replica.applyWire(ops);
+    assert.equal(replica.value.transcript, before.transcript);
+    assert.equal(replica.value.tools, before.tools);
+    assert.deepEqual(replica.value.usage, { input: 10, output: 3 });
+    assert.deepEqual(calls, { root: 2, status: 0, transcript: 1, first: 0, second: 1, tools: 0, usage: 1 }, how);
+  }
+});
+
+test('keepEqualParts: what counts as equal, and what is kept of a part that is not', () => {
+  const held = { a: [1, { b: 2 }, [3]], o: { x: 1, y: { z: [] } }, s: 'text', n: 0 };
+  // Keys in another order: a new object (the order shows when it is listed), equal members kept.
+  let next = keepEqualParts(held, { o: { y: { z: [] }, x: 1 }, a: [1, { b: 2 }, [3]], s: 'text', n: 0 });
+  assert.notEqual(next, held);
+  assert.deepEqual(Object.keys(next), ['o', 'a', 's', 'n']);
+  assert.equal(next.a, held.a);
+  assert.notEqual(next.o, held.o);
+  assert.deepEqual(Object.keys(next.o), ['y', 'x']);
+  assert.equal(next.o.y, held.o.y);
+  // An array grown: a new array whose elements at the same index are the held ones.
+  next = keepEqualParts(held, { a: [1, { b: 2 }, [3], 4], o: { x: 1, y: { z: [] } }, s: 'text', n: 0 });
+  assert.notEqual(next.a, held.a);
+  assert.equal(next.a[1], held.a[1]);
+  assert.equal(next.a[2], held.a[2]);
+  assert.equal(next.o, held.o);
+  // A member removed, an array that became an object, a scalar that differs only as -0.
+  next = keepEqualParts(held, { a: { 0: 1 }, o: { x: 1 }, s: 'text', n: -0 });
+  assert.notEqual(next, held);
+  assert.deepEqual(next, { a: { 0: 1 }, o: { x: 1 }, s: 'text', n: -0 });
+  assert.ok(Object.is(next.n, -0));
+  // Scalars and a change of kind at the root are the new value.
+  assert.equal(keepEqualParts(held, 5), 5);
+  assert.deepEqual(keepEqualParts([held], { 0: held }), { 0: held });
+  assert.equal(keepEqualParts(undefined, held), held);
+  // Equal all through: the held value itself.
+  assert.equal(keepEqualParts(held, structuredClone(held)), held);
+});
+
+test('keepEqualParts keeps a "__proto__" key an own member, and walks any depth without recursion', () => {
+  const held = JSON.parse('{"__proto__":{"polluted":1},"list":[1]}');
+  const next = keepEqualParts(held, JSON.parse('{"__proto__":{"polluted":1},"list":[2]}'));
+  assert.equal(Object.getPrototypeOf(next), Object.prototype);
+  assert.equal(Object.getOwnPropertyDescriptor(next, '__proto__').value, Object.getOwnPropertyDescriptor(held, '__proto__').value);
+  assert.equal(({}).polluted, undefined);
+  // Far deeper than any stack: a recursive walk would throw a RangeError.
+  const deep = (leaf) => {
+    let v = [leaf];
+    for (let i = 0; i < 200_000; i++) v = [v];
+    return v;
+  };
+  const a = deep(1);
+  assert.equal(keepEqualParts(a, deep(1)), a);
+  const b = keepEqualParts(a, deep(2));
+  assert.notEqual(b, a);
+  let leaf = b;
+  while (Array.isArray(leaf[0])) leaf = leaf[0];
+  assert.deepEqual(leaf, [2]);
+});
+
+test('reset({ keepValue }) keeps the value for the next base batch, which alone it then takes', () => {
+  const replica = new Replica();
+  replica.applyWireText(JSON.stringify([['r', LANE], ['#', 0, ['usage', 'output']]]));
+  const held = replica.value;
+  const calls = countCalls(replica, { transcript: (v) => v.transcript, usage: (v) => v.usage });
+  replica.reset({ keepValue: true });
+  assert.equal(replica.value, held, 'the value stays');
+  assert.equal(replica.failed, null);
+  // The ids went with the old subscription; only a base batch may come.
+  assert.throws(() => replica.applyWireText('[["s",0,3]]'), (e) => e.kind === 'NotBase');
+  assert.throws(() => replica.applyWire([['s', ['usage', 'output'], 3]]), (e) => e.kind === 'NotBase');
+  assert.equal(replica.value, held);
+  const changed = structuredClone(LANE);
+  changed.usage.output = 3;
+  replica.applyWireText(JSON.stringify([['r', changed]]));
+  assert.equal(replica.value.transcript, held.transcript);
+  assert.deepEqual(calls, { transcript: 0, usage: 1 });
+  // A failed replica's base keeps the parts too.
+  const usage = replica.value.usage;
+  assert.throws(() => replica.applyWireText('[["s",["nope","x"],1]]'), (e) => e.kind === 'Missing');
+  assert.ok(replica.failed);
+  replica.applyWire([['r', structuredClone(changed)]]);
+  assert.equal(replica.failed, null);
+  assert.equal(replica.value.usage, usage);
+  assert.equal(replica.value.transcript, held.transcript);
+  assert.deepEqual(calls, { transcript: 0, usage: 1 }, 'an equal base after a failure calls no listener');
+  // Without keepValue, reset forgets the value.
+  replica.reset();
+  assert.equal(replica.value, undefined);
 });
 
 test('Replica: limits apply', () => {
