@@ -442,7 +442,11 @@
 //!   response after 60 s and the client resumes. `ETag`/`If-None-Match` and `Cache-Control` as
 //!   the protocol says; 400 for a malformed request, 404 for an address with no records.
 //! - **Retention**: `streams::Retention::Bases(4)` by default keeps the last four base batches
-//!   readable; an offset before the oldest answers `410 Gone` and the client starts again from
+//!   readable, and `streams::LogBuilder::keep_for` (6 minutes by default) every record
+//!   appended within it, however many bases came since, so that an answer a cache may give out
+//!   under the default policy never points past what the log keeps (a joiner's answers,
+//!   `offset=base` and `offset=-1`, are sent with their `Cache-Control` shortened to it); an
+//!   offset before the oldest base kept answers `410 Gone` and the client starts again from
 //!   the latest base. The `Log` compacts the store to match (`streams::Compaction`, by default
 //!   at the first base after it starts, then at every fourth); a reader in a compacted range
 //!   gets 410, never a gap.
@@ -632,6 +636,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | records / bytes in an address's tail cache | 1,024 / 8 MiB | `streams::LogBuilder::tail_records`, `tail_bytes` |
 //! | bytes of all of a log's tail caches together (least recently used out first) | 64 MiB | `streams::LogBuilder::tail_cache_bytes` |
 //! | base batches readable | 4 | `streams::Retention` |
+//! | records readable however many bases came since (the time floor) | 6 min | `streams::LogBuilder::keep_for` |
 //! | long-poll wait | 20 s | `streams::Streams::long_poll` |
 //! | an SSE response's lifetime | 60 s | `streams::Streams::sse_lifetime` |
 //! | SSE keep-alive comment | every 15 s | `streams::Streams::keep_alive` |

@@ -271,6 +271,7 @@ impl Drop for Nginx {
 struct Logged {
     method: String,
     target: String,
+    status: u16,
     cache: String,
     /// Whether a node was sent the request (`upstream=` names one, not `-`).
     origin: bool,
@@ -289,9 +290,16 @@ impl Logged {
                 .unwrap_or_else(|| panic!("no {name} in the access log line {line}"))
                 .to_owned()
         };
+        let status = line
+            .split('"')
+            .nth(2)
+            .and_then(|after| after.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in the access log line {line}"));
         Logged {
             method: parts.next().unwrap_or_default().to_owned(),
             target: parts.next().unwrap_or_default().to_owned(),
+            status,
             cache: field("cache="),
             origin: field("upstream=") != "-",
         }
@@ -693,7 +701,8 @@ async fn a_thousand_readers_joining_at_once_cost_the_origin_a_few_reads() {
 /// from `js/`: `node -e JOINERS <url> <n> <marker>`. Starts `n` followers of `url` at once
 /// (the package's `follow`, nothing else), prints `joined` once each has its value, then
 /// waits for a batch ending in `marker` to reach every one of them, stops them, and prints
-/// their values (the distinct ones) and stats as JSON.
+/// their values (the distinct ones), stats, and when the last of them had the batch (`at`,
+/// milliseconds since the Unix epoch, read every 10 ms) as JSON.
 const JOINERS: &str = r#"
 import { follow, Replica } from './chord-replica.mjs';
 
@@ -707,11 +716,13 @@ const report = () => JSON.stringify({
   starts: followers.map((f) => f.stats.starts).reduce((a, b) => a + b, 0),
   bases: followers.map((f) => f.stats.bases).reduce((a, b) => a + b, 0),
   errors: [...new Set(errors)],
+  at: typeof at === 'undefined' ? null : at,
 });
 const timer = setTimeout(() => { console.error(report()); process.exit(1); }, 120_000);
 while (!followers.every((f) => f.offset !== null)) await sleep(10);
 console.log('joined');
 while (!followers.every((f) => f.replica.value?.text?.endsWith(marker))) await sleep(10);
+const at = Date.now();
 for (const f of followers) f.stop();
 await Promise.all(followers.map((f) => f.done));
 console.log(report());
@@ -851,6 +862,330 @@ async fn a_thousand_javascript_followers_cost_the_origin_a_request_per_url() {
     }
     assert!(to_origin.contains_key(&joins), "{to_origin:?}");
     assert_eq!(live_to_origin, READERS, "live reads are never cached");
+}
+
+/// How many followers of each kind join in the first crowd, and in the second.
+const CROWDS: [usize; 2] = [1_000, 300];
+
+/// How long after the first crowd the second joins: within the `max-age` of the shipped
+/// policy, so the second crowd joins from the first crowd's cached answer, 45 s old.
+const LATER: Duration = Duration::from_secs(45);
+
+/// A producer appending a token every 50 ms (20 batches a second) with a checkpoint every 6
+/// batches, and two crowds of followers joining through the shipped nginx 45 s apart, each
+/// with [`CROWDS`] JavaScript followers (`follow`) and as many Rust replicas
+/// (`chord::replica`). The second crowd joins from the first crowd's cached answer to
+/// `offset=base`, whose `Stream-Next-Offset` is 45 s (about 900 batches, some 150 checkpoints)
+/// old: the log's time floor still serves it, so no live read meets `410`. Counted from
+/// nginx's log: every catch-up URL reached a node at most [`MOST_JOIN_READS`] times, no
+/// answer was a `410`; each follower started once from one base; and once the producer
+/// appends its last batch, every follower of both crowds holds the producer's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_crowds_joining_from_a_cached_answer_meet_no_gone() {
+    use std::io::BufRead;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let Some(binary) = nginx_or_skip("nginx_cache::two_crowds_joining_from_a_cached_answer") else {
+        return;
+    };
+    let followers: usize = CROWDS.iter().sum::<usize>() * 2;
+    // Per follower: its socket here or in Node, and two files in an nginx worker; per
+    // live read a node's socket here.
+    let needed = 4 * followers as u64 + 256;
+    let fds = raise_fd_limit(needed);
+    assert!(
+        fds >= needed,
+        "{followers} followers need about {needed} open files and the hard limit allows \
+         {fds}: raise it (ulimit -n)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let grouped = Durability::Grouped {
+        max_batches: 64,
+        max_delay: Duration::from_millis(5),
+    };
+    // The defaults: four bases and the 6-minute time floor.
+    let log = Log::new(JsonlStore::open(dir.path().join("log.jsonl"), grouped).unwrap());
+    let lane = Address::new("lanes", "main");
+    let mut writer = LogWriter::new(log.clone(), Checkpoint::EveryBatches(6));
+    writer
+        .append(&lane, &[Op::Replace(json!({"text": "", "n": 0}))])
+        .unwrap();
+    let counts = Counts::default();
+    let streams = Streams::new(&log).cache_control(HeaderValue::from_static(PUBLIC));
+    let app = counted(streams.router(), &counts);
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        nodes.push(listener.local_addr().unwrap());
+        tokio::spawn(streams::serve(
+            listener,
+            app.clone(),
+            std::future::pending(),
+        ));
+    }
+    let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+    let path = streams::stream_path(&lane);
+    let url = format!("http://{}{path}", proxy.addr);
+
+    // The producer: a token every 50 ms until told to stop, then the last batch.
+    let stop = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let (stop, lane) = (Arc::clone(&stop), lane.clone());
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                n += 1;
+                let token = format!("[{n}]");
+                text.push_str(&token);
+                let ops = [
+                    Op::Append(path!["text"], token),
+                    Op::Set(path!["n"], json!(n)),
+                ];
+                writer.append(&lane, &ops).unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            text.push_str("[the end]");
+            writer
+                .append(&lane, &[Op::Append(path!["text"], "[the end]".into())])
+                .unwrap();
+            json!({"text": text, "n": n})
+        })
+    };
+
+    // A crowd: `n` JavaScript followers in a Node process of their own, and `n` Rust
+    // replicas here; returned once every one of them has joined.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let crowd = |n: usize| {
+        let mut child = Command::new("node")
+            .args(["--input-type=module", "-e", JOINERS, &url])
+            .args([&n.to_string(), "[the end]"])
+            .current_dir(root.join("js"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("`node` (Node.js 20 or later) is needed: {e}"));
+        let replicas: Vec<chord::replica::Replica> = (0..n)
+            .map(|_| chord::replica::Replica::connect(&url).unwrap())
+            .collect();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let joined = tokio::task::block_in_place(|| lines.next());
+        if !matches!(&joined, Some(Ok(line)) if line == "joined") {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the JavaScript followers never joined ({joined:?}): {}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                proxy.log()
+            );
+        }
+        (child, lines, replicas)
+    };
+    let live_count = |replicas: &[chord::replica::Replica]| {
+        replicas.iter().filter(|r| r.watch().borrow().live).count()
+    };
+    let first = crowd(CROWDS[0]);
+    let started = Instant::now();
+    while live_count(&first.2) < CROWDS[0] {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the first crowd's replicas never went live"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(LATER).await;
+    let second = crowd(CROWDS[1]);
+    let started = Instant::now();
+    while live_count(&second.2) < CROWDS[1] {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the second crowd's replicas never went live"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The last batch, and every follower of both crowds holding it: each Rust replica
+    // watched from now on, noting when it had it.
+    let reached: Vec<_> = first
+        .2
+        .iter()
+        .chain(&second.2)
+        .map(|replica| {
+            let mut changes = replica.watch();
+            tokio::spawn(async move {
+                let ended = |s: &chord::replica::State| {
+                    s.value
+                        .as_ref()
+                        .and_then(|v| v["text"].as_str())
+                        .is_some_and(|t| t.ends_with("[the end]"))
+                };
+                while !ended(&changes.borrow_and_update()) {
+                    if changes.changed().await.is_err() {
+                        break;
+                    }
+                }
+                std::time::SystemTime::now()
+            })
+        })
+        .collect();
+    stop.store(true, Ordering::Release);
+    let last = tokio::task::block_in_place(|| producer.join().unwrap());
+    let appended = std::time::SystemTime::now();
+    let mut reports = Vec::new();
+    for (n, (mut child, mut lines, replicas)) in [(CROWDS[0], first), (CROWDS[1], second)] {
+        let report = tokio::task::block_in_place(|| lines.next());
+        let status = tokio::task::block_in_place(|| child.wait()).unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(
+            status.success(),
+            "the followers failed: {report:?}\n{stderr}"
+        );
+        let report: Value = serde_json::from_str(&report.unwrap().unwrap()).unwrap();
+        assert_eq!(report["values"], json!([last]), "{}", report["errors"]);
+        assert_eq!(report["starts"], n, "one start each: {report}");
+        assert_eq!(report["bases"], n, "one base each: {report}");
+        for replica in &replicas {
+            let reached = tokio::time::timeout(
+                PATIENCE,
+                replica.wait_until(|s| s.value.as_ref() == Some(&last)),
+            )
+            .await;
+            let stats = replica.stats();
+            assert!(
+                reached.is_ok(),
+                "a Rust replica never got the last batch: {stats:?}"
+            );
+            assert_eq!(
+                (stats.subscriptions, stats.bases),
+                (1, 1),
+                "a Rust replica started once, from one base: {stats:?}"
+            );
+        }
+        reports.push(report);
+    }
+    // How long after the last batch was appended the last follower of each kind had it (a
+    // measurement: the Node process reads its followers every 10 ms).
+    let after = |at: std::time::SystemTime| at.duration_since(appended).unwrap_or_default();
+    let mut rust = Duration::ZERO;
+    for waiting in reached {
+        rust = rust.max(after(waiting.await.unwrap()));
+    }
+    let javascript: Vec<Duration> = reports
+        .iter()
+        .map(|r| {
+            let at = r["at"]
+                .as_u64()
+                .expect("the time the followers had the last batch");
+            after(std::time::UNIX_EPOCH + Duration::from_millis(at))
+        })
+        .collect();
+
+    // What reached the nodes, from nginx's log (the live reads are logged as they end).
+    let live = |l: &Logged| l.target.contains("live=");
+    let total = 2 * CROWDS.iter().sum::<usize>();
+    let logged = proxy.access();
+    let gone: Vec<&Logged> = logged.iter().filter(|l| l.status == 410).collect();
+    let mut to_origin: HashMap<String, usize> = HashMap::new();
+    for l in logged.iter().filter(|l| !live(l)) {
+        if l.origin {
+            *to_origin.entry(l.target.clone()).or_default() += 1;
+        }
+    }
+    let joins = format!("{path}?offset=base");
+    println!(
+        "nginx_cache: two crowds of {CROWDS:?} JavaScript followers and as many Rust replicas, \
+         45 s apart, at 20 batches a second and a checkpoint every 6: {} requests logged, \
+         {} answered 410; the nodes were sent {to_origin:?} catch-up reads; the last \
+         JavaScript follower of each crowd held the last batch {javascript:?} after it was \
+         appended, the last Rust replica {rust:?}",
+        logged.len(),
+        gone.len(),
+    );
+    assert!(gone.is_empty(), "answers of 410: {gone:?}");
+    assert_eq!(
+        logged.iter().filter(|l| l.target == joins).count(),
+        total,
+        "each follower joined once, with {joins}"
+    );
+    for (target, reads) in &to_origin {
+        assert!(
+            *reads <= MOST_JOIN_READS,
+            "{total} followers cost the nodes {reads} requests of {target}"
+        );
+    }
+    assert_eq!(counts.of("GET", &joins), to_origin[&joins]);
+}
+
+/// With a read hook, nothing a request with a credential was answered reaches a request
+/// without it through the shipped nginx, whatever cache policy the server was given: every
+/// read varies on the credential, so nginx keys what it stores by it. For each policy, a
+/// reader with a token reads (twice: the second may come from the cache), then requests
+/// without a token and with another token are refused (`401`/`403`), never served the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorized_read_never_reaches_a_request_without_its_credential() {
+    let Some(binary) = nginx_or_skip("nginx_cache::an_authorized_read_never_reaches") else {
+        return;
+    };
+    let policies = [
+        PUBLIC,
+        "max-age=60",
+        "s-maxage=60",
+        "must-revalidate, max-age=60",
+        "private, max-age=60",
+        "no-cache",
+        "no-store",
+    ];
+    let origin = Origin::of(4);
+    let path = origin.path();
+    for policy in policies {
+        let nodes = origin
+            .serve_with(1, |streams| {
+                streams
+                    .reads(
+                        |r| match r.headers.get("authorization").and_then(|v| v.to_str().ok()) {
+                            Some("Bearer reader") => streams::Access::Allow,
+                            Some(_) => streams::Access::Forbidden,
+                            None => streams::Access::Unauthorized,
+                        },
+                    )
+                    .cache_control(HeaderValue::from_static(policy))
+            })
+            .await;
+        let proxy = tokio::task::block_in_place(|| Nginx::start(&binary, &nodes));
+        for target in [
+            format!("{path}?offset=-1"),
+            format!("{path}?offset=base"),
+            format!("{path}?offset=0000000000000001"),
+        ] {
+            let ask = |token: Option<&str>| {
+                let auth =
+                    token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+                format!("GET {target} HTTP/1.0\r\nHost: streams.test\r\n{auth}\r\n")
+            };
+            let exchange = |text: String| async move {
+                let mut stream = TcpStream::connect(proxy.addr).await.unwrap();
+                stream.write_all(text.as_bytes()).await.unwrap();
+                let mut raw = Vec::new();
+                stream.read_to_end(&mut raw).await.unwrap();
+                Reply::parse(&raw)
+            };
+            for _ in 0..2 {
+                let reply = exchange(ask(Some("reader"))).await;
+                assert_eq!(reply.status, 200, "{policy}: {target}: {}", proxy.log());
+                assert!(!reply.body.is_empty());
+            }
+            for (token, status) in [(None, 401), (Some("someone-else"), 403), (None, 401)] {
+                let reply = exchange(ask(token)).await;
+                assert_eq!(
+                    (reply.status, reply.body.len()),
+                    (status, 0),
+                    "{policy}: {target} with {token:?} was answered from what a reader with a \
+                     token was given (cache {:?})",
+                    reply.header("x-cache-status")
+                );
+            }
+        }
+    }
 }
 
 /// A node that can be stopped (drained, as on SIGTERM) and started again on its address, as

@@ -15,8 +15,11 @@
 //! - A fresh reader starts at the latest base batch: the offset named by
 //!   [`BASE_OFFSET_HEADER`] (`Chord-Base-Offset`) on every response, `HEAD` included. A
 //!   reader resuming from an offset it was handed gets the records after it, no base batch.
-//! - [`Retention`] says how many base batches stay readable; an offset before the oldest
-//!   answers `410 Gone`, and the client restarts from the latest base.
+//! - [`Retention`] says how many base batches stay readable, and
+//!   [`LogBuilder::keep_for`] for how long at least (6 minutes by default: what a cache may
+//!   keep a joiner's answer under the default policy, to which those answers' `Cache-Control`
+//!   is shortened); an offset before the oldest base kept answers `410 Gone`, and the client
+//!   restarts from the latest base (the one the `410`'s `Chord-Base-Offset` names).
 //! - [`Streams`] is the axum router: the read path for every backend, open to every reader
 //!   unless a read authorization hook guards it ([`Streams::reads`]), and the write side,
 //!   off unless enabled with a write authorization hook ([`Streams::writes`]). With a [`Backend`] ([`Memory`]) it is a full
