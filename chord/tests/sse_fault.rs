@@ -505,3 +505,189 @@ fn every_kind_of_break_ends_in_a_resume_or_a_restart() {
         }
     });
 }
+
+/// What [`gated`] saw of each request: its query, and, once answered, its status and the
+/// base offset a `410` named.
+#[derive(Clone, Debug)]
+struct Asked {
+    query: String,
+    status: Option<u16>,
+    base: Option<String>,
+}
+
+/// `router` with every request recorded in `asked`, and every live read waiting for a permit
+/// of `live` first (recorded before it waits).
+fn gated(
+    router: axum::Router,
+    asked: &Arc<std::sync::Mutex<Vec<Asked>>>,
+    live: &Arc<tokio::sync::Semaphore>,
+) -> axum::Router {
+    let (asked, live) = (Arc::clone(asked), Arc::clone(live));
+    router.layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let (asked, live) = (Arc::clone(&asked), Arc::clone(&live));
+            async move {
+                let query = request.uri().query().unwrap_or_default().to_owned();
+                let index = {
+                    let mut asked = asked.lock().unwrap();
+                    asked.push(Asked {
+                        query: query.clone(),
+                        status: None,
+                        base: None,
+                    });
+                    asked.len() - 1
+                };
+                if query.contains("live=") {
+                    live.acquire().await.unwrap().forget();
+                }
+                let response = next.run(request).await;
+                let mut asked = asked.lock().unwrap();
+                asked[index].status = Some(response.status().as_u16());
+                asked[index].base = response
+                    .headers()
+                    .get(streams::BASE_OFFSET_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                response
+            }
+        },
+    ))
+}
+
+/// A replica whose offset the log no longer serves meets one `410`, then joins again with
+/// one catch-up read at the base that answer named and one live read, and is live only once
+/// that live read answers; the base it joins with equals the value it holds, and its watchers
+/// hear nothing of it (only of `live` going false and true). A producer's restart (a base
+/// batch mid-stream equal to the value) tells them nothing either.
+#[test]
+fn a_gone_offset_costs_one_catch_up_at_the_named_base_and_an_equal_base_tells_no_watcher() {
+    let runtime = local::runtime();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            JsonlStore::open(dir.path().join("log.jsonl"), Durability::EveryAppend).unwrap();
+        // One base kept, no time floor: two new bases put any older offset out of reach.
+        let log = streams::LogBuilder::new()
+            .retention(Retention::Bases(1))
+            .keep_for(Duration::ZERO)
+            .build(store);
+        let lane = Address::new("lanes", "main");
+        let value = json!({"text": "a", "n": 1});
+        let base = [chord::Op::Replace(value.clone())];
+        let mut writer = LogWriter::new(log.clone(), Checkpoint::Never);
+        writer.append(&lane, &base).unwrap();
+        let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let live = Arc::new(tokio::sync::Semaphore::new(1_000));
+        let app = gated(
+            Streams::new(&log)
+                .sse_lifetime(Duration::from_secs(1))
+                .router(),
+            &asked,
+            &live,
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(streams::serve(listener, app, std::future::pending()));
+        let replica = Replica::builder(&format!("http://{addr}/streams/lanes/main"))
+            .backoff(Duration::from_millis(1), Duration::from_millis(5))
+            .connect()
+            .unwrap();
+        let within =
+            |what: &'static str| move |r: Result<_, _>| r.unwrap_or_else(|_| panic!("{what}"));
+        within("live")(
+            tokio::time::timeout(
+                PATIENCE,
+                replica.wait_until(|s| s.live && s.value.as_ref() == Some(&value)),
+            )
+            .await,
+        );
+
+        // Live reads held: the server ends the one open, and the replica's next one waits.
+        let open = live.available_permits();
+        live.acquire_many(open as u32).await.unwrap().forget();
+        within("the break")(tokio::time::timeout(PATIENCE, replica.wait_until(|s| !s.live)).await);
+        let mut changes = replica.watch();
+        changes.borrow_and_update();
+        // Two bases: the replica's offset is before the one base kept.
+        writer.append(&lane, &base).unwrap();
+        writer.append(&lane, &base).unwrap();
+        let count =
+            |f: &dyn Fn(&Asked) -> bool| asked.lock().unwrap().iter().filter(|a| f(a)).count();
+        let gone_before = count(&|a| a.status == Some(410));
+        assert_eq!(gone_before, 0);
+        // The held live read goes through and meets 410; the replica then catches up at the
+        // base it named, and its next live read waits again.
+        live.add_permits(1);
+        let waiting_live = |asked: &[Asked]| {
+            asked
+                .iter()
+                .rposition(|a| a.status == Some(410))
+                .is_some_and(|gone| {
+                    asked[gone + 1..]
+                        .iter()
+                        .any(|a| a.query.contains("live=") && a.status.is_none())
+                })
+        };
+        let started = std::time::Instant::now();
+        while !waiting_live(&asked.lock().unwrap()) {
+            assert!(started.elapsed() < PATIENCE, "{:?}", asked.lock().unwrap());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!changes.borrow().live, "live before its live read answered");
+        assert!(
+            !changes.has_changed().unwrap(),
+            "the watchers were told of a base equal to the value held"
+        );
+        assert_eq!(changes.borrow().value.as_ref(), Some(&value));
+        live.add_permits(1_000);
+        within("live again")(tokio::time::timeout(PATIENCE, replica.wait_until(|s| s.live)).await);
+
+        let asked_now = asked.lock().unwrap().clone();
+        let gone: Vec<&Asked> = asked_now.iter().filter(|a| a.status == Some(410)).collect();
+        assert_eq!(gone.len(), 1, "{asked_now:?}");
+        let named = gone[0].base.clone().expect("the 410 names the latest base");
+        let after: Vec<&Asked> = asked_now
+            .iter()
+            .skip_while(|a| a.status != Some(410))
+            .skip(1)
+            .collect();
+        assert_eq!(
+            after[0].query,
+            format!("offset={named}"),
+            "one catch-up at the named base: {asked_now:?}"
+        );
+        assert_eq!(after[0].status, Some(200));
+        assert!(
+            after[1].query.contains("live=sse") && after[1].status == Some(200),
+            "then one live read: {asked_now:?}"
+        );
+        assert_eq!(
+            asked_now
+                .iter()
+                .filter(|a| a.query == "offset=base")
+                .count(),
+            1,
+            "the latest base was asked for once, at the first join: {asked_now:?}"
+        );
+        let stats = replica.stats();
+        assert_eq!((stats.subscriptions, stats.bases), (2, 2), "{stats:?}");
+
+        // A producer's restart: a base equal to the value, mid-stream. Applied (counted),
+        // and no watcher told.
+        changes.borrow_and_update();
+        let batches = replica.stats().batches;
+        writer.append(&lane, &base).unwrap();
+        let started = std::time::Instant::now();
+        while replica.stats().batches == batches {
+            assert!(started.elapsed() < PATIENCE, "the base never arrived");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // What would tell them comes right after the count; give it time to.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let breaks = replica.stats().breaks;
+        assert!(
+            !changes.has_changed().unwrap() || replica.stats().breaks != breaks,
+            "a base equal to the value told the watchers"
+        );
+    });
+}
