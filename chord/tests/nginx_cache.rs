@@ -1101,6 +1101,30 @@ async fn two_crowds_joining_from_a_cached_answer_meet_no_gone() {
         logged.len(),
         gone.len(),
     );
+    // What the live reads cost the nodes, by the offset they started at: the second crowd's
+    // replay of the window its cached answer is behind.
+    let mut live_reads: Vec<(u64, usize, u64)> = counts
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(key, n)| {
+            let offset = key.split("offset=").nth(1)?.split('&').next()?;
+            key.contains("live=sse").then(|| {
+                let sent = counts.sent.lock().unwrap().get(key).copied().unwrap_or(0);
+                (seq(offset), *n, sent)
+            })
+        })
+        .collect();
+    live_reads.sort_unstable();
+    println!(
+        "nginx_cache: live reads by the record they started after (seq, reads, bytes sent \
+         until the end): {live_reads:?}; the last batch is record {}",
+        chord::store::Store::read_list(&log, &lane, &chord::store::ReadOptions::desc().limit(1))
+            .unwrap()
+            .records[0]
+            .seq
+    );
     assert!(gone.is_empty(), "answers of 410: {gone:?}");
     assert_eq!(
         logged.iter().filter(|l| l.target == joins).count(),

@@ -4,6 +4,11 @@
 /// batch on; an offset before it answers `410 Gone`, and the client restarts from the latest
 /// base.
 ///
+/// A base is kept while it is one of the last `n`, and also while the base after it is
+/// younger than the log's time floor ([`LogBuilder::keep_for`](super::LogBuilder::keep_for),
+/// 6 minutes by default): an offset handed out within the floor (a cached answer's
+/// `Stream-Next-Offset`) stays readable however many bases came since.
+///
 /// Retention is applied to what the server serves (the records before the oldest kept base
 /// are never read again), and to the store: the [`Log`](super::Log) removes those records
 /// ([`Store::compact`](crate::store::Store::compact)) as its
@@ -21,7 +26,8 @@
 pub enum Retention {
     /// Keep the last `n` base batches (at least 1) and everything after the oldest of them.
     /// With a [`Checkpoint`](crate::store::Checkpoint) of `b` batches, a reader can resume
-    /// after a gap of about `(n - 1) * b` batches without a new base.
+    /// after a gap of about `(n - 1) * b` batches without a new base, or of the time floor,
+    /// whichever is longer.
     Bases(usize),
 }
 
