@@ -863,7 +863,11 @@ async fn a_quiet_run_sends_keep_alive_comments() {
 async fn an_id_before_what_retention_keeps_is_gone_and_a_fresh_reader_starts_at_a_base() {
     let dir = tempfile::tempdir().unwrap();
     let file = JsonlStore::open(dir.path().join("runs.jsonl"), Durability::EveryAppend).unwrap();
-    let log = LogBuilder::new().retention(Retention::Bases(1)).build(file);
+    // One base kept and no time floor: a second base puts the run's start out of reach.
+    let log = LogBuilder::new()
+        .retention(Retention::Bases(1))
+        .keep_for(std::time::Duration::ZERO)
+        .build(file);
     let (release, gate) = mpsc::channel::<()>();
     // The agent waits before its first token, until the client holds the run's first event.
     let gate = Some((0, Arc::new(Mutex::new(gate))));
