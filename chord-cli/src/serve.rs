@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use chord::store::{Durability, JsonlStore, PostgresStore, Store};
-use chord::streams::{self, default_cors, Access, Health, Log, Server, Streams};
+use chord::streams::{self, default_cors, Access, Health, Journaled, Log, Memory, Server, Streams};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::failure::with_causes;
@@ -57,11 +57,19 @@ pub(crate) struct Args {
     /// parameter; others are answered 401.
     #[arg(long, value_name = "PATH")]
     read_token_file: Option<PathBuf>,
-    /// Enable the write side (`PUT`, `POST` appends) for requests carrying one of the tokens
-    /// in this file as `Authorization: Bearer TOKEN`. A JSONL file is then opened for
-    /// writing (created if missing; one writer per file). Without it, writes answer 405. A
-    /// chord log is not forked: a `PUT` with `Stream-Forked-From` answers 501 (after both
-    /// token checks: the fork's token must also be a read token, or it answers 401).
+    /// Enable the write side (`PUT`, `POST`, `DELETE`) for requests carrying one of the
+    /// tokens in this file as `Authorization: Bearer TOKEN`. A JSONL file is then opened for
+    /// writing (created if missing; one writer per file). Without it, writes answer 405.
+    ///
+    /// With writes on, the server is a whole Durable Streams server: beside the chord logs
+    /// it keeps protocol streams of any content type (created, appended, closed, forked,
+    /// expired, deleted, with idempotent producers), durably, in a journal of their own: the
+    /// file `LOG.streams` next to a JSONL or SQLite log, the table `chord_protocol_streams`
+    /// in a PostgreSQL store's schema (one server at a time holds either). A `PUT` creates a
+    /// chord log when it sends `Chord-Kind: log`, or no `Chord-Kind` and an
+    /// `application/json` body of chord batches starting with a base; any other `PUT`
+    /// (`Chord-Kind: stream`) creates a protocol stream. A fork's token must also be a read
+    /// token (or it answers 401); a chord log is not forked (501).
     #[arg(long, value_name = "PATH")]
     write_token_file: Option<PathBuf>,
     /// The `Cache-Control` of catch-up and long-poll reads, e.g. `public, max-age=60,
@@ -112,6 +120,9 @@ pub(crate) enum ServeError {
     /// The log could not be opened.
     #[error("opening the log to serve: {}", with_causes(.0))]
     Open(#[source] chord::store::Error),
+    /// The protocol streams' journal could not be opened.
+    #[error("opening the protocol streams' journal: {}", with_causes(.0))]
+    Journal(#[source] chord::store::Error),
     /// The log is a SQLite database, and this `chord` was built without SQLite.
     #[cfg_attr(feature = "sqlite", allow(dead_code))]
     #[error(
@@ -202,7 +213,12 @@ impl Config {
     }
 
     /// The routes: the streams of `log`, `/healthz`, `/readyz`, and `/metrics` from `scrape`.
-    fn router<S: Store + Send + 'static>(&self, log: &Log<S>, scrape: PrometheusHandle) -> Router {
+    fn router<S: Store + Send + 'static>(
+        &self,
+        log: &Log<S>,
+        scrape: PrometheusHandle,
+        protocol: Option<Journaled>,
+    ) -> Router {
         let mut streams = Streams::new(log).cors(match &self.cors {
             Cors::Any => Some(default_cors()),
             Cors::Origins(origins) => Some(default_cors().allow_origin(origins.clone())),
@@ -230,6 +246,9 @@ impl Config {
         }
         if let Some(value) = &self.cache_control {
             streams = streams.cache_control(value.clone());
+        }
+        if let Some(protocol) = protocol {
+            streams = streams.backend(protocol);
         }
         let metrics = Router::new()
             .route(METRICS_ROUTE, get(metrics))
@@ -385,6 +404,22 @@ fn open(log: &Path, writes: bool) -> Result<(Opened, String), ServeError> {
     Ok((Opened::Jsonl(Log::new(store)), log.display().to_string()))
 }
 
+/// The protocol streams served beside the log at `log` (see [`JOURNAL_SUFFIX`]).
+fn protocol_streams(log: &Path) -> Result<Journaled, chord::store::Error> {
+    match postgres_url(log) {
+        Some(url) => Journaled::postgres(url, Memory::new()),
+        None => {
+            let mut path = log.as_os_str().to_owned();
+            path.push(JOURNAL_SUFFIX);
+            Journaled::file(PathBuf::from(path), Memory::new())
+        }
+    }
+}
+
+/// What a file log's protocol streams' journal adds to its name: `lanes.jsonl` keeps them in
+/// `lanes.jsonl.streams`.
+pub(crate) const JOURNAL_SUFFIX: &str = ".streams";
+
 /// Resolves at the first `SIGTERM` or `SIGINT` (Ctrl-C). The handlers are installed when
 /// this is called, before the server says it listens, so that a signal sent as soon as it
 /// does is never the default one (which would kill the process without a drain).
@@ -417,6 +452,11 @@ pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
     // client blocks on a runtime of its own, which cannot start (or stop) on a thread of
     // another. The router's handles to the log go with the runtime; this one goes last.
     let (log, name) = open(&args.log, writes)?;
+    let protocol = if writes {
+        Some(protocol_streams(&args.log).map_err(ServeError::Journal)?)
+    } else {
+        None
+    };
     if let (Opened::Jsonl(_), false) = (&log, writes) {
         eprintln!(
             "chord: serving {name} as it is now, read-only: records another process appends \
@@ -453,10 +493,10 @@ pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
             }
         });
         let app = match &log {
-            Opened::Jsonl(log) => config.router(log, scrape),
-            Opened::Postgres(log) => config.router(log, scrape),
+            Opened::Jsonl(log) => config.router(log, scrape, protocol),
+            Opened::Postgres(log) => config.router(log, scrape, protocol),
             #[cfg(feature = "sqlite")]
-            Opened::Sqlite(log) => config.router(log, scrape),
+            Opened::Sqlite(log) => config.router(log, scrape, protocol),
         };
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await

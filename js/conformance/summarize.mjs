@@ -5,10 +5,14 @@
 //   node summarize.mjs <report.json> [--write]
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const [reportPath, write] = process.argv.slice(2);
+//   node summarize.mjs <report.json> --no-failures   (also: no test of the suite failed)
+const [reportPath, ...flags] = process.argv.slice(2);
+const write = flags.find((f) => f.startsWith('--write'));
+const noFailures = flags.includes('--no-failures');
 const report = JSON.parse(readFileSync(reportPath, 'utf8'));
 const groups = new Map();
 const passing = [];
+const failedNames = [];
 const count = { passed: 0, failed: 0, skipped: 0 };
 for (const file of report.testResults) {
   for (const t of file.assertionResults) {
@@ -20,6 +24,7 @@ for (const file of report.testResults) {
     groups.set(group, g);
     count[status] += 1;
     // fast-check's property tests draw random inputs: never listed, whatever they did.
+    if (status === 'failed') failedNames.push([...t.ancestorTitles.slice(1), t.title].join(' > '));
     if (status === 'passed' && group !== 'Property-Based Tests (fast-check)') passing.push([...t.ancestorTitles.slice(1), t.title].join(' > '));
   }
 }
@@ -45,6 +50,10 @@ const lost = expected.passing.filter((name) => !passing.includes(name));
 let ok = true;
 if (lost.length > 0) {
   console.error(`no longer passing:\n  ${lost.join('\n  ')}`);
+  ok = false;
+}
+if (noFailures && failedNames.length > 0) {
+  console.error(`failed:\n  ${failedNames.join('\n  ')}`);
   ok = false;
 }
 process.exit(ok ? 0 : 1);

@@ -141,6 +141,8 @@ pub use self::jsonl::{JsonlStore, TornTail};
 #[cfg_attr(docsrs, doc(cfg(all(feature = "postgres", feature = "test-util"))))]
 pub use self::postgres::Cut as PostgresCut;
 #[cfg(feature = "postgres")]
+pub(crate) use self::postgres::Target;
+#[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use self::postgres::{PostgresBuilder, PostgresStore, PostgresTail};
 pub use self::recover::{recover, recover_as, recover_at, replay, Replay};

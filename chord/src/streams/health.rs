@@ -226,7 +226,7 @@ impl Health {
 }
 
 /// `e` and each of its sources, joined by `: `.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(e) = source {

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::journal::Journal;
 use crate::store::Address;
 
 /// The default [`Memory::max_streams`].
@@ -76,6 +77,14 @@ pub trait Backend: Send + Sync + 'static {
     /// does nothing.
     fn release(&self, bytes: usize) {
         let _ = bytes;
+    }
+
+    /// The journal the protocol's writes record each change in before applying it
+    /// ([`Journaled`](super::Journaled)'s). The default, `None`: changes live in memory
+    /// only.
+    #[doc(hidden)]
+    fn journal(&self) -> Option<&Journal> {
+        None
     }
 }
 
@@ -502,7 +511,7 @@ mod tests {
             generic::delete(&memory, &a).status(),
             StatusCode::NO_CONTENT
         );
-        let r = generic::append(&memory, &stream, &headers(None), b"more");
+        let r = generic::append(&memory, &a, &stream, &headers(None), b"more");
         assert_eq!(r.status(), StatusCode::NOT_FOUND);
         assert_eq!(held(&memory), 0);
         assert_eq!(stream.retire(), 0, "its bytes were given back once");

@@ -48,6 +48,75 @@ pub struct WriteRequest<'a> {
     pub headers: &'a HeaderMap,
 }
 
+/// The answer to an append to a stream that is not there: how to make one.
+pub(super) const NO_SUCH_STREAM: &str = "no such stream: create it first with a PUT (a body \
+     of chord batches starting with a base, application/json, for a chord log; any content \
+     type, or `Chord-Kind: stream`, for a protocol stream)\n";
+
+/// The header a `PUT` names the kind of stream it creates with.
+pub(super) const KIND_HEADER: &str = "chord-kind";
+
+/// The two kinds of stream a `PUT` creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StreamKind {
+    /// A chord log: wire batches, validated, starting with a base (`Chord-Kind: log`).
+    Log,
+    /// A protocol stream of any content type, held by the router's backend
+    /// (`Chord-Kind: stream`).
+    Stream,
+}
+
+/// The kind a request's `Chord-Kind` header asks for, if it has one.
+pub(super) fn asked_kind(headers: &HeaderMap) -> Result<Option<StreamKind>, String> {
+    let mut values = headers.get_all(KIND_HEADER).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err("more than one Chord-Kind header\n".to_owned());
+    }
+    match value.to_str().map(str::trim) {
+        Ok(v) if v.eq_ignore_ascii_case("log") => Ok(Some(StreamKind::Log)),
+        Ok(v) if v.eq_ignore_ascii_case("stream") => Ok(Some(StreamKind::Stream)),
+        _ => Err(format!(
+            "Chord-Kind {value:?}: a stream is `log` (a chord log) or `stream` (a protocol \
+             stream)\n"
+        )),
+    }
+}
+
+/// The kind a `PUT` without `Chord-Kind` creates: a chord log when it is `application/json`
+/// and its body starts as chord batches starting with a base do (`[["r", ...` for one batch,
+/// `[[["r", ...` for several); a protocol stream otherwise. Only the first bytes are looked
+/// at: the chord log's validation reads the rest, and says why it refuses it.
+pub(super) fn kind_of(headers: &HeaderMap, body: &[u8]) -> StreamKind {
+    if !is_json(headers) {
+        return StreamKind::Stream;
+    }
+    let skip = |b: &[u8]| -> usize { b.iter().take_while(|c| c.is_ascii_whitespace()).count() };
+    let mut rest = body;
+    let mut opened = 0;
+    loop {
+        rest = &rest[skip(rest)..];
+        match rest.first() {
+            Some(b'[') if opened < 3 => {
+                opened += 1;
+                rest = &rest[1..];
+            }
+            _ => break,
+        }
+    }
+    let base = rest.starts_with(b"\"r\"") && {
+        let after = &rest[3..];
+        after[skip(after)..].starts_with(b",")
+    };
+    if base && opened >= 2 {
+        StreamKind::Log
+    } else {
+        StreamKind::Stream
+    }
+}
+
 /// The default [`Streams::max_body`](super::Streams::max_body): the largest request body the
 /// write side reads (16 MiB).
 pub(crate) const DEFAULT_MAX_BODY: usize = 16 << 20;
@@ -297,7 +366,7 @@ pub(super) async fn handle(
         }
         WriteKind::Create | WriteKind::Append => {
             if write == WriteKind::Append && tail.is_none() {
-                return status(StatusCode::NOT_FOUND, "no such stream\n");
+                return status(StatusCode::NOT_FOUND, NO_SUCH_STREAM);
             }
             if is_closing(headers) {
                 return status(

@@ -19,7 +19,7 @@ use postgres::{Client, Socket};
 use self::pool::Pool;
 pub use self::tail::PostgresTail;
 use self::tail::{Listener, Source};
-use self::target::Target;
+pub(crate) use self::target::Target;
 use super::group::Syncer;
 use super::record::{
     self, address_crc, json_string, newest_mismatch, record_crc, to_sql, Fetched, Row,

@@ -15,6 +15,7 @@ use super::read::is_start;
 use super::{empty, gone, header_str, is_true, meta, text, Refusal, MESSAGE_COST};
 use crate::safe_integer::MAX_SAFE_INTEGER as MAX_SAFE;
 use crate::store::Address;
+use crate::streams::journal::{Change, Journal};
 use crate::streams::memory::{Backend, Config, MemoryStream, State, MAX_TTL};
 use crate::streams::Offset;
 
@@ -37,7 +38,7 @@ fn parse_ttl(v: &str) -> Option<u64> {
 /// the day of that month, the offset's hour, ...). The `time` crate checks every field's
 /// range; it takes any character between date and time, and this takes `T`, `t` or a space
 /// (RFC 3339's note allows a space for readability), nothing else.
-fn parse_rfc3339(v: &str) -> Result<SystemTime, String> {
+pub(crate) fn parse_rfc3339(v: &str) -> Result<SystemTime, String> {
     use time::format_description::well_known::Rfc3339;
     let at = time::OffsetDateTime::parse(v, &Rfc3339).map_err(|e| e.to_string())?;
     // Parsed, so `v` starts with the ten bytes of a date.
@@ -59,7 +60,7 @@ fn parse_rfc3339(v: &str) -> Result<SystemTime, String> {
 }
 
 /// What messages cost a stream: their bytes, each with [`MESSAGE_COST`].
-fn cost(messages: &[Bytes]) -> usize {
+pub(crate) fn cost(messages: &[Bytes]) -> usize {
     messages.iter().map(|m| m.len() + MESSAGE_COST).sum()
 }
 
@@ -308,6 +309,26 @@ pub(crate) fn create(
     }
     let mut initial = inherited;
     initial.append(&mut build(json, body, measured));
+    // With a journal, a stream new at its address is written there before it is made:
+    // creations and deletions hold the journal's order until applied.
+    let journal = backend.journal();
+    let _structure = journal.map(Journal::structure);
+    let new_here = journal.is_some() && backend.get(address).is_none();
+    // The new stream's bytes are reserved before it is inserted, so that no reader sees a
+    // stream the bound then refuses; given back when it is not inserted after all.
+    let reserved = backend.reserve(size);
+    if let (Some(journal), true, Ok(())) = (journal, new_here, &reserved) {
+        let change = Change::Create {
+            address,
+            config: &config,
+            messages: &initial,
+            closed: closing,
+        };
+        if let Err((code, why)) = journal.write(&change) {
+            backend.release(size);
+            return text(code, why);
+        }
+    }
     let fresh = MemoryStream::new(config.clone());
     {
         let mut state = fresh.lock();
@@ -315,9 +336,7 @@ pub(crate) fn create(
         state.messages = initial;
         state.closed = closing;
     }
-    // The new stream's bytes are reserved before it is inserted, so that no reader sees a
-    // stream the bound then refuses; given back when it is not inserted after all.
-    let (stream, created) = match backend.reserve(size) {
+    let (stream, created) = match reserved {
         Ok(()) => match backend.insert(address, fresh) {
             Ok((stream, created)) => {
                 if !created {
@@ -327,6 +346,12 @@ pub(crate) fn create(
             }
             Err(full) => {
                 backend.release(size);
+                if let (Some(journal), true) = (journal, new_here) {
+                    // The creation written above did not happen: the journal says so too.
+                    if let Err((code, why)) = journal.write(&Change::Delete { address }) {
+                        return text(code, why);
+                    }
+                }
                 return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n"));
             }
         },
@@ -418,6 +443,7 @@ fn producer(headers: &HeaderMap) -> Result<Option<Producer>, Refusal> {
 /// `POST` (append, close) on a stream the backend holds.
 pub(crate) fn append(
     backend: &dyn Backend,
+    address: &Address,
     stream: &Arc<MemoryStream>,
     headers: &HeaderMap,
     body: &[u8],
@@ -533,11 +559,26 @@ pub(crate) fn append(
     if let Err(full) = backend.reserve(size) {
         return text(StatusCode::INSUFFICIENT_STORAGE, format!("{full}\n"));
     }
-    if let Some(seq) = header_str(headers, "stream-seq") {
+    let messages = build(stream.json(), body, measured);
+    let stream_seq = header_str(headers, "stream-seq");
+    if let Some(journal) = backend.journal() {
+        let change = Change::Append {
+            address,
+            messages: &messages,
+            producer: accepted.as_ref(),
+            stream_seq,
+            close: closing,
+        };
+        if let Err((code, why)) = journal.write(&change) {
+            backend.release(size);
+            return text(code, why);
+        }
+    }
+    if let Some(seq) = stream_seq {
         state.stream_seq = Some(seq.to_owned());
     }
     state.bytes += size;
-    state.messages.extend(build(stream.json(), body, measured));
+    state.messages.extend(messages);
     if let Some((id, epoch, seq)) = &accepted {
         state.producers.insert(id.clone(), (*epoch, *seq));
     }
@@ -569,6 +610,8 @@ pub(crate) fn append(
 /// A stream with forks is only marked deleted (soft delete: 410, its path not reusable) until
 /// its last fork goes; deleting a fork may so remove its source, and so on up the chain.
 pub(crate) fn delete(backend: &dyn Backend, address: &Address) -> Response {
+    let journal = backend.journal();
+    let _structure = journal.map(Journal::structure);
     let Some(stream) = backend.get(address) else {
         return text(StatusCode::NOT_FOUND, "no such stream\n");
     };
@@ -576,6 +619,11 @@ pub(crate) fn delete(backend: &dyn Backend, address: &Address) -> Response {
         let mut state = stream.lock();
         if state.deleted {
             return gone();
+        }
+        if let Some(journal) = journal {
+            if let Err((code, why)) = journal.write(&Change::Delete { address }) {
+                return text(code, why);
+            }
         }
         if state.forks > 0 {
             state.deleted = true;

@@ -37,7 +37,7 @@ use crate::store::Address;
 use crate::streams::auth::{ReadKind, ReadRequest};
 use crate::streams::generic;
 use crate::streams::memory::MemoryStream;
-use crate::streams::write::{self, WriteKind, WriteRequest};
+use crate::streams::write::{self, StreamKind, WriteKind, WriteRequest};
 
 /// What every route's handlers share: the configuration, and the namespace of a
 /// [`namespace_router`](Streams::namespace_router).
@@ -406,10 +406,27 @@ async fn serve_write(
         Ok(tail) => tail,
         Err(response) => return *response,
     };
+    let asked = match write::asked_kind(headers) {
+        Ok(asked) => asked,
+        Err(why) => return plain(StatusCode::BAD_REQUEST, why),
+    };
     if let Some(backend) = &streams.backend {
         let found = backend.get(address);
         let deleted = found.as_ref().is_some_and(|s| s.lock().deleted);
-        if found.is_some() || tail.is_none() {
+        // A new stream is a chord log when the `PUT` says so, or says nothing and sends a
+        // base batch; any other is a protocol stream.
+        let log_here = tail.is_some()
+            || (found.is_none()
+                && write == WriteKind::Create
+                && fork.is_none()
+                && asked.unwrap_or_else(|| write::kind_of(headers, &body)) == StreamKind::Log);
+        if !log_here {
+            if write == WriteKind::Create && asked == Some(StreamKind::Log) {
+                return plain(
+                    StatusCode::CONFLICT,
+                    "a protocol stream is at this address, not a chord log\n",
+                );
+            }
             return match (write, found) {
                 (WriteKind::Create, _) => generic::create(
                     &**backend,
@@ -420,11 +437,25 @@ async fn serve_write(
                     &body,
                 ),
                 (WriteKind::Append | WriteKind::Delete, Some(_)) if deleted => generic::gone(),
-                (WriteKind::Append, Some(s)) => generic::append(&**backend, &s, headers, &body),
+                (WriteKind::Append, Some(s)) => {
+                    generic::append(&**backend, address, &s, headers, &body)
+                }
                 (WriteKind::Delete, _) => generic::delete(&**backend, address),
-                (WriteKind::Append, None) => plain(StatusCode::NOT_FOUND, "no such stream\n"),
+                (WriteKind::Append, None) => plain(StatusCode::NOT_FOUND, write::NO_SUCH_STREAM),
             };
         }
+    } else if asked == Some(StreamKind::Stream) {
+        return plain(
+            StatusCode::NOT_IMPLEMENTED,
+            "this server keeps chord logs only: a protocol stream (Chord-Kind: stream) needs a \
+             backend (Streams::backend; `chord serve` keeps them with --write-token-file)\n",
+        );
+    }
+    if write == WriteKind::Create && asked == Some(StreamKind::Stream) {
+        return plain(
+            StatusCode::CONFLICT,
+            "a chord log is at this address, not a protocol stream\n",
+        );
     }
     if fork.is_some() {
         // Only a `Memory` backend's streams fork: a chord log has one writer, its producer.
