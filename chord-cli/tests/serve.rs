@@ -786,7 +786,9 @@ fn a_fork_is_authorized_as_a_write_and_a_read_then_refused() {
         (r.status, String::from_utf8_lossy(&r.body).into_owned()),
         (
             501,
-            "a chord log is not forked: only the streams of a Memory backend are\n".into()
+            "a chord log is not forked (it has one writer, its producer): only protocol streams \
+             are\n"
+                .into()
         ),
         "{}",
         r.head
@@ -799,6 +801,127 @@ fn a_fork_is_authorized_as_a_write_and_a_read_then_refused() {
         "",
     );
     assert_eq!(r.status, 404, "nothing was created: {}", r.head);
+    let (code, stderr) = served.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// With writes on, `chord serve` keeps protocol streams of any content type beside the chord
+/// logs, in a journal next to the log: they outlive a restart, deletes included. A `PUT` of a
+/// base batch still makes a chord log (in the log, not the journal), `Chord-Kind` says which
+/// kind a `PUT` makes, and an append to nothing says how to create a stream.
+#[test]
+fn protocol_streams_outlive_a_restart_beside_the_chord_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agent.jsonl");
+    write_lane(JsonlStore::open(&log, Durability::EveryAppend).unwrap());
+    let writers = dir.path().join("writers");
+    std::fs::write(&writers, "w1\n").unwrap();
+    let args = [
+        log.to_str().unwrap(),
+        "--public",
+        "--write-token-file",
+        writers.to_str().unwrap(),
+    ];
+    let auth = ("authorization", "Bearer w1");
+    let text = ("content-type", "text/plain");
+    let json = ("content-type", "application/json");
+    let body = |a: &Answer| String::from_utf8_lossy(&a.body).into_owned();
+    let served = Served::start(&args);
+    let addr = served.addr.clone();
+    let r = call(&addr, "PUT", "/streams/notes/a", &[auth, text], "hello");
+    assert_eq!(r.status, 201, "{}", r.head);
+    let r = call(&addr, "POST", "/streams/notes/a", &[auth, text], ", world");
+    assert_eq!(r.status, 204, "{}", r.head);
+    // A base batch, no Chord-Kind: a chord log.
+    let r = call(
+        &addr,
+        "PUT",
+        "/streams/lanes/new",
+        &[auth, json],
+        r#"[["r",{"n":1}]]"#,
+    );
+    assert_eq!(r.status, 201, "{}", r.head);
+    // The same body as a protocol stream, asked for by name.
+    let kind = ("chord-kind", "stream");
+    let r = call(
+        &addr,
+        "PUT",
+        "/streams/raw/b",
+        &[auth, json, kind],
+        r#"[["r",1]]"#,
+    );
+    assert_eq!(r.status, 201, "{}", r.head);
+    // A chord log asked for by name keeps its validation, and says why it refuses.
+    let log_kind = ("chord-kind", "log");
+    let r = call(
+        &addr,
+        "PUT",
+        "/streams/lanes/bad",
+        &[auth, json, log_kind],
+        r#"[{"a":1}]"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.head);
+    assert!(
+        body(&r).contains("message 0: invalid batch text: a batch must be a JSON array"),
+        "{}",
+        body(&r)
+    );
+    let r = call(
+        &addr,
+        "PUT",
+        "/streams/x/y",
+        &[auth, text, ("chord-kind", "table")],
+        "",
+    );
+    assert_eq!(r.status, 400, "{}", r.head);
+    assert!(
+        body(&r).contains("`log`") && body(&r).contains("`stream`"),
+        "{}",
+        body(&r)
+    );
+    let r = call(&addr, "PUT", "/streams/lanes/main", &[auth, text, kind], "");
+    assert_eq!(r.status, 409, "a chord log is there: {}", body(&r));
+    let r = call(&addr, "POST", "/streams/notes/missing", &[auth, text], "x");
+    assert_eq!(r.status, 404, "{}", r.head);
+    assert!(
+        body(&r).contains("create it first with a PUT"),
+        "{}",
+        body(&r)
+    );
+    let r = call(&addr, "PUT", "/streams/notes/gone", &[auth, text], "bye");
+    assert_eq!(r.status, 201, "{}", r.head);
+    let r = call(&addr, "DELETE", "/streams/notes/gone", &[auth], "");
+    assert_eq!(r.status, 204, "{}", r.head);
+    let (code, stderr) = served.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+    let journal = std::fs::read_to_string(dir.path().join("agent.jsonl.streams")).unwrap();
+    assert!(
+        journal.contains("\"notes\"") && !journal.contains("\"lanes\""),
+        "{journal}"
+    );
+
+    let served = Served::start(&args);
+    let addr = served.addr.clone();
+    let r = call(&addr, "GET", "/streams/notes/a?offset=-1", &[], "");
+    assert_eq!(
+        (r.status, body(&r)),
+        (200, "hello, world".to_owned()),
+        "{}",
+        r.head
+    );
+    assert_eq!(r.header("content-type"), Some("text/plain"));
+    let r = call(&addr, "GET", "/streams/raw/b?offset=-1", &[], "");
+    assert_eq!(
+        (r.status, body(&r)),
+        (200, r#"[["r",1]]"#.to_owned()),
+        "{}",
+        r.head
+    );
+    let r = call(&addr, "GET", "/streams/notes/gone?offset=-1", &[], "");
+    assert_eq!(r.status, 404, "deleted before the restart: {}", r.head);
+    let r = call(&addr, "GET", "/streams/lanes/new?offset=-1", &[], "");
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(body(&r).contains(r#"{"n":1}"#), "{}", body(&r));
     let (code, stderr) = served.terminate();
     assert_eq!(code, Some(0), "{stderr}");
 }

@@ -421,6 +421,11 @@ async fn serve_write(
                 && fork.is_none()
                 && asked.unwrap_or_else(|| write::kind_of(headers, &body)) == StreamKind::Log);
         if !log_here {
+            if let Some(from) = fork.as_ref().filter(|from| backend.get(from).is_none()) {
+                if let Ok(Some(_)) = load(&streams, from, Want::default()).await {
+                    return not_forked();
+                }
+            }
             if write == WriteKind::Create && asked == Some(StreamKind::Log) {
                 return plain(
                     StatusCode::CONFLICT,
@@ -458,14 +463,20 @@ async fn serve_write(
         );
     }
     if fork.is_some() {
-        // Only a `Memory` backend's streams fork: a chord log has one writer, its producer.
-        return plain(
-            StatusCode::NOT_IMPLEMENTED,
-            "a chord log is not forked: only the streams of a Memory backend are\n",
-        );
+        return not_forked();
     }
     let source = Arc::clone(&streams.source);
     write::handle(source, tail, write, address, headers, body).await
+}
+
+/// The answer to a fork of a chord log: only protocol streams fork, a chord log has one
+/// writer, its producer.
+fn not_forked() -> Response {
+    plain(
+        StatusCode::NOT_IMPLEMENTED,
+        "a chord log is not forked (it has one writer, its producer): only protocol streams \
+         are\n",
+    )
 }
 
 /// The absolute URL of a request (for `Location`): `http://` and its `Host`, or else its path.
