@@ -65,7 +65,8 @@ pub(crate) struct Args {
     /// it keeps protocol streams of any content type (created, appended, closed, forked,
     /// expired, deleted, with idempotent producers), durably, in a journal of their own: the
     /// file `LOG.streams` next to a JSONL or SQLite log, the table `chord_protocol_streams`
-    /// in a PostgreSQL store's schema (one server at a time holds either). A `PUT` creates a
+    /// in a PostgreSQL store's schema (one server at a time holds either; over PostgreSQL the
+    /// other nodes serve the chord logs only). A `PUT` creates a
     /// chord log when it sends `Chord-Kind: log`, or no `Chord-Kind` and an
     /// `application/json` body of chord batches starting with a base; any other `PUT`
     /// (`Chord-Kind: stream`) creates a protocol stream. A fork's token must also be a read
@@ -452,10 +453,20 @@ pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
     // client blocks on a runtime of its own, which cannot start (or stop) on a thread of
     // another. The router's handles to the log go with the runtime; this one goes last.
     let (log, name) = open(&args.log, writes)?;
-    let protocol = if writes {
-        Some(protocol_streams(&args.log).map_err(ServeError::Journal)?)
-    } else {
-        None
+    let protocol = match writes.then(|| protocol_streams(&args.log)) {
+        None => None,
+        Some(Ok(journal)) => Some(journal),
+        // Over PostgreSQL, another node with writes holds the schema's protocol streams:
+        // this one takes the chord logs' writes and serves no protocol stream.
+        Some(Err(chord::store::Error::Locked { path })) if postgres_url(&args.log).is_some() => {
+            eprintln!(
+                "chord: warning: {}: another node holds the protocol streams; this one serves \
+                 and takes writes for the chord logs only",
+                path.display()
+            );
+            None
+        }
+        Some(Err(e)) => return Err(ServeError::Journal(e)),
     };
     if let (Opened::Jsonl(_), false) = (&log, writes) {
         eprintln!(

@@ -925,3 +925,65 @@ fn protocol_streams_outlive_a_restart_beside_the_chord_logs() {
     let (code, stderr) = served.terminate();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// Over PostgreSQL, protocol streams live in the schema's table and outlive the node; the
+/// first node with writes holds them, and a second one on the same schema starts anyway,
+/// saying so, and takes the chord logs' writes only.
+#[test]
+fn over_postgresql_one_node_holds_the_protocol_streams() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema("serve_protocol");
+    let url = pg::schema_url(&schema);
+    write_lane(PostgresStore::open(&url, Durability::EveryAppend).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let writers = dir.path().join("writers");
+    std::fs::write(&writers, "w1\n").unwrap();
+    let args = [
+        url.as_str(),
+        "--public",
+        "--write-token-file",
+        writers.to_str().unwrap(),
+    ];
+    let auth = ("authorization", "Bearer w1");
+    let text = ("content-type", "text/plain");
+    let first = Served::start(&args);
+    let r = call(
+        &first.addr,
+        "PUT",
+        "/streams/notes/a",
+        &[auth, text],
+        "kept",
+    );
+    assert_eq!(r.status, 201, "{}", r.head);
+    let second = Served::start(&args);
+    let r = call(&second.addr, "PUT", "/streams/notes/b", &[auth, text], "no");
+    assert_eq!(r.status, 400, "no protocol streams here: {}", r.head);
+    let r = call(
+        &second.addr,
+        "POST",
+        "/streams/lanes/main",
+        &[auth, ("content-type", "application/json")],
+        r#"[["a",["text"],"!"]]"#,
+    );
+    assert_eq!(r.status, 204, "a chord log's append: {}", r.head);
+    let (code, stderr) = second.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("another node holds the protocol streams"),
+        "{stderr}"
+    );
+    let (code, stderr) = first.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+    let again = Served::start(&args);
+    let r = call(&again.addr, "GET", "/streams/notes/a?offset=-1", &[], "");
+    assert_eq!(
+        (r.status, String::from_utf8_lossy(&r.body).into_owned()),
+        (200, "kept".to_owned()),
+        "{}",
+        r.head
+    );
+    let (code, stderr) = again.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+}

@@ -22,11 +22,13 @@
 //!   restarts from the latest base (the one the `410`'s `Chord-Base-Offset` names).
 //! - [`Streams`] is the axum router: the read path for every backend, open to every reader
 //!   unless a read authorization hook guards it ([`Streams::reads`]), and the write side,
-//!   off unless enabled with a write authorization hook ([`Streams::writes`]). With a [`Backend`] ([`Memory`]) it is a full
-//!   Durable Streams server for streams that are not chord logs: any content type, close,
-//!   `DELETE`, idempotent producers, TTL and expiry, forks
-//!   ([`Streams::backend`](Streams::backend)). [`serve`] (or a configured [`Server`]) runs
-//!   it with each connection's kernel send buffer capped.
+//!   off unless enabled with a write authorization hook ([`Streams::writes`]). With a
+//!   [`Backend`] it is a whole Durable Streams server for *protocol streams* beside the
+//!   chord logs: any content type, close, `DELETE`, idempotent producers, TTL and expiry,
+//!   forks ([`Streams::backend`](Streams::backend)); [`Memory`] holds them for the process's
+//!   life, [`Journaled`] beyond it (see [Two kinds of stream](#two-kinds-of-stream)).
+//!   [`serve`] (or a configured [`Server`]) runs it with each connection's kernel send
+//!   buffer capped.
 //!
 //! [Durable Streams protocol]: https://github.com/durable-streams/durable-streams
 //!
@@ -47,6 +49,34 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Two kinds of stream
+//!
+//! A *chord log* holds wire batches: it starts with a base, every batch is validated, it has
+//! one writer (its producer, often another process) and is never deleted or forked. A
+//! *protocol stream* holds messages of any content type, as the protocol describes them:
+//! created empty or not, appended, closed, forked, expired and deleted, with idempotent
+//! producers. Reads are the same for both. Protocol streams need a [`Backend`]; without
+//! one, the router serves chord logs only.
+//!
+//! Which kind a `PUT` creates is the `Chord-Kind` header's choice: `Chord-Kind: log` or
+//! `Chord-Kind: stream`. A `PUT` without it creates a chord log when its body is
+//! `application/json` and starts as chord batches starting with a base do (`[["r", ...` or
+//! `[[["r", ...`), and a protocol stream otherwise: a producer's first batch makes a chord
+//! log as it always has, and any Durable Streams client makes protocol streams without
+//! knowing of chord. A chord log asked for keeps its validation, and a body that is not
+//! batches is refused with the reason (`message 0: invalid batch text: a batch must be a
+//! JSON array`); a `PUT` of one kind where the other is answers 409; an append to an address
+//! holding neither answers 404 saying how to create a stream.
+//!
+//! [`Journaled`] keeps protocol streams in a journal of their own, beside the chord store and
+//! never inside it (a file, or a table of a PostgreSQL schema; `chord serve` keeps
+//! `LOG.streams` next to a JSONL or SQLite log and the table `chord_protocol_streams` in a
+//! PostgreSQL store's schema): each change is written (and a file flushed to disk) before it
+//! is applied and answered, replayed when the journal is opened, and the journal rewritten
+//! then with one record a live stream. One server holds a journal at a time. What a restart
+//! does not keep: a TTL's idle countdown starts again at the open, and live readers
+//! reconnect (from their offsets, which stay valid).
 //!
 //! # Catch-up reads
 //!
@@ -199,13 +229,17 @@
 //! # Conformance
 //!
 //! `scripts/test` runs the protocol's official conformance suite
-//! (`@durable-streams/server-conformance-tests`, the version `js/package.json` pins) against
-//! `chord/examples/streams_server.rs`, a server with the write side enabled for every request
-//! and [`Memory`] as its [`Backend`], through `js/conformance/run`. Every test listed in
-//! `js/conformance/expected.json` must pass: every test of the suite but its property tests,
-//! which draw random inputs and are never listed. Of the suite's 338 tests, the 6 of the
-//! "Reserved subscription APIs" group are skipped by the suite itself, and chord passes the
-//! other 332. Two choices the suite depends on:
+//! (`@durable-streams/server-conformance-tests`, the version `js/package.json` pins) through
+//! `js/conformance/run`, four times at once: against `chord/examples/streams_server.rs`, a
+//! server with the write side enabled for every request and [`Memory`] as its [`Backend`],
+//! and against `chord serve` on a JSONL log, a SQLite log and a PostgreSQL store (with a write
+//! token, protocol streams in its [`Journaled`] journal; the suite's `/v1/stream/NAME` paths
+//! moved under `/streams/conformance/`, the only adaptations besides the token). Every test
+//! listed in `js/conformance/expected.json` must pass: every test of the suite but its property
+//! tests, which draw random inputs and are never listed; against `chord serve` no test may
+//! fail at all. Of the suite's 338 tests, the 6 of the "Reserved subscription APIs" group are
+//! skipped by the suite itself, and chord passes the other 332 on each server. Two choices
+//! the suite depends on:
 //!
 //! - A fork offset of `-1` or of the form `0…0_0…0` means the start of the source stream.
 //!   The suite sends the reference server's own offset format for that; the protocol leaves
@@ -227,6 +261,7 @@
 //! | time a body may take to arrive, then 408 | 30 s | [`Streams::body_timeout`] |
 //! | request headers arriving, per connection | 30 s | [`Server`] |
 //! | bytes of messages a [`Memory`] holds, all its streams together | 1 GiB; a create or append beyond answers 507, refused whole | [`Memory::max_bytes`] |
+//! | bytes a [`Journaled`] journal replays | its [`Memory`]'s bounds; a journal over them is refused when opened | [`Journaled::file`] |
 //! | `Stream-TTL` | 36,500 days ([`MAX_TTL`]); more answers 400 | — |
 //! | `Producer-Epoch`, `Producer-Seq` | 2^53 − 1; more answers 400 | — |
 //! | namespace or key | [`MAX_NAME`] bytes | — |
@@ -281,8 +316,7 @@
 //! | `PUT` with `Stream-Forked-From` (`Stream-Fork-Offset`, `-Sub-Offset`) | the write hook on the new stream, then the read hook on the source ([`ReadKind::Fork`], with the `PUT`'s URI and headers) |
 //! | `OPTIONS` | none: the methods served, or the cross-origin policy's answer to a preflight |
 //!
-//! Only the streams of a [`Memory`] backend fork: after both hooks, a fork of a chord log
-//! answers 501.
+//! Only protocol streams fork: after both hooks, a fork of a chord log answers 501.
 //!
 //! `Stream-Forked-From` is the only header that names another stream. A fork copies its
 //! source, so it is a read of it: a refused source answers exactly as a refused read of it

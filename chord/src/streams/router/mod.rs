@@ -149,9 +149,12 @@ impl Streams {
         }
     }
 
-    /// Holds the streams created through the protocol that are not chord logs in `backend`
-    /// (e.g. [`Memory`](super::Memory)): with the write side on, a `PUT` on an address with no
-    /// chord records creates such a stream, of any content type (bytes stored as sent;
+    /// Holds the protocol streams (those that are not chord logs) in `backend`
+    /// ([`Memory`](super::Memory) for the process's life, [`Journaled`](super::Journaled)
+    /// beyond it): with the write side on, a `PUT` on an address with no chord records
+    /// creates such a stream unless it asks for a chord log (`Chord-Kind: log`, or a base
+    /// batch as its `application/json` body: see [the module docs](super#two-kinds-of-stream)),
+    /// of any content type (bytes stored as sent;
     /// `application/json` framed as JSON messages), which then supports close
     /// (`Stream-Closed`), `DELETE`, idempotent producers (`Producer-Id`, `-Epoch`, `-Seq`),
     /// `Stream-Seq`, `Stream-TTL`, `Stream-Expires-At` and forks (`Stream-Forked-From`, copied
