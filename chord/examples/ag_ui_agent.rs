@@ -2,7 +2,7 @@
 //! their output in the state, and an answer streamed token by token as a text message.
 //!
 //! ```text
-//! cargo run -p chord-delta --example ag_ui_agent --features ag-ui -- --port 8788
+//! cargo run --example ag_ui_agent -- --port 8788
 //! ```
 //!
 //! Prints one line, `http://127.0.0.1:PORT/`, once it accepts connections, and serves until

@@ -3,7 +3,7 @@
 //
 // Its dependencies: `chord-delta` (feature `streams`), `serde` (feature `derive`) and
 // `tokio` (features `macros`, `rt-multi-thread`, `net`, `signal`).
-// `cargo run --example guide_server --features streams`, then
+// `cargo run --example guide_server`, then
 // `curl 'http://127.0.0.1:8080/streams/lanes/main?offset=-1'`.
 use chord::store::{Address, Checkpoint, Durable, JsonlStore, LogWriter};
 use chord::streams::{serve, Log, Streams};

@@ -5,7 +5,7 @@
 //! proxy types, so no change falls back to diffing a whole value.
 //!
 //! ```text
-//! cargo run -p chord-delta --example orchestrator
+//! cargo run --example orchestrator
 //! ```
 //!
 //! It prints every batch with its size on the wire, replays each on a replica that must equal

@@ -2,7 +2,7 @@
 //! structs. The two read alike; only the first can say what changed.
 //!
 //! ```text
-//! cargo run -p chord-delta --example plain_rust
+//! cargo run --example plain_rust
 //! ```
 //!
 //! `chord/tests/producer.rs` checks that the tracked turn emits exactly the batch printed

@@ -1,7 +1,7 @@
 //! A Durable Streams server over a JSONL log, for clients and test suites to talk to.
 //!
 //! ```sh
-//! cargo run --features streams --example streams_server -- [--port N] [--log PATH] [--writes]
+//! cargo run --example streams_server -- [--port N] [--log PATH] [--writes]
 //! ```
 //!
 //! Serves every address of the log at `/streams/{namespace}/{key}`, and the namespace `v1` at

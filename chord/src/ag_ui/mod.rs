@@ -113,7 +113,7 @@
 //!
 //! `chord/examples/ag_ui_agent.rs` in the repository is a whole scripted agent (a plan, tool
 //! calls with their output, an answer token by token), run with
-//! `cargo run -p chord-delta --example ag_ui_agent --features ag-ui -- --port 8788`.
+//! `cargo run --example ag_ui_agent -- --port 8788`, from the repository's root.
 //!
 //! **Routes.**
 //!
