@@ -730,7 +730,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | --- | --- | --- |
 //! | `sqlite` | `store::SqliteStore`, the SQLite backend of the durable log | rusqlite (bundled SQLite) |
 //! | `postgres` | `store::PostgresStore`, the PostgreSQL backend: shared by a cluster, one writer per address, a live tail across nodes | postgres (the synchronous client) |
-//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink, time |
+//! | `streams` | `streams::Streams`: every address's log served as a Durable Stream (catch-up, long-poll, SSE), with `streams::Log`'s tail cache | tokio runtime, axum, hyper (server), hyper-util, http-body, bytes, tower-service, tower-http (CORS), socket2, hashlink, time, base64 |
 //! | `replica` | `replica::Replica`: a Rust replica following a stream over plain HTTP/1, resuming from its offset | tokio runtime, hyper (client), hyper-util, http-body-util, bytes |
 //! | `live` | `streams` + `replica` | |
 //! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
@@ -792,6 +792,8 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! - **time** (`streams`): RFC 3339 timestamps of `Stream-Expires-At`, every field
 //!   range-checked.
 //! - **tower-http** (`streams`): the CORS layer of cross-origin reads (`Streams::cors`).
+//! - **base64** (`streams`): the bytes of a protocol stream's message that are not UTF-8, in
+//!   the journal of `streams::Journaled`.
 //! - **json-patch** (`ag-ui-patch`): the RFC 6902 operation types of AG-UI's `STATE_DELTA`
 //!   events, which `ag_ui::Patcher` builds from ops.
 //! - **serde_path_to_error** (`ag-ui`): an AG-UI client's `state` read into the run's state

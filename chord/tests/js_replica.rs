@@ -793,14 +793,16 @@ async fn a_bad_offset_restarts_from_the_base_as_in_javascript() {
             }
             let request = line.trim_end().to_owned();
             seen.lock().unwrap().push(request.clone());
-            // A fresh start gets a base and a good offset; a resumed one a bad offset.
-            let body = if request.contains("offset=base") {
-                event("data", r#"[[["r",1]]]"#)
-                    + &event("control", r#"{"streamNextOffset":"0000000000000001"}"#)
+            // A fresh start's catch-up read gets a base and a good offset; the live read
+            // after it a bad offset.
+            let response = if request.contains("offset=base") {
+                let body = r#"[[["r",1]]]"#;
+                format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nstream-next-offset: 0000000000000001\r\nstream-up-to-date: true\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
             } else {
-                event("data", r#"[[["r",2]]]"#) + &event("control", r#"{"streamNextOffset":"a b"}"#)
+                let body = event("data", r#"[[["r",2]]]"#)
+                    + &event("control", r#"{"streamNextOffset":"a b"}"#);
+                format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
             };
-            let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
             let _ = stream.write_all(response.as_bytes());
         }
     });
@@ -827,10 +829,10 @@ async fn a_bad_offset_restarts_from_the_base_as_in_javascript() {
         .take(5)
         .map(|r| {
             let offset = r.split("offset=").nth(1).unwrap_or("");
-            offset.split('&').next().unwrap().to_owned()
+            offset.split(['&', ' ']).next().unwrap().to_owned()
         })
         .collect();
-    // The fresh start (from the latest base), the resumed read whose control event names a
+    // The fresh start (a catch-up read from the latest base), the live read whose control event names a
     // bad offset, then a fresh start again: a restart.
     assert_eq!(
         methods,
