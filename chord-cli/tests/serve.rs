@@ -959,7 +959,12 @@ fn over_postgresql_one_node_holds_the_protocol_streams() {
     assert_eq!(r.status, 201, "{}", r.head);
     let second = Served::start(&args);
     let r = call(&second.addr, "PUT", "/streams/notes/b", &[auth, text], "no");
-    assert_eq!(r.status, 400, "no protocol streams here: {}", r.head);
+    assert_eq!(r.status, 501, "no protocol streams here: {}", r.head);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("this server keeps chord logs only"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
     let r = call(
         &second.addr,
         "POST",

@@ -449,7 +449,11 @@ async fn serve_write(
                 (WriteKind::Append, None) => plain(StatusCode::NOT_FOUND, write::NO_SUCH_STREAM),
             };
         }
-    } else if asked == Some(StreamKind::Stream) {
+    } else if write == WriteKind::Create
+        && tail.is_none()
+        && (asked == Some(StreamKind::Stream) || (asked.is_none() && !write::is_json(headers)))
+    {
+        // Asked for a protocol stream, by name or by a content type a chord log never has.
         return plain(
             StatusCode::NOT_IMPLEMENTED,
             "this server keeps chord logs only: a protocol stream (Chord-Kind: stream) needs a \
