@@ -148,7 +148,7 @@ pub use self::postgres::{PostgresBuilder, PostgresStore, PostgresTail};
 pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-pub use self::sqlite::SqliteStore;
+pub use self::sqlite::{SqliteContents, SqliteStore};
 pub use self::writer::{Checkpoint, LogWriter};
 
 /// The tag of a record whose batch starts with `r` as a change: a producer's first value, or
