@@ -420,10 +420,13 @@ enum Empty {
 /// database SQLite would create.
 fn read_only(path: &Path) -> Result<Connection> {
     if !regular_file(path)? {
+        let source = std::fs::metadata(path)
+            .err()
+            .unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
         return Err(Error::Io {
             path: path.to_path_buf(),
             action: "open",
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            source,
         });
     }
     // Opened for writing (not created) but refusing every statement that writes
