@@ -6,7 +6,7 @@
 //! chord show <LOG> <NAMESPACE> <KEY> [--full]      a value's records, ops in readable form
 //! chord recover <LOG> <NAMESPACE> <KEY> [--at SEQ] the value as JSON, latest or at a seq
 //! chord stats <LOG>                                records, base batches, bytes by verb, replay
-//! chord serve <LOG> (--public | --read-token-file PATH) [--listen ADDR] [--create] ...
+//! chord serve <LOG> (--public | --read-token-file PATH) [--listen HOST:PORT] [--create] ...
 //!                                                  the log's streams over HTTP, with /healthz,
 //!                                                  /readyz and /metrics, drained on SIGTERM
 //! ```
@@ -23,6 +23,7 @@
 
 mod addresses;
 mod failure;
+mod listen;
 mod location;
 mod log;
 mod output;

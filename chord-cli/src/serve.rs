@@ -4,7 +4,6 @@
 //! writing Rust.
 
 use std::io::{self, Write as _};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +18,7 @@ use chord::streams::{self, default_cors, Access, Health, Journaled, Log, Memory,
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::failure::with_causes;
+use crate::listen::{self, ListenAddr, ListenError};
 use crate::location::{Kind, Location, LocationError};
 use crate::log::postgres_url;
 use crate::tokens::{TokenError, Tokens};
@@ -51,10 +51,12 @@ pub(crate) struct Args {
     /// other applications' tables is refused all the same.
     #[arg(long)]
     create: bool,
-    /// The address and port to listen on; port 0 takes a free one. The address taken is
-    /// printed on stdout as `listening on http://ADDR`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// The host and port to listen on: an IP address (`0.0.0.0:8080`, `[::1]:8080`) or a
+    /// name (`localhost:8080`), whose first address that can be bound is taken; port 0
+    /// takes a free one. The address taken is printed on stdout as
+    /// `listening on http://ADDR`.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    listen: ListenAddr,
     /// Serve every stream, and `/metrics`, to whoever reaches the address, without a
     /// credential.
     #[arg(long)]
@@ -135,14 +137,9 @@ pub(crate) enum ServeError {
     /// The log names no store to serve, or one of another kind than its name says.
     #[error(transparent)]
     Location(#[from] LocationError),
-    /// The listen address could not be bound.
-    #[error("--listen {addr}: cannot listen: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: io::Error,
-    },
+    /// The listen address could not be resolved or bound.
+    #[error(transparent)]
+    Listen(#[from] ListenError),
     /// The Prometheus recorder could not be installed.
     #[error("installing the metrics recorder: {0}")]
     Metrics(String),
@@ -540,6 +537,8 @@ pub(crate) fn run(args: &Args, store: Option<Kind>) -> Result<(), ServeError> {
             .install_recorder()
             .map_err(|e| ServeError::Metrics(e.to_string()))?;
         streams::describe_metrics();
+        // Every family answers from the first scrape, not only once something happened.
+        streams::register_metrics();
         let upkeep = scrape.clone();
         tokio::spawn(async move {
             // Histograms' samples are folded into their buckets here, not at each record.
@@ -555,12 +554,7 @@ pub(crate) fn run(args: &Args, store: Option<Kind>) -> Result<(), ServeError> {
             #[cfg(feature = "sqlite")]
             Opened::Sqlite(log) => config.router(log, scrape, protocol),
         };
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|source| ServeError::Listen {
-                addr: args.listen,
-                source,
-            })?;
+        let listener = listen::bind(&args.listen).await?;
         let addr = listener.local_addr().map_err(serving)?;
         let stop = stop_signal().map_err(serving)?;
         let reads = match &config.read {
