@@ -467,15 +467,11 @@
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread", "net", "signal"] }
 //! ```
 //!
-#![cfg_attr(
-    feature = "streams",
-    doc = concat!(
-        "```no_run\n",
-        "// `no_run`: it serves until the process is stopped.\n",
-        include_str!("../examples/guide_server.rs"),
-        "```"
-    )
-)]
+// Shown in every build of the docs; compiled (not run: it serves until the process is
+// stopped) where the feature it needs is on.
+#![cfg_attr(feature = "streams", doc = "```no_run")]
+#![cfg_attr(not(feature = "streams"), doc = "```ignore")]
+#![doc = concat!(include_str!("../examples/guide_server.rs"), "```")]
 //!
 //! - **Offsets** are the log's seqs as 16 lowercase hexadecimal digits: opaque to clients,
 //!   ordered as the log is. Reading from an offset returns the records after it.
@@ -537,11 +533,11 @@
 //!   declarations generated from the Rust types, not re-typed by hand; the main example's are
 //!   `demo/src/agent_lane/lane.d.ts`.
 //!
-#![cfg_attr(
-    feature = "replica",
-    doc = r####"
-```no_run
-// `no_run`: it needs a server to follow.
+// Shown in every build of the docs; compiled (not run: it needs a server to follow) where
+// the feature it needs is on.
+#![cfg_attr(feature = "replica", doc = "```no_run")]
+#![cfg_attr(not(feature = "replica"), doc = "```ignore")]
+#![doc = r####"
 use chord::replica::Replica;
 
 #[derive(serde::Deserialize, Debug)]
@@ -560,8 +556,7 @@ while changes.changed().await.is_ok() {
 # Ok(())
 # }
 ```
-"####
-)]
+"####]
 //!
 //! ## The cluster
 //!
@@ -598,11 +593,11 @@ while changes.changed().await.is_ok() {
 //! producer's to redo. PostgreSQL itself is the one stateful part: its own replication and
 //! failover apply.
 //!
-#![cfg_attr(
-    feature = "postgres",
-    doc = r####"
-```no_run
-// `no_run`: it needs a PostgreSQL server.
+// Shown in every build of the docs; compiled (not run: it needs a PostgreSQL server) where
+// the feature it needs is on.
+#![cfg_attr(feature = "postgres", doc = "```no_run")]
+#![cfg_attr(not(feature = "postgres"), doc = "```ignore")]
+#![doc = r####"
 use std::time::Duration;
 use chord::store::{Address, Checkpoint, Durability, Durable, LogWriter, PostgresStore};
 
@@ -629,8 +624,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 # let _ = records;
 # Ok::<(), chord::store::Error>(())
 ```
-"####
-)]
+"####]
 //!
 //! ## Deployment
 //!

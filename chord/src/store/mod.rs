@@ -160,7 +160,14 @@ pub const BASE: &str = "base";
 /// A base for everything that starts from one (recovery, retention, compaction, a reader
 /// with no value), and nothing new for a reader that has the record before it: the stream
 /// server never sends it to a reader resuming from an offset (see
-/// [`streams`](crate::streams#checkpoints) with the `streams` feature).
+#[cfg_attr(
+    feature = "streams",
+    doc = " [`streams`](crate::streams#checkpoints))."
+)]
+#[cfg_attr(
+    not(feature = "streams"),
+    doc = " *Checkpoints* in the `streams` module, with the `streams` feature)."
+)]
 pub const CHECKPOINT: &str = "checkpoint";
 
 /// Whether a record tagged `tag` starts from a whole value ([`BASE`] or [`CHECKPOINT`]):
