@@ -102,7 +102,8 @@ pub(crate) enum LocationError {
     #[cfg_attr(feature = "sqlite", allow(dead_code))]
     #[error(
         "{}: a SQLite database, and this build has no SQLite support: install with \
-         --features sqlite (`cargo install --locked chord-delta-cli --features sqlite`)",
+         --features sqlite (`cargo install --locked --path chord-cli --features sqlite` from \
+         a clone)",
         path.display()
     )]
     NoSqlite {
