@@ -14,6 +14,17 @@ use chord::streams::metrics;
 use chord::Op;
 use serde_json::json;
 
+/// The tests of this binary run one at a time: they open logs for writing in this process
+/// (taking the log's lock) while others spawn `chord`, and a child forked while a log is open
+/// holds a copy of its descriptor, and so its lock, until it executes `chord`: a server
+/// started on that log in that moment would find it locked.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A log with `lanes/main`.
 fn write_log(path: &Path) {
     let mut writer = LogWriter::new(
@@ -110,6 +121,7 @@ fn families() -> Vec<&'static str> {
 
 #[test]
 fn every_metric_family_answers_the_first_scrape() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.jsonl");
     write_log(&log);
@@ -201,6 +213,7 @@ fn promtool_check(text: &str) {
 
 #[test]
 fn listen_takes_a_host_name() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.jsonl");
     write_log(&log);
@@ -216,6 +229,7 @@ fn listen_takes_a_host_name() {
 
 #[test]
 fn an_address_that_cannot_be_listened_on_is_named() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.jsonl");
     write_log(&log);
@@ -247,6 +261,7 @@ fn an_address_that_cannot_be_listened_on_is_named() {
 /// error keeps in its cause.
 #[test]
 fn a_refused_batch_says_why() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.jsonl");
     write_log(&log);

@@ -18,6 +18,17 @@ use serde_json::{json, Value};
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 const JSONL_HEADER: &[u8] = b"{\"chord\":2";
 
+/// The tests of this binary run one at a time: they open logs for writing in this process
+/// (taking the log's lock) while others spawn `chord`, and a child forked while a log is open
+/// holds a copy of its descriptor, and so its lock, until it executes `chord`: a server
+/// started on that log in that moment would find it locked.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn chord(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chord"))
         .args(args)
@@ -156,6 +167,7 @@ const SECOND: &str = r#"[[["a",["text"],"!"]]]"#;
 
 #[test]
 fn serving_a_missing_path_creates_the_kind_its_name_says() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut kinds = vec![("lanes.jsonl", JSONL_HEADER)];
     if cfg!(feature = "sqlite") {
@@ -185,6 +197,7 @@ fn serving_a_missing_path_creates_the_kind_its_name_says() {
 
 #[test]
 fn a_name_of_no_kind_is_refused_naming_the_choices_unless_store_says() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lanes.log");
     let e = Served::start(dir.path(), &log, &[]).err().expect("refused");
@@ -218,6 +231,7 @@ fn a_name_of_no_kind_is_refused_naming_the_choices_unless_store_says() {
 #[cfg(feature = "sqlite")]
 #[test]
 fn an_empty_sqlite_file_becomes_a_store_only_with_create() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("lanes.sqlite");
     std::fs::File::create(&log).unwrap();
@@ -240,6 +254,7 @@ fn an_empty_sqlite_file_becomes_a_store_only_with_create() {
 #[cfg(feature = "sqlite")]
 #[test]
 fn a_sqlite_database_without_chord_tables_is_a_store_only_when_empty_and_asked() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("empty.db");
     rusqlite::Connection::open(&log)
@@ -293,6 +308,7 @@ fn a_sqlite_database_without_chord_tables_is_a_store_only_when_empty_and_asked()
 #[cfg(feature = "sqlite")]
 #[test]
 fn every_command_reads_a_sqlite_store_as_its_jsonl_twin() {
+    let _serial = serial();
     use chord::store::{Durability, JsonlStore};
     let dir = tempfile::tempdir().unwrap();
     let jsonl = dir.path().join("twin.jsonl");
@@ -350,6 +366,7 @@ fn every_command_reads_a_sqlite_store_as_its_jsonl_twin() {
 
 #[test]
 fn a_file_whose_contents_are_another_kind_than_its_name_is_refused() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("log.jsonl");
     let mut f = std::fs::File::create(&db).unwrap();
@@ -377,6 +394,7 @@ fn a_file_whose_contents_are_another_kind_than_its_name_is_refused() {
 
 #[test]
 fn an_unknown_url_scheme_is_refused_by_name() {
+    let _serial = serial();
     for command in [&["stats"][..], &["addresses"][..], &["recover"][..]] {
         let mut args = command.to_vec();
         args.push("mysql://me@127.0.0.1:3306/app");
@@ -401,6 +419,7 @@ fn an_unknown_url_scheme_is_refused_by_name() {
 #[cfg(not(feature = "sqlite"))]
 #[test]
 fn a_build_without_sqlite_names_the_feature() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lanes.sqlite");
     let mut bytes = SQLITE_MAGIC.to_vec();
