@@ -6,12 +6,13 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::failure::Failure;
+use crate::location::Kind;
 use crate::log::Log;
 use crate::output::{plural, Out};
 
 /// Runs `chord addresses`.
-pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
-    let log = Log::open(log)?;
+pub(crate) fn run(out: &mut Out, log: &Path, store: Option<Kind>) -> Result<(), Failure> {
+    let log = Log::open(log, store)?;
     let addresses = log.store().addresses()?;
     if out.json() {
         let mut list = Vec::new();

@@ -1,11 +1,15 @@
-//! What the commands read: a JSONL log file, or a PostgreSQL store named by its URL
-//! (`postgres://...` or `postgresql://...`, with chord's `schema` parameter), both read-only.
+//! What the commands read: a JSONL log file, a SQLite database (with the `sqlite` feature),
+//! or a PostgreSQL store named by its URL (`postgres://...` or `postgresql://...`, with
+//! chord's `schema` parameter), all read-only.
 
 use std::path::Path;
 
 use chord::store::{Address, JsonlStore, PostgresStore, ReadOptions, Store, BASE};
 
 use crate::failure::Failure;
+#[cfg(not(feature = "sqlite"))]
+use crate::location::LocationError;
+use crate::location::{Kind, Location};
 use crate::output::{self, Progress};
 
 /// An open log.
@@ -19,6 +23,9 @@ pub(crate) enum Log {
     },
     /// A PostgreSQL store (no lock, nothing changed: reads only).
     Postgres(PostgresStore),
+    /// A SQLite database (nothing changed; its lock is held while it is read).
+    #[cfg(feature = "sqlite")]
+    Sqlite(chord::store::SqliteStore),
 }
 
 /// Whether the argument names a PostgreSQL store rather than a file.
@@ -32,10 +39,38 @@ impl Log {
     /// one, and warnings about a torn tail). The library refuses what is not a regular file
     /// (a FIFO, `/dev/zero`, a directory) before reading it, and never holds a line longer
     /// than its maximum record size.
-    pub(crate) fn open(log: &Path) -> Result<Log, Failure> {
-        if let Some(url) = postgres_url(log) {
-            return Ok(Log::Postgres(PostgresStore::open_read_only(url)?));
+    /// The kind of a file is its contents', else its name's or `store`'s (`--store`).
+    pub(crate) fn open(log: &Path, store: Option<Kind>) -> Result<Log, Failure> {
+        match Location::of(log, store)? {
+            Location::Postgres(url) => Ok(Log::Postgres(PostgresStore::open_read_only(url)?)),
+            Location::File {
+                path,
+                kind: Some(Kind::Sqlite),
+            } => Log::open_sqlite(path),
+            Location::File { path, .. } => Log::open_jsonl(path),
         }
+    }
+
+    /// Opens a SQLite database read-only, refusing one that holds no chord store.
+    #[cfg(feature = "sqlite")]
+    fn open_sqlite(path: &Path) -> Result<Log, Failure> {
+        crate::location::chord_sqlite(path)?;
+        Ok(Log::Sqlite(chord::store::SqliteStore::open_read_only(
+            path,
+        )?))
+    }
+
+    /// A build without SQLite names the feature it lacks.
+    #[cfg(not(feature = "sqlite"))]
+    fn open_sqlite(path: &Path) -> Result<Log, Failure> {
+        Err(LocationError::NoSqlite {
+            path: path.to_path_buf(),
+        }
+        .into())
+    }
+
+    /// Opens a JSONL file read-only.
+    fn open_jsonl(log: &Path) -> Result<Log, Failure> {
         let size = std::fs::metadata(log)
             .map_err(|e| format!("{}: {e}", log.display()))?
             .len();
@@ -69,6 +104,8 @@ impl Log {
         match self {
             Log::Jsonl { name, .. } => name,
             Log::Postgres(store) => store.database(),
+            #[cfg(feature = "sqlite")]
+            Log::Sqlite(store) => store.path().to_str().unwrap_or("the SQLite database"),
         }
     }
 
@@ -77,6 +114,8 @@ impl Log {
         match self {
             Log::Jsonl { store, .. } => &**store,
             Log::Postgres(store) => store,
+            #[cfg(feature = "sqlite")]
+            Log::Sqlite(store) => store,
         }
     }
 
@@ -84,7 +123,7 @@ impl Log {
     pub(crate) fn jsonl(&self) -> Option<&JsonlStore> {
         match self {
             Log::Jsonl { store, .. } => Some(&**store),
-            Log::Postgres(_) => None,
+            _ => None,
         }
     }
 

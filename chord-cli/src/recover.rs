@@ -5,6 +5,7 @@ use std::path::Path;
 use chord::store::{replay, Address};
 
 use crate::failure::Failure;
+use crate::location::Kind;
 use crate::log::Log;
 use crate::output::{plural, Out};
 
@@ -12,10 +13,11 @@ use crate::output::{plural, Out};
 pub(crate) fn run(
     out: &mut Out,
     log: &Path,
+    store: Option<Kind>,
     address: &Address,
     at: Option<u64>,
 ) -> Result<(), Failure> {
-    let log = Log::open(log)?;
+    let log = Log::open(log, store)?;
     let r = replay(log.store(), address, at)?;
     let Some(value) = r.value else {
         let when = at.map(|s| format!(" up to seq {s}")).unwrap_or_default();

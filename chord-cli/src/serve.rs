@@ -4,7 +4,6 @@
 //! writing Rust.
 
 use std::io::{self, Write as _};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +18,8 @@ use chord::streams::{self, default_cors, Access, Health, Journaled, Log, Memory,
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::failure::with_causes;
+use crate::listen::{self, ListenAddr, ListenError};
+use crate::location::{Kind, Location, LocationError};
 use crate::log::postgres_url;
 use crate::tokens::{TokenError, Tokens};
 
@@ -41,12 +42,21 @@ pub(crate) struct Args {
     /// URL (`postgres://...?schema=name`). A JSONL file is served as it is when opened
     /// (read-only) unless `--write-token-file` enables writes; a SQLite database is opened
     /// with its writer's lock (appends come through this server); a PostgreSQL store is
-    /// followed live, whoever writes to it.
+    /// followed live, whoever writes to it. A file that does not exist is created when
+    /// writes are on, as the kind its name says: `.jsonl` a JSONL log; `.sqlite`, `.sqlite3`,
+    /// `.db` a SQLite database; any other name needs `--store jsonl` or `--store sqlite`.
     log: PathBuf,
-    /// The address and port to listen on; port 0 takes a free one. The address taken is
-    /// printed on stdout as `listening on http://ADDR`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// Make an existing empty SQLite database (0 bytes, or no table) a chord store. Never
+    /// done unasked: a database whose schema is damaged looks the same. A database with
+    /// other applications' tables is refused all the same.
+    #[arg(long)]
+    create: bool,
+    /// The host and port to listen on: an IP address (`0.0.0.0:8080`, `[::1]:8080`) or a
+    /// name (`localhost:8080`), whose first address that can be bound is taken; port 0
+    /// takes a free one. The address taken is printed on stdout as
+    /// `listening on http://ADDR`.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    listen: ListenAddr,
     /// Serve every stream, and `/metrics`, to whoever reaches the address, without a
     /// credential.
     #[arg(long)]
@@ -124,21 +134,12 @@ pub(crate) enum ServeError {
     /// The protocol streams' journal could not be opened.
     #[error("opening the protocol streams' journal: {}", with_causes(.0))]
     Journal(#[source] chord::store::Error),
-    /// The log is a SQLite database, and this `chord` was built without SQLite.
-    #[cfg_attr(feature = "sqlite", allow(dead_code))]
-    #[error(
-        "{0} is a SQLite database, and this chord was built without SQLite: install it with \
-         `cargo install --path chord-cli --locked --features sqlite`"
-    )]
-    Sqlite(String),
-    /// The listen address could not be bound.
-    #[error("--listen {addr}: cannot listen: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: io::Error,
-    },
+    /// The log names no store to serve, or one of another kind than its name says.
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    /// The listen address could not be resolved or bound.
+    #[error(transparent)]
+    Listen(#[from] ListenError),
     /// The Prometheus recorder could not be installed.
     #[error("installing the metrics recorder: {0}")]
     Metrics(String),
@@ -352,57 +353,99 @@ enum Opened {
     Sqlite(Log<chord::store::SqliteStore>),
 }
 
-/// The first bytes of every SQLite database file.
-const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
-
-/// Whether `log` is an existing SQLite database (its first bytes say so).
-fn is_sqlite(log: &Path) -> bool {
-    let mut head = [0u8; 16];
-    std::fs::File::open(log)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| head == SQLITE_MAGIC)
-}
-
-/// Opens `log` to serve: for writing when writes are on, else read-only.
-fn open(log: &Path, writes: bool) -> Result<(Opened, String), ServeError> {
-    if let Some(url) = postgres_url(log) {
-        let store = if writes {
-            PostgresStore::open(url, Durability::default())
-        } else {
-            PostgresStore::open_read_only(url)
+/// Opens `log` to serve: for writing when writes are on, else read-only. A file that does
+/// not exist is created, when writes are on, as the kind its name (or `store`) says; an
+/// empty SQLite database becomes a store only when `create` asks.
+fn open(
+    log: &Path,
+    store: Option<Kind>,
+    writes: bool,
+    create: bool,
+) -> Result<(Opened, String), ServeError> {
+    let (path, kind) = match Location::of(log, store)? {
+        Location::Postgres(url) => {
+            let store = if writes {
+                PostgresStore::open(url, Durability::default())
+            } else {
+                PostgresStore::open_read_only(url)
+            }
+            .map_err(ServeError::Open)?;
+            let name = store.database().to_owned();
+            return Ok((Opened::Postgres(Log::new(store)), name));
         }
-        .map_err(ServeError::Open)?;
-        let name = store.database().to_owned();
-        return Ok((Opened::Postgres(Log::new(store)), name));
+        Location::File { path, kind } => (path, kind),
+    };
+    let name = path.display().to_string();
+    let missing = !path.exists();
+    if writes && missing {
+        Location::kind_to_create(path, kind)?;
     }
-    if is_sqlite(log) {
-        // A SQLite store has one connection that writes: serving it takes its lock, so a
-        // producer must append through this server (or not run meanwhile).
-        #[cfg(feature = "sqlite")]
-        {
-            let store = chord::store::SqliteStore::open(log, Durability::default())
-                .map_err(ServeError::Open)?;
-            return Ok((Opened::Sqlite(Log::new(store)), log.display().to_string()));
-        }
-        #[cfg(not(feature = "sqlite"))]
-        return Err(ServeError::Sqlite(log.display().to_string()));
+    if kind == Some(Kind::Sqlite) {
+        return open_sqlite(path, missing && writes, create).map(|opened| (opened, name));
     }
     let store = if writes {
-        JsonlStore::open(log, Durability::default())
+        JsonlStore::open(path, Durability::default())
     } else {
-        JsonlStore::open_read_only(log)
+        JsonlStore::open_read_only(path)
     }
     .map_err(ServeError::Open)?;
     if let Some(torn) = store.torn_tail() {
         eprintln!(
             "chord: warning: {}:{}: ignoring an incomplete last line ({} bytes): a writer is \
              appending, or died in the middle of a write",
-            log.display(),
+            path.display(),
             torn.line,
             torn.len
         );
     }
-    Ok((Opened::Jsonl(Log::new(store)), log.display().to_string()))
+    Ok((Opened::Jsonl(Log::new(store)), name))
+}
+
+/// Opens a SQLite database to serve, with its writer's lock (a producer must append through
+/// this server, or not run meanwhile): one that holds a chord store; a new one (`new`); an
+/// empty one when `create` asks. Another application's database is refused.
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &Path, new: bool, create: bool) -> Result<Opened, ServeError> {
+    use chord::store::{SqliteContents, SqliteStore};
+    let contents = if new {
+        SqliteContents::Empty { pages: 0 }
+    } else {
+        SqliteStore::contents(path).map_err(ServeError::Open)?
+    };
+    let store = match contents {
+        SqliteContents::Chord => SqliteStore::open(path, Durability::default()),
+        SqliteContents::Empty { .. } if new || create => {
+            SqliteStore::create(path, Durability::default())
+        }
+        SqliteContents::Empty { pages } => {
+            return Err(LocationError::Empty {
+                path: path.to_path_buf(),
+                pages,
+            }
+            .into())
+        }
+        SqliteContents::Other { tables } => {
+            return Err(LocationError::Other {
+                path: path.to_path_buf(),
+                tables,
+            }
+            .into())
+        }
+        other => {
+            unreachable!("SqliteStore::contents of a kind this build does not know: {other:?}")
+        }
+    }
+    .map_err(ServeError::Open)?;
+    Ok(Opened::Sqlite(Log::new(store)))
+}
+
+/// A build without SQLite names the feature it lacks.
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(path: &Path, _new: bool, _create: bool) -> Result<Opened, ServeError> {
+    Err(LocationError::NoSqlite {
+        path: path.to_path_buf(),
+    }
+    .into())
 }
 
 /// The protocol streams served beside the log at `log` (see [`JOURNAL_SUFFIX`]).
@@ -446,13 +489,13 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = ()> + Send> {
 }
 
 /// Runs `chord serve`.
-pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
+pub(crate) fn run(args: &Args, store: Option<Kind>) -> Result<(), ServeError> {
     let config = Config::new(args)?;
     let writes = config.write.is_some();
     // Opened before the runtime starts, and dropped after it has stopped: the PostgreSQL
     // client blocks on a runtime of its own, which cannot start (or stop) on a thread of
     // another. The router's handles to the log go with the runtime; this one goes last.
-    let (log, name) = open(&args.log, writes)?;
+    let (log, name) = open(&args.log, store, writes, args.create)?;
     let protocol = match writes.then(|| protocol_streams(&args.log)) {
         None => None,
         Some(Ok(journal)) => Some(journal),
@@ -494,6 +537,8 @@ pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
             .install_recorder()
             .map_err(|e| ServeError::Metrics(e.to_string()))?;
         streams::describe_metrics();
+        // Every family answers from the first scrape, not only once something happened.
+        streams::register_metrics();
         let upkeep = scrape.clone();
         tokio::spawn(async move {
             // Histograms' samples are folded into their buckets here, not at each record.
@@ -509,12 +554,7 @@ pub(crate) fn run(args: &Args) -> Result<(), ServeError> {
             #[cfg(feature = "sqlite")]
             Opened::Sqlite(log) => config.router(log, scrape, protocol),
         };
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|source| ServeError::Listen {
-                addr: args.listen,
-                source,
-            })?;
+        let listener = listen::bind(&args.listen).await?;
         let addr = listener.local_addr().map_err(serving)?;
         let stop = stop_signal().map_err(serving)?;
         let reads = match &config.read {

@@ -8,12 +8,19 @@ use chord::{display_batch, Decoder};
 use serde_json::json;
 
 use crate::failure::Failure;
+use crate::location::Kind;
 use crate::log::Log;
 use crate::output::{self, plural, Out, Progress};
 
 /// Runs `chord show`: every record of `address`, in seq order.
-pub(crate) fn run(out: &mut Out, log: &Path, address: &Address, full: bool) -> Result<(), Failure> {
-    let log = Log::open(log)?;
+pub(crate) fn run(
+    out: &mut Out,
+    log: &Path,
+    store: Option<Kind>,
+    address: &Address,
+    full: bool,
+) -> Result<(), Failure> {
+    let log = Log::open(log, store)?;
     let store = log.store();
     let total = log.count(address)?;
     if total == 0 {

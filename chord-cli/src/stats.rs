@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::failure::Failure;
+use crate::location::Kind;
 use crate::log::Log;
 use crate::output::{plural, Out, Progress, LONG_RECORDS};
 
@@ -20,8 +21,8 @@ struct PerAddress {
 }
 
 /// Runs `chord stats`.
-pub(crate) fn run(out: &mut Out, log: &Path) -> Result<(), Failure> {
-    let log = Log::open(log)?;
+pub(crate) fn run(out: &mut Out, log: &Path, store: Option<Kind>) -> Result<(), Failure> {
+    let log = Log::open(log, store)?;
     let store = log.store();
     // A database's record count is not known before reading (no bar, then).
     let total = log.len().unwrap_or(0);

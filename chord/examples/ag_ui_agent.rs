@@ -238,7 +238,14 @@ async fn serve(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     )
     .router();
 
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port)).await?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
+        .await
+        .map_err(|e| {
+            format!(
+                "--port {port}: cannot listen on 127.0.0.1:{port}: {e}",
+                port = options.port
+            )
+        })?;
     let port = listener.local_addr()?.port();
     println!("http://127.0.0.1:{port}/");
     std::io::Write::flush(&mut std::io::stdout())?;

@@ -163,8 +163,55 @@
 //!   so `lane.answer += token`, `lane.output_tokens += 1` and two fields borrowed at once work
 //!   as they do on the struct. `Vec` and `VecDeque`, `String`, `Option`, `BTreeMap` and
 //!   `HashMap` with string keys, and the numbers have the std methods (`push`, `insert`,
-//!   `remove`, `drain`, `retain`, `get_mut`, `iter_mut`, indexing, `entry`, `take`, `write!`,
-//!   `+=`, ...), returning what std returns. See [`proxy`].
+//!   `remove`, `drain`, `retain`, `get_mut`, `iter_mut`, `entry`, `take`, `write!`, `+=`,
+//!   ...), returning what std returns. See [`proxy`].
+//! - **An element is edited through its proxy**: a `Vec`'s [`at(i)`](proxy::VecProxy::at)
+//!   (which panics out of bounds, as indexing does) and
+//!   [`get_mut(i)`](proxy::VecProxy::get_mut) (an `Option`), a `VecDeque`'s `get_mut(i)`, a
+//!   map's `get_mut(key)`, and `iter_mut` hand out the element's proxy, so its fields have the
+//!   proxy methods and each edit is its own op. Indexing (`plan.stages[i]`, through `Index`
+//!   and `IndexMut`) hands out the plain element instead: `plan.stages[i].done = true`
+//!   compiles, but `plan.stages[i].done.set(true)` does not (there is no `set` on a `bool`),
+//!   and the element is marked reassigned: compared whole with its accepted value at flush,
+//!   like any change chord does not model (below).
+//!
+//!   ```
+//!   use chord::{display_batch, track, Tracked};
+//!   use serde::Serialize;
+//!
+//!   #[derive(Tracked, Serialize)]
+//!   struct Plan {
+//!       stages: Vec<Stage>,
+//!   }
+//!
+//!   #[derive(Tracked, Serialize)]
+//!   struct Stage {
+//!       name: String,
+//!       done: bool,
+//!   }
+//!
+//!   let stage = |name: &str| Stage { name: name.into(), done: false };
+//!   let mut t = track(Plan { stages: vec![stage("build"), stage("test")] });
+//!   t.flush()?;
+//!   let mut plan = t.state();
+//!   plan.stages.at(1).done.set(true);        // the element's proxy: its field's `set`
+//!   plan.stages.at(0).name += " (cached)";   // and its `+=`
+//!   if let Some(mut stage) = plan.stages.get_mut(2) {
+//!       stage.done.set(true);                // no third stage: not reached
+//!   }
+//!   assert_eq!(
+//!       display_batch(&t.flush()?).to_string(),
+//!       "batch, 2 ops\n  \
+//!        set stages[1].done = true\n  \
+//!        append stages[0].name += \" (cached)\""
+//!   );
+//!   t.state().stages[0].done = true;         // the plain element, compared at flush
+//!   assert_eq!(
+//!       display_batch(&t.flush()?).to_string(),
+//!       "batch, 1 op\n  set stages[0].done = true"
+//!   );
+//!   # Ok::<(), chord::Error>(())
+//!   ```
 //! - **Intent is recorded where it happens.** Pushes, inserts, removals, truncations, drains
 //!   and retains of a `Vec` are splices (`p`); `String` appends are `a`, drops from the front
 //!   (`drain(..n)`, `keep_last(n)`) are `t`; an assignment is `s` (nothing when the new value is
@@ -420,15 +467,11 @@
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread", "net", "signal"] }
 //! ```
 //!
-#![cfg_attr(
-    feature = "streams",
-    doc = concat!(
-        "```no_run\n",
-        "// `no_run`: it serves until the process is stopped.\n",
-        include_str!("../examples/guide_server.rs"),
-        "```"
-    )
-)]
+// Shown in every build of the docs; compiled (not run: it serves until the process is
+// stopped) where the feature it needs is on.
+#![cfg_attr(feature = "streams", doc = "```no_run")]
+#![cfg_attr(not(feature = "streams"), doc = "```ignore")]
+#![doc = concat!(include_str!("../examples/guide_server.rs"), "```")]
 //!
 //! - **Offsets** are the log's seqs as 16 lowercase hexadecimal digits: opaque to clients,
 //!   ordered as the log is. Reading from an offset returns the records after it.
@@ -490,11 +533,11 @@
 //!   declarations generated from the Rust types, not re-typed by hand; the main example's are
 //!   `demo/src/agent_lane/lane.d.ts`.
 //!
-#![cfg_attr(
-    feature = "replica",
-    doc = r####"
-```no_run
-// `no_run`: it needs a server to follow.
+// Shown in every build of the docs; compiled (not run: it needs a server to follow) where
+// the feature it needs is on.
+#![cfg_attr(feature = "replica", doc = "```no_run")]
+#![cfg_attr(not(feature = "replica"), doc = "```ignore")]
+#![doc = r####"
 use chord::replica::Replica;
 
 #[derive(serde::Deserialize, Debug)]
@@ -513,8 +556,7 @@ while changes.changed().await.is_ok() {
 # Ok(())
 # }
 ```
-"####
-)]
+"####]
 //!
 //! ## The cluster
 //!
@@ -551,11 +593,11 @@ while changes.changed().await.is_ok() {
 //! producer's to redo. PostgreSQL itself is the one stateful part: its own replication and
 //! failover apply.
 //!
-#![cfg_attr(
-    feature = "postgres",
-    doc = r####"
-```no_run
-// `no_run`: it needs a PostgreSQL server.
+// Shown in every build of the docs; compiled (not run: it needs a PostgreSQL server) where
+// the feature it needs is on.
+#![cfg_attr(feature = "postgres", doc = "```no_run")]
+#![cfg_attr(not(feature = "postgres"), doc = "```ignore")]
+#![doc = r####"
 use std::time::Duration;
 use chord::store::{Address, Checkpoint, Durability, Durable, LogWriter, PostgresStore};
 
@@ -582,8 +624,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 # let _ = records;
 # Ok::<(), chord::store::Error>(())
 ```
-"####
-)]
+"####]
 //!
 //! ## Deployment
 //!

@@ -536,3 +536,38 @@ async fn a_batch_naming_a_member_twice_is_400_and_nothing_is_appended() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(read, r#"[[["r",{"n":0}]]]"#, "only the first batch");
 }
+
+/// A batch refused for a reason its error keeps in its causes (a reserved segment in a path:
+/// the store's "recovery could not read back", caused by the decoder's rule) is answered 400
+/// with the whole chain, so the writer reads which op and which segment; nothing is appended.
+#[tokio::test]
+async fn a_refused_batch_is_400_with_every_cause_of_its_error() {
+    let f = Fixture::new();
+    let app = Streams::new(&f.log).writes(|_| true).router();
+    let mut writer = LogWriter::new(f.log.clone(), Checkpoint::Never);
+    let lane = Address::new("lanes", "proto");
+    writer
+        .append(&lane, &[Op::Replace(json!({"n": 0}))])
+        .unwrap();
+    const JSON: (&str, &str) = ("content-type", "application/json");
+    let uri = "/streams/lanes/proto";
+    for (body, segment) in [
+        (r#"[[["s",["__proto__"],1]]]"#, "__proto__"),
+        (
+            r#"[[["s",["n"],1]],[["s",["a","constructor","b"],1]]]"#,
+            "constructor",
+        ),
+    ] {
+        let (status, text) = call(&app, Method::POST, uri, &[AUTH, JSON], body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {text}");
+        let (what, why) = text
+            .trim_end()
+            .split_once("recovery could not read back: ")
+            .unwrap_or_else(|| panic!("{body}: no cause after what was refused: {text}"));
+        assert!(what.starts_with("message "), "{body}: {text}");
+        assert!(why.contains(segment), "{body}: {text}");
+    }
+    let (status, read) = call(&app, Method::GET, &format!("{uri}?offset=-1"), &[], "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(read, r#"[[["r",{"n":0}]]]"#, "nothing appended");
+}

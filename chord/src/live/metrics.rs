@@ -229,6 +229,70 @@ pub fn describe_metrics() {
     );
 }
 
+/// The status each kind of request answers when it does what was asked, for the zero series
+/// of [`register_metrics`] (`other` has none: it is a refusal).
+const ANSWERED: &[(&str, &str)] = &[
+    ("catch_up", "200"),
+    ("long_poll", "200"),
+    ("sse", "200"),
+    ("head", "200"),
+    ("append", "204"),
+    ("create", "201"),
+    ("fork", "201"),
+    ("delete", "204"),
+    ("options", "200"),
+    ("ag_ui_run", "200"),
+    ("ag_ui_events", "200"),
+    ("ag_ui_state", "200"),
+];
+
+/// Records zero in every series whose labels are known before anything happens, so that
+/// each family answers from the first scrape: a dashboard's `rate()` has a series to start
+/// from, and an `absent()` alert does not fire on a server that has only been idle. The
+/// counters and gauges without labels; each `reason` of [`SSE_ENDED`], `result` of
+/// [`COMPACTIONS`] and `check` of [`NOT_READY`]; [`REQUEST_SECONDS`] for each of
+/// [`REQUEST_KINDS`], and [`REQUESTS`] for each kind with the status it answers when it
+/// does what was asked (`200`, `201` for a `create` or `fork`, `204` for an `append` or
+/// `delete`). The families labeled by `stream` ([`STREAM_READERS`], [`FOLLOWER_LAG`]) have
+/// no series before a stream is read.
+///
+/// Call it once, after installing the recorder, as [`describe_metrics`]. Calling it again
+/// changes nothing (it adds zero, and sets no gauge). `chord serve` calls it.
+pub fn register_metrics() {
+    for name in [
+        APPENDS,
+        APPEND_BYTES,
+        APPEND_ERRORS,
+        CACHE_MISSES,
+        GONE,
+        READ_ERRORS,
+        REJECTED_BATCHES,
+        DRAIN_CUT,
+        FALLBACKS,
+    ] {
+        metrics::counter!(name).increment(0);
+    }
+    for name in [SSE_OPEN, TAIL_CACHE_BYTES] {
+        metrics::gauge!(name).increment(0.0);
+    }
+    let _ = metrics::histogram!(APPEND_SECONDS);
+    for reason in ["lifetime", "drain", "end", "client"] {
+        metrics::counter!(SSE_ENDED, "reason" => reason).increment(0);
+    }
+    for result in ["ok", "error"] {
+        metrics::counter!(COMPACTIONS, "result" => result).increment(0);
+    }
+    for check in ["store", "follower"] {
+        metrics::counter!(NOT_READY, "check" => check).increment(0);
+    }
+    for &kind in REQUEST_KINDS {
+        let _ = metrics::histogram!(REQUEST_SECONDS, "kind" => kind);
+    }
+    for &(kind, status) in ANSWERED {
+        metrics::counter!(REQUESTS, "kind" => kind, "status" => status).increment(0);
+    }
+}
+
 /// One request answered: counted by kind and status, its time to the response head in the
 /// histogram.
 pub(crate) fn answered(kind: &'static str, status: axum::http::StatusCode, took: Duration) {

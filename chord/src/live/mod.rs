@@ -61,7 +61,7 @@ pub use self::access::Access;
 pub use self::compaction::Compaction;
 pub use self::headers::headers;
 pub use self::log::{Log, LogBuilder, DEFAULT_KEEP_FOR};
-pub use self::metrics::describe_metrics;
+pub use self::metrics::{describe_metrics, register_metrics};
 pub use self::offset::{BadOffset, Offset};
 pub use self::retention::Retention;
 pub use self::server::{serve, Server};

@@ -119,7 +119,7 @@ impl<'a> CheckedBatch<'a> {
         self.text
     }
 
-    /// The record's tag ([`BASE`] for a base batch).
+    /// The record's tag ([`BASE`](super::BASE) for a base batch).
     pub fn tag(&self) -> Option<&'a str> {
         self.tag
     }

@@ -107,6 +107,13 @@ pub enum Error {
         /// The log file.
         path: PathBuf,
     },
+    /// A SQLite store could not be read: its writer holds the database's exclusive lock,
+    /// which it keeps while it is open.
+    #[error("{}: its writer has the database open, and holds it locked: a SQLite store is read while no writer has it open (or through the server that writes it)", .path.display())]
+    LockedByWriter {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The store ends before a seq it acknowledged as durable: the seq in its acknowledged
     /// mark (`<store path>-ack`, written after each flush) is past the store's last record.
     /// Records it acknowledged are gone, cut off the end (a JSONL log that lost its last

@@ -148,7 +148,7 @@ pub use self::postgres::{PostgresBuilder, PostgresStore, PostgresTail};
 pub use self::recover::{recover, recover_as, recover_at, replay, Replay};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-pub use self::sqlite::SqliteStore;
+pub use self::sqlite::{SqliteContents, SqliteStore};
 pub use self::writer::{Checkpoint, LogWriter};
 
 /// The tag of a record whose batch starts with `r` as a change: a producer's first value, or
@@ -160,7 +160,14 @@ pub const BASE: &str = "base";
 /// A base for everything that starts from one (recovery, retention, compaction, a reader
 /// with no value), and nothing new for a reader that has the record before it: the stream
 /// server never sends it to a reader resuming from an offset (see
-/// [`streams`](crate::streams#checkpoints) with the `streams` feature).
+#[cfg_attr(
+    feature = "streams",
+    doc = " [`streams`](crate::streams#checkpoints))."
+)]
+#[cfg_attr(
+    not(feature = "streams"),
+    doc = " *Checkpoints* in the `streams` module, with the `streams` feature)."
+)]
 pub const CHECKPOINT: &str = "checkpoint";
 
 /// Whether a record tagged `tag` starts from a whole value ([`BASE`] or [`CHECKPOINT`]):

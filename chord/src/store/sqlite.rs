@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::group::Syncer;
 use super::mark::{self, Mark};
@@ -93,6 +93,31 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Conn>>,
     durability: Durability,
     syncer: Syncer,
+    /// Opened by [`SqliteStore::open_read_only`]: appends and compactions are refused.
+    read_only: bool,
+}
+
+/// What a SQLite database file holds, as [`SqliteStore::contents`] finds it without changing
+/// it: whether serving it would read a chord store, start one, or mix chord's tables into
+/// another application's database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SqliteContents {
+    /// No table at all: a file of 0 bytes, or a database whose tables were all dropped. A
+    /// database of several pages without a table may also be one whose schema is damaged
+    /// (a flipped bit in its first page hides every table), which is why
+    /// [`SqliteStore::open`] refuses one and only [`SqliteStore::create`] starts a store in it.
+    Empty {
+        /// Its size in pages (0 for an empty file).
+        pages: u64,
+    },
+    /// chord's tables (a store, whatever else it holds).
+    Chord,
+    /// Tables of another application, and none of chord's.
+    Other {
+        /// Their names, in alphabetical order.
+        tables: Vec<String>,
+    },
 }
 
 struct Conn {
@@ -165,7 +190,35 @@ impl SqliteStore {
     /// one ([`Error::Io`] when it cannot be read or written); [`Error::Sqlite`] when it cannot
     /// be opened or is not a chord database.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SqliteStore> {
-        let path = path.as_ref().to_path_buf();
+        SqliteStore::open_for_writes(path.as_ref(), durability, Empty::Refuse)
+    }
+
+    /// As [`open`](SqliteStore::open), and starts a store in a database without any table
+    /// even when it has pages, which `open` refuses as possibly damaged: for a caller that
+    /// knows the database is empty (a person who created it, and said so).
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](SqliteStore::open).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chord::store::{Durability, SqliteContents, SqliteStore};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("log.db");
+    /// std::fs::File::create(&path)?;
+    /// assert_eq!(SqliteStore::contents(&path)?, SqliteContents::Empty { pages: 0 });
+    /// drop(SqliteStore::create(&path, Durability::EveryAppend)?);
+    /// assert_eq!(SqliteStore::contents(&path)?, SqliteContents::Chord);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(path: impl AsRef<Path>, durability: Durability) -> Result<SqliteStore> {
+        SqliteStore::open_for_writes(path.as_ref(), durability, Empty::Create)
+    }
+
+    fn open_for_writes(path: &Path, durability: Durability, empty: Empty) -> Result<SqliteStore> {
+        let path = path.to_path_buf();
         regular_file(&path)?;
         let sql = |action| sql_error(&path, action);
         let conn = Connection::open(&path).map_err(sql("open"))?;
@@ -184,7 +237,7 @@ impl SqliteStore {
             .map_err(locked)?;
         // Takes the exclusive lock now, and keeps it (locking_mode) until the connection closes.
         conn.execute_batch("BEGIN EXCLUSIVE").map_err(locked)?;
-        let setup = prepare(&path, &conn);
+        let setup = prepare(&path, &conn, empty);
         let finish = match &setup {
             Ok(()) => conn.execute_batch("COMMIT"),
             Err(_) => conn.execute_batch("ROLLBACK"),
@@ -221,6 +274,109 @@ impl SqliteStore {
             path,
             conn,
             durability,
+            read_only: false,
+        })
+    }
+
+    /// Opens a store for reading only: nothing is created, and no statement that writes is
+    /// run. The store sees the records present when it was opened (it holds one read
+    /// transaction for its life). While a writer has the database open (it holds SQLite's
+    /// exclusive lock for its life), it cannot be read: [`Error::LockedByWriter`]; and while
+    /// the reader is open, it holds the lock in turn, so a writer opening then gets
+    /// [`Error::Locked`]: a reader is for a look inside (the `chord` command), short-lived.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAFile`] when the path is a FIFO, device or directory; [`Error::Io`] when
+    /// it cannot be opened (there is no file); [`Error::LockedByWriter`];
+    /// [`Error::CorruptDatabase`] when it holds no chord store (see
+    /// [`contents`](SqliteStore::contents)) or its address table or metadata does not check
+    /// out; [`Error::Version`], [`Error::RolledBack`], [`Error::CorruptMark`] as
+    /// [`open`](SqliteStore::open); [`Error::Sqlite`] when it is not a SQLite database.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chord::store::{recover, Address, Durability, Error, SqliteStore, Store, BASE};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("log.db");
+    /// let a = Address::new("lanes", "main");
+    /// let mut db = SqliteStore::open(&path, Durability::EveryAppend)?;
+    /// db.append(&a, r#"[["r",{"n":1}]]"#, Some(BASE))?;
+    /// drop(db);
+    /// let mut reader = SqliteStore::open_read_only(&path)?;
+    /// assert_eq!(recover(&reader, &a)?, Some(serde_json::json!({"n": 1})));
+    /// let refused = reader.append(&a, r#"[["s",["n"],2]]"#, None).unwrap_err();
+    /// assert!(matches!(refused, Error::ReadOnly { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        let conn = read_only(&path)?;
+        // One snapshot for the store's life: the address rows read here and the records
+        // read later agree, whatever a writer commits meanwhile.
+        conn.execute_batch("BEGIN")
+            .map_err(sql_error(&path, "open"))?;
+        if chord_tables(&conn).map_err(busy_error(&path, "open"))? == 0 {
+            return Err(Error::CorruptDatabase {
+                path,
+                reason: "no chord table: not a chord store".to_owned(),
+            });
+        }
+        check_version(&path, &conn)?;
+        let acknowledged = mark::read(&path)?;
+        let state = load(&path, &conn)?;
+        mark::check(&path, acknowledged, Some(state.last_seq).filter(|&s| s > 0))?;
+        let durability = Durability::EveryAppend;
+        let flush = Arc::new(|target: u64| Ok(target));
+        Ok(SqliteStore {
+            syncer: Syncer::new(durability, state.last_seq, flush, None),
+            conn: Arc::new(Mutex::new(Conn {
+                conn,
+                in_tx: false,
+                ids: state.ids,
+                address_count: state.address_count,
+                last_seq: state.last_seq,
+                lease_end: state.lease_end,
+                next_seq: None,
+            })),
+            path,
+            durability,
+            read_only: true,
+        })
+    }
+
+    /// What the SQLite database at `path` holds, read without changing it: whether it is
+    /// empty, a chord store, or another application's database.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_read_only`](SqliteStore::open_read_only), but for what concerns chord's
+    /// tables.
+    pub fn contents(path: impl AsRef<Path>) -> Result<SqliteContents> {
+        let path = path.as_ref();
+        let conn = read_only(path)?;
+        let busy = busy_error(path, "read the schema");
+        if chord_tables(&conn).map_err(&busy)? > 0 {
+            return Ok(SqliteContents::Chord);
+        }
+        let tables = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(&busy)?;
+        if !tables.is_empty() {
+            return Ok(SqliteContents::Other { tables });
+        }
+        let pages: i64 = conn
+            .query_row("SELECT page_count FROM pragma_page_count()", [], |row| {
+                row.get(0)
+            })
+            .map_err(&busy)?;
+        Ok(SqliteContents::Empty {
+            pages: u64::try_from(pages).unwrap_or(0),
         })
     }
 
@@ -233,19 +389,103 @@ impl SqliteStore {
     pub fn durability(&self) -> Durability {
         self.durability
     }
+
+    /// Whether it was opened by [`open_read_only`](SqliteStore::open_read_only).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Refuses a change to a store opened read-only.
+    fn writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What [`prepare`] does with a database that has pages but no table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Empty {
+    /// Refuse it: its schema may be damaged.
+    Refuse,
+    /// Start a store in it: the caller knows it is empty.
+    Create,
+}
+
+/// Opens `path` read-only, for [`SqliteStore::open_read_only`] and
+/// [`SqliteStore::contents`]: a missing file is the operating system's error, not a
+/// database SQLite would create.
+fn read_only(path: &Path) -> Result<Connection> {
+    if !regular_file(path)? {
+        let source = std::fs::metadata(path)
+            .err()
+            .unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+        return Err(Error::Io {
+            path: path.to_path_buf(),
+            action: "open",
+            source,
+        });
+    }
+    // Opened for writing (not created) but refusing every statement that writes
+    // (`query_only`): SQLite's read-only mode would leave a `-shm` and a `-wal` beside a WAL
+    // database, which it cannot remove, and its locks need a descriptor open for writing.
+    // In `EXCLUSIVE` locking mode, set before the first read, a WAL database is read
+    // without the shared-memory index, and the last connection's close removes its `-wal`
+    // as a writer's does. The lock is held until the connection closes, as a writer's is: a
+    // reader is short-lived.
+    // A file this process may only read is opened read-only after all (SQLite's own mode).
+    let sql = |action| sql_error(path, action);
+    let conn = match Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) {
+        Ok(conn) => {
+            conn.pragma_update(None, "query_only", true)
+                .map_err(sql("open"))?;
+            conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+                .map_err(sql("open"))?;
+            conn
+        }
+        Err(e) if e.sqlite_error_code() == Some(ErrorCode::CannotOpen) => {
+            Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(sql("open"))?
+        }
+        Err(e) => return Err(sql("open")(e)),
+    };
+    conn.busy_timeout(Duration::ZERO).map_err(sql("open"))?;
+    Ok(conn)
+}
+
+/// As [`sql_error`], but a database a writer holds is [`Error::LockedByWriter`].
+fn busy_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(rusqlite::Error) -> Error + 'a {
+    move |e| match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Error::LockedByWriter {
+            path: path.to_path_buf(),
+        },
+        _ => sql_error(path, action)(e),
+    }
+}
+
+/// How many of chord's three tables the database has.
+fn chord_tables(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master
+         WHERE type = 'table' AND name IN ('chord_meta', 'chord_addresses', 'chord_records')",
+        [],
+        |row| row.get(0),
+    )
 }
 
 /// Creates the schema in a new database, or checks the format version of an existing one.
-fn prepare(path: &Path, conn: &Connection) -> Result<()> {
+fn prepare(path: &Path, conn: &Connection, empty: Empty) -> Result<()> {
     let sql = |action| sql_error(path, action);
-    let tables: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master
-             WHERE type = 'table' AND name IN ('chord_meta', 'chord_addresses', 'chord_records')",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(sql("open"))?;
+    let tables = chord_tables(conn).map_err(sql("open"))?;
     if tables == 0 {
         // A new database, or one holding only other applications' tables. A database with
         // pages but no table at all is not new: its schema is damaged (a flipped bit in the
@@ -258,16 +498,23 @@ fn prepare(path: &Path, conn: &Connection) -> Result<()> {
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .map_err(sql("open"))?;
-        if entries == 0 && pages > 1 {
+        if entries == 0 && pages > 1 && empty == Empty::Refuse {
             return Err(Error::CorruptDatabase {
                 path: path.to_path_buf(),
                 reason: format!(
-                    "{pages} pages but no table: not a chord database, or its schema is damaged"
+                    "{pages} pages but no table: not a chord database, or its schema is \
+                     damaged (if it is empty, create the store in it explicitly)"
                 ),
             });
         }
         return conn.execute_batch(SCHEMA).map_err(sql("create the schema"));
     }
+    check_version(path, conn)
+}
+
+/// Refuses a store of another format version than this code's.
+fn check_version(path: &Path, conn: &Connection) -> Result<()> {
+    let sql = |action| sql_error(path, action);
     // Version 1 had no `format` row.
     let format: Option<i64> = conn
         .query_row(
@@ -619,6 +866,7 @@ impl SqliteStore {
 
 impl Store for SqliteStore {
     fn append_checked(&mut self, address: &Address, batch: CheckedBatch<'_>) -> Result<u64> {
+        self.writable()?;
         let (batch, tag) = (batch.text(), batch.tag());
         self.syncer.check()?;
         let grouped = matches!(self.durability, Durability::Grouped { .. });
@@ -728,6 +976,7 @@ impl Store for SqliteStore {
                 address: address.clone(),
             });
         }
+        self.writable()?;
         self.syncer.sync()?;
         let sql = |action| sql_error(&self.path, action);
         let mut c = lock(&self.conn);

@@ -212,7 +212,9 @@
 //! millisecond to 30 s), for an exporter that renders buckets (with
 //! `metrics-exporter-prometheus`, `PrometheusBuilder::new().set_buckets(LATENCY_BUCKETS)`;
 //! its default renders histograms as summaries). `chord serve` (the `chord` command) does
-//! both, and serves `/metrics`.
+//! both, and serves `/metrics`. [`register_metrics`] records zero in every series whose
+//! labels are known in advance, so that each family answers from the first scrape (`chord
+//! serve` calls it too).
 //!
 //! A slow reader is not cut by chord: its connection's send buffer bounds what it holds, it
 //! reads the store from its own offset once it falls behind the cache
@@ -412,6 +414,6 @@ pub use self::router::{
 pub use self::write::{WriteKind, WriteRequest};
 #[doc(no_inline)]
 pub use crate::live::{
-    describe_metrics, metrics, serve, Access, BadOffset, Compaction, Log, LogBuilder, Offset,
-    Retention, Server, DEFAULT_KEEP_FOR,
+    describe_metrics, metrics, register_metrics, serve, Access, BadOffset, Compaction, Log,
+    LogBuilder, Offset, Retention, Server, DEFAULT_KEEP_FOR,
 };

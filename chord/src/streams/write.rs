@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, timeout_at, Instant};
 
+use super::health::chain;
 use super::Offset;
 use crate::live::log::Source;
 use crate::live::tail::Tail;
@@ -387,7 +388,7 @@ pub(super) async fn handle(
                 .and_then(|text| {
                     each_batch(text, &mut |i, batch| {
                         let checked = CheckedBatch::tagging_bases(address, batch)
-                            .map_err(|e| format!("message {i}: {e}"))?;
+                            .map_err(|e| format!("message {i}: {}", chain(&e)))?;
                         bases.push(checked.tag().is_some());
                         Ok(())
                     })
@@ -413,8 +414,8 @@ pub(super) async fn handle(
                     // Checked above: only its size is looked at again.
                     let tag = bases[i].then_some(BASE);
                     let checked = CheckedBatch::encoded(&at, batch, tag, MAX_RECORD_BYTES)
-                        .map_err(|e| e.to_string())?;
-                    last = source.append(&at, checked).map_err(|e| e.to_string())?;
+                        .map_err(|e| chain(&e))?;
+                    last = source.append(&at, checked).map_err(|e| chain(&e))?;
                     Ok(())
                 })?;
                 Ok(last)
