@@ -85,12 +85,18 @@ impl Journal {
 }
 
 /// Runs blocking `f` (a disk flush, a database round trip) without stalling the runtime's other
-/// tasks where the runtime allows it (a multi-threaded tokio runtime), else in place.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
+/// tasks where the runtime allows it (a multi-threaded tokio runtime); on a thread of its own
+/// under another runtime (the PostgreSQL client runs a runtime of its own, which cannot start
+/// on a thread driving one); in place outside any runtime.
+fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
-        _ => f(),
+        Ok(_) => std::thread::scope(|s| match s.spawn(f).join() {
+            Ok(t) => t,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }),
+        Err(_) => f(),
     }
 }
 

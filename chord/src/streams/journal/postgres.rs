@@ -9,30 +9,18 @@ use crate::store::{Error, Target};
 
 pub(super) struct TableMedium {
     target: Target,
-    client: Client,
+    /// Always there but while dropped (see the `Drop` impl) or reconnecting.
+    client: Option<Client>,
     table: String,
 }
 
-impl TableMedium {
-    pub(super) fn open(url: &str) -> Result<TableMedium, Error> {
-        let target = Target::parse(url)?;
-        let mut client = connect(&target)?;
-        let schema = target.quoted_schema();
-        let table = format!("{schema}.chord_protocol_streams");
-        client
-            .batch_execute(&format!(
-                "CREATE SCHEMA IF NOT EXISTS {schema};
-                 CREATE TABLE IF NOT EXISTS {table} (
-                     seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                     record text NOT NULL
-                 );"
-            ))
-            .map_err(target.error("create the protocol streams' journal"))?;
-        Ok(TableMedium {
-            target,
-            client,
-            table,
-        })
+impl Drop for TableMedium {
+    /// The client ends its session (and the journal's lock) with a runtime of its own, which
+    /// cannot start on a thread driving another: a server drops its router inside one.
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = std::thread::spawn(move || drop(client)).join();
+        }
     }
 }
 
@@ -55,25 +43,47 @@ fn connect(target: &Target) -> Result<Client, Error> {
 }
 
 impl TableMedium {
-    /// A connection that the server ended (a restart, a cut) is opened again, with the lock,
-    /// before the next record is written; the record that met the cut was answered `503`.
+    pub(super) fn open(url: &str) -> Result<TableMedium, Error> {
+        let target = Target::parse(url)?;
+        let mut client = connect(&target)?;
+        let schema = target.quoted_schema();
+        let table = format!("{schema}.chord_protocol_streams");
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {schema};
+                 CREATE TABLE IF NOT EXISTS {table} (
+                     seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                     record text NOT NULL
+                 );"
+            ))
+            .map_err(target.error("create the protocol streams' journal"))?;
+        Ok(TableMedium {
+            target,
+            client: Some(client),
+            table,
+        })
+    }
+
+    /// The connection; one the server ended (a restart, a cut) is opened again, with the
+    /// lock, before the next record is written (the record that met the cut was answered
+    /// `503`).
     fn client(&mut self) -> Result<&mut Client, Error> {
-        if self.client.is_closed() {
-            self.client = connect(&self.target)?;
-        }
-        Ok(&mut self.client)
+        let client = match self.client.take() {
+            Some(client) if !client.is_closed() => client,
+            _ => connect(&self.target)?,
+        };
+        Ok(self.client.insert(client))
     }
 }
 
 impl Medium for TableMedium {
     fn load(&mut self) -> Result<Vec<Vec<u8>>, Error> {
+        let select = format!("SELECT record FROM {} ORDER BY seq", self.table);
+        let error = self.target.clone();
         let rows = self
-            .client
-            .query(
-                &format!("SELECT record FROM {} ORDER BY seq", self.table),
-                &[],
-            )
-            .map_err(self.target.error("read the protocol streams' journal"))?;
+            .client()?
+            .query(&select, &[])
+            .map_err(error.error("read the protocol streams' journal"))?;
         Ok(rows
             .iter()
             .map(|row| row.get::<_, String>(0).into_bytes())
@@ -84,19 +94,22 @@ impl Medium for TableMedium {
         // Records are JSON, made by this process: UTF-8.
         let text = String::from_utf8_lossy(record);
         let insert = format!("INSERT INTO {} (record) VALUES ($1)", self.table);
+        let error = self.target.clone();
         self.client()?
             .execute(&insert, &[&text.as_ref()])
-            .map_err(self.target.error("append to the protocol streams' journal"))?;
+            .map_err(error.error("append to the protocol streams' journal"))?;
         Ok(())
     }
 
     fn rewrite(&mut self, records: &[Vec<u8>]) -> Result<(), Error> {
-        let error = self.target.error("rewrite the protocol streams' journal");
-        let mut tx = self.client.transaction().map_err(&error)?;
-        tx.execute(&format!("DELETE FROM {}", self.table), &[])
+        let target = self.target.clone();
+        let error = target.error("rewrite the protocol streams' journal");
+        let table = self.table.clone();
+        let mut tx = self.client()?.transaction().map_err(&error)?;
+        tx.execute(&format!("DELETE FROM {table}"), &[])
             .map_err(&error)?;
         let insert = tx
-            .prepare(&format!("INSERT INTO {} (record) VALUES ($1)", self.table))
+            .prepare(&format!("INSERT INTO {table} (record) VALUES ($1)"))
             .map_err(&error)?;
         for record in records {
             let text = String::from_utf8_lossy(record);
