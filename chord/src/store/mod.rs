@@ -140,7 +140,8 @@ pub use self::jsonl::{JsonlStore, TornTail};
 #[cfg(all(feature = "postgres", feature = "test-util"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "postgres", feature = "test-util"))))]
 pub use self::postgres::Cut as PostgresCut;
-#[cfg(feature = "postgres")]
+// The protocol streams' journal over PostgreSQL (`streams::Journaled::postgres`).
+#[cfg(all(feature = "postgres", feature = "streams"))]
 pub(crate) use self::postgres::Target;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
