@@ -24,52 +24,50 @@ export const MAX_WIRE_NESTING = 128;
  * Refuses what `JSON.parse` accepts but chord's decoder (serde_json) does not, so that both
  * replicas fail the same batch at the same stage: strings and keys with a lone surrogate
  * (`"\ud800"`), numbers out of range (`1e400` parses to `Infinity`), and nesting of
- * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, depth first and iterative
- * (a hostile batch cannot overflow the stack), holding one frame per open container: at
- * most `MAX_WIRE_NESTING`, however many ops the batch has. `outer` is the number of
+ * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, depth first, holding one
+ * frame per open container: at most `MAX_WIRE_NESTING` (a hostile batch cannot overflow the
+ * stack), however many ops the batch has. `outer` is the number of
  * containers around `value` (0 for a whole batch, 1 for one of its ops), so that an op
  * checked on its own is refused exactly where its batch would be.
  */
 export function checkWireJson(value, outer = 0) {
-  if (typeof value !== 'object' || value === null) return checkScalar(value);
-  const keysOf = (node) => (Array.isArray(node) ? null : Object.keys(node));
-  const nodes = [value];
-  const keyLists = [keysOf(value)];
-  const next = [0];
-  while (nodes.length > 0) {
-    const top = nodes.length - 1;
-    const node = nodes[top];
-    const keys = keyLists[top];
-    const i = next[top];
-    if (i === (keys === null ? node.length : keys.length)) {
-      nodes.pop();
-      keyLists.pop();
-      next.pop();
-      continue;
-    }
-    next[top] = i + 1;
-    let v;
-    if (keys === null) {
-      v = node[i];
-    } else {
-      if (!keys[i].isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
-      v = node[keys[i]];
-    }
-    if (typeof v !== 'object' || v === null) {
-      checkScalar(v);
-    } else if (outer + nodes.length + 1 >= MAX_WIRE_NESTING) {
-      throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
-    } else {
-      nodes.push(v);
-      keyLists.push(keysOf(v));
-      next.push(0);
+  if (typeof value !== 'object' || value === null) checkScalar(value);
+  else checkContainer(value, outer, 1);
+}
+
+/**
+ * Checks the members or elements of `node`, the `open`-th container from the top, depth
+ * first. Recursive: `open` never passes {@link MAX_WIRE_NESTING}, so neither does the stack.
+ */
+function checkContainer(node, outer, open) {
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) checkChild(node[i], outer, open);
+  } else {
+    const keys = Object.keys(node);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (!key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
+      checkChild(node[key], outer, open);
     }
   }
 }
 
+function checkChild(v, outer, open) {
+  if (typeof v !== 'object' || v === null) {
+    checkScalar(v);
+  } else if (outer + open + 1 >= MAX_WIRE_NESTING) {
+    throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
+  } else {
+    checkContainer(v, outer, open + 1);
+  }
+}
+
 function checkScalar(v) {
-  if (typeof v === 'string' && !v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
-  if (typeof v === 'number' && !Number.isFinite(v)) throw fail('Json', { reason: `number out of range (${v})` });
+  if (typeof v === 'string') {
+    if (!v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
+  } else if (typeof v === 'number' && !Number.isFinite(v)) {
+    throw fail('Json', { reason: `number out of range (${v})` });
+  }
 }
 
 /** A checked wire path as decoded ops hold it: copied once, frozen, then shared by every use. */
