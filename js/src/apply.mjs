@@ -125,9 +125,19 @@ function missing(path, i, kind, info) {
   return fail(kind, info).at(undefined, path.slice(0, i + 1));
 }
 
-function walk(root, path, depth) {
-  let node = root;
-  for (let i = 0; i < depth; i++) node = child(node, path, i);
+/**
+ * The container at `path[0..depth)` of `batch.root`, walked through own members and existing
+ * elements; `batch.trail` keeps each container on the way (`trail[i]` at `path[0..i)`), for
+ * `writable` to copy without walking again.
+ */
+function walk(batch, path, depth) {
+  const trail = batch.trail;
+  let node = batch.root;
+  trail[0] = node;
+  for (let i = 0; i < depth; i++) {
+    node = child(node, path, i);
+    trail[i + 1] = node;
+  }
   return node;
 }
 
@@ -221,6 +231,8 @@ export class Batch {
      * @type {object[] | Set<object> | null}
      */
     this.owned = null;
+    /** @type {unknown[]} the containers the op being applied walked through (see `walk`) */
+    this.trail = [];
     this.work = 0;
     /** @type {Set<object> | null} objects a member delete has been charged for in this batch */
     this.ordered = null;
@@ -266,9 +278,10 @@ export class Batch {
   /**
    * The container at `path[0..depth)` as this batch's own copy, copying it and each
    * container above it that this batch has not copied yet (each linked into its copied
-   * parent). The path has been walked already: every step exists.
+   * parent). The path has just been walked (`walk`), its containers left in `trail`.
    */
   writable(path, depth) {
+    const trail = this.trail;
     let owned = this.owned;
     let node = this.root;
     if (owned === null) {
@@ -278,9 +291,8 @@ export class Batch {
       copies.push(node);
       this.root = node;
       for (let i = 0; i < depth; i++) {
-        const seg = path[i];
-        const copy = shallowCopy(node[seg]);
-        setOwn(node, seg, copy);
+        const copy = shallowCopy(trail[i + 1]);
+        setOwn(node, path[i], copy);
         copies.push(copy);
         node = copy;
       }
@@ -297,8 +309,7 @@ export class Batch {
       this.root = node;
     }
     for (let i = 0; i < depth; i++) {
-      const seg = path[i];
-      const next = node[seg];
+      const next = trail[i + 1];
       if (!copying && owned.has(next)) {
         node = next;
         continue;
@@ -306,7 +317,7 @@ export class Batch {
       copying = true;
       const copy = shallowCopy(next);
       owned.add(copy);
-      setOwn(node, seg, copy);
+      setOwn(node, path[i], copy);
       node = copy;
     }
     return node;
@@ -340,21 +351,20 @@ export function step(batch, op) {
     batch.root = batch.take(op[1], 0);
     return;
   }
-  const root = batch.root;
-  if (root === undefined) throw fail('NoValue');
+  if (batch.root === undefined) throw fail('NoValue');
   const path = op[1];
   batch.spend(walkCost(path));
-  if (verb === 's') set(batch, root, path, op[2]);
-  else if (verb === 'd') remove(batch, root, path);
-  else if (verb === 'a' || verb === 't') text(batch, root, path, verb, op[2]);
-  else splicing(batch, root, path, op);
+  if (verb === 's') set(batch, path, op[2]);
+  else if (verb === 'd') remove(batch, path);
+  else if (verb === 'a' || verb === 't') text(batch, path, verb, op[2]);
+  else splicing(batch, path, op);
 }
 
-function set(batch, root, path, v) {
+function set(batch, path, v) {
   const depth = path.length - 1;
   const last = path[depth];
   const value = batch.take(v, path.length);
-  const parent = walk(root, path, depth);
+  const parent = walk(batch, path, depth);
   if (Array.isArray(parent)) {
     const i = indexOf(last, parent.length);
     if (i === parent.length) {
@@ -377,10 +387,10 @@ function set(batch, root, path, v) {
   }
 }
 
-function remove(batch, root, path) {
+function remove(batch, path) {
   const depth = path.length - 1;
   const last = path[depth];
-  const parent = walk(root, path, depth);
+  const parent = walk(batch, path, depth);
   if (Array.isArray(parent)) {
     const i = indexOf(last, parent.length);
     if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
@@ -400,10 +410,10 @@ function remove(batch, root, path) {
   }
 }
 
-function text(batch, root, path, verb, arg) {
+function text(batch, path, verb, arg) {
   const depth = path.length - 1;
   const last = path[depth];
-  const parent = walk(root, path, depth);
+  const parent = walk(batch, path, depth);
   const s = child(parent, path, depth);
   if (typeof s !== 'string') throw fail('NotAString', { found: jsonType(s) });
   let next;
@@ -435,9 +445,9 @@ function text(batch, root, path, verb, arg) {
   setOwn(target, last, next);
 }
 
-function splicing(batch, root, path, op) {
+function splicing(batch, path, op) {
   const inserted = op[4].map((item) => batch.take(item, path.length + 1));
-  const arr = walk(root, path, path.length);
+  const arr = walk(batch, path, path.length);
   if (!Array.isArray(arr)) throw fail('NotAnArray', { found: jsonType(arr) });
   const index = Math.min(op[2], arr.length);
   const remove = Math.min(op[3], arr.length - index);

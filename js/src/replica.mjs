@@ -198,10 +198,12 @@ export class Replica {
     const decoder = failed ? createDecoder() : this.#decoder;
     // For ops decoded later, from the text: the ids as they were before this batch.
     const ids = lazy ? decoder[IDS]() : null;
-    const stream = decoder[STREAM]();
+    // Paths are frozen only in ops someone is given (see `batchDecoder`).
+    const stream = decoder[STREAM](wantOps);
     // Without anyone to give the ops to, their values (parsed here, one op at a time) become
     // part of the value as they are.
-    let batch = new Batch({ ...DEFAULT_LIMITS, ...this.limits }, failed ? undefined : this.#value, !wantOps);
+    const limits = this.limits === undefined ? DEFAULT_LIMITS : { ...DEFAULT_LIMITS, ...this.limits };
+    let batch = new Batch(limits, failed ? undefined : this.#value, !wantOps);
     let ops = wantOps ? [] : null;
     let level = NONE;
     let error = null;
@@ -296,6 +298,17 @@ export class Replica {
     } catch (e) {
       thrown = { e };
     }
+    if (this.#subscriptions.size > 0) thrown ??= this.#tell(value);
+    if (thrown !== null) throw thrown.e;
+    return value;
+  }
+
+  /**
+   * Calls each subscription whose slice of `value` changed, all of them: the first error
+   * one threw (as `{ e }`), or `null`.
+   */
+  #tell(value) {
+    let thrown = null;
     for (const subscription of [...this.#subscriptions]) {
       if (!this.#subscriptions.has(subscription)) continue;
       try {
@@ -308,8 +321,7 @@ export class Replica {
         thrown ??= { e };
       }
     }
-    if (thrown !== null) throw thrown.e;
-    return value;
+    return thrown;
   }
 
   #fail(e) {

@@ -138,13 +138,18 @@ function decoderWith(initial, held) {
    * It holds the previous op's path, which short forms reuse within the batch. `inPlace`:
    * the op is held nowhere else, so an op of full form becomes the decoded op (its path
    * array frozen where it is); otherwise every decoded op is new and paths are copied.
+   * `kept`: whether the decoded ops are kept or given to anyone; when they are not (a
+   * streamed batch nobody reads the ops of), an inline path is used as parsed, not frozen,
+   * as nothing holds it after the batch. A definition's path is frozen either way: the id
+   * table holds it for later batches.
    */
-  function batchDecoder(inPlace) {
-    const own = inPlace ? (path) => Object.freeze(path) : shared;
+  function batchDecoder(inPlace, kept = true) {
+    const define = inPlace ? Object.freeze : shared;
+    const own = !inPlace ? shared : kept ? Object.freeze : null;
     let previous = null;
     const resolve = (hasPath, ref) => {
       let path = previous;
-      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : own(ref);
+      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : own === null ? ref : own(ref);
       if (!path) throw hasPath ? fail('UnknownId', { id: ref }) : fail('NoPreviousPath');
       previous = path;
       return path;
@@ -152,15 +157,6 @@ function decoderWith(initial, held) {
     return (w) => {
       const verb = w[0];
       const n = w.length - 1;
-      // A full form (a path in place 1) is rewritten in place; a short form gets a new op.
-      const full = verb === 'p' ? n === 4 : verb === 'd' ? n === 1 : n === 2;
-      const op = (...fields) => {
-        if (inPlace && full) {
-          w[1] = fields[1];
-          return w;
-        }
-        return fields;
-      };
       if (verb === '#') {
         if (w[1] >= MAX_IDS) throw fail('LimitExceeded', { limit: 'path id', max: MAX_IDS - 1 });
         let units = 0;
@@ -168,7 +164,7 @@ function decoderWith(initial, held) {
         if (units > MAX_ID_PATH_UNITS) {
           throw fail('LimitExceeded', { limit: 'UTF-16 units of key text in a path with an id', max: MAX_ID_PATH_UNITS });
         }
-        writableIds().set(w[1], own(w[2]));
+        writableIds().set(w[1], define(w[2]));
         return null;
       }
       if (verb === 'r') {
@@ -181,9 +177,32 @@ function decoderWith(initial, held) {
         previous = null;
         return inPlace ? w : ['r', w[1]];
       }
-      if (verb === 'p') return op('p', resolve(n === 4, w[1]), w[n - 2], w[n - 1], w[n]);
-      if (verb === 'd') return op('d', nonEmpty(resolve(n === 1, w[1]), 'd'));
-      return op(verb, nonEmpty(resolve(n === 2, w[1]), verb), w[n]);
+      // A full form (a path in place 1) is rewritten in place; a short form gets a new op.
+      if (verb === 'p') {
+        const full = n === 4;
+        const path = resolve(full, w[1]);
+        if (full && inPlace) {
+          w[1] = path;
+          return w;
+        }
+        return ['p', path, w[n - 2], w[n - 1], w[n]];
+      }
+      if (verb === 'd') {
+        const full = n === 1;
+        const path = nonEmpty(resolve(full, w[1]), 'd');
+        if (full && inPlace) {
+          w[1] = path;
+          return w;
+        }
+        return ['d', path];
+      }
+      const full = n === 2;
+      const path = nonEmpty(resolve(full, w[1]), verb);
+      if (full && inPlace) {
+        w[1] = path;
+        return w;
+      }
+      return [verb, path, w[n]];
     };
   }
 
@@ -247,10 +266,10 @@ function decoderWith(initial, held) {
      * takes each op (checked, parsed by the caller and held nowhere else); `poison` marks
      * the decoder failed, as a failed batch does.
      */
-    [STREAM]: () => {
+    [STREAM]: (kept = true) => {
       if (poisoned) throw fail('DecoderPoisoned');
       return {
-        decode: batchDecoder(true),
+        decode: batchDecoder(true, kept),
         poison: () => {
           poisoned = true;
         },
