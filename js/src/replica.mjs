@@ -1,7 +1,7 @@
 // A replica of one stream: a decoder, the current value and its subscribers.
 
 import { ChordError, at, fail } from './errors.mjs';
-import { checkOp, checkWireOp, isBase, validOp } from './grammar.mjs';
+import { checkWireOp, isBase, validOp } from './grammar.mjs';
 import { eachElement, parseJson } from './batch-text.mjs';
 import { IDS, IN_PLACE, STREAM, checkWireJson, createDecoder, decodeAgain } from './wire.mjs';
 import { Batch, DEFAULT_LIMITS, apply, step } from './apply.mjs';
@@ -217,6 +217,8 @@ export class Replica {
       if (at <= DECODE) stream.poison();
     };
     let isArray = false;
+    // A text with no `\u` escape and no lone surrogate parses to strings with none.
+    const wellFormed = typeof text === 'string' && text.indexOf('\\u') < 0 && text.isWellFormed();
     try {
       isArray = typeof text === 'string' && eachElement(text, (w, i, written) => {
         // Each stage runs while no error of it or of a more serious stage has been seen.
@@ -224,7 +226,7 @@ export class Replica {
         if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(this.#notBase(), NOT_BASE);
         if (level <= WIRE_JSON) return;
         try {
-          checkWireJson(w, 1);
+          checkWireJson(w, 1, wellFormed);
         } catch (e) {
           return raise(e, WIRE_JSON);
         }
@@ -246,7 +248,8 @@ export class Replica {
         if (j === 0) base = op[0] === 'r';
         if (level <= APPLY) return;
         try {
-          step(batch, checkOp(op));
+          // No `checkOp`: an op the wire grammar passed and the decoder resolved is one.
+          step(batch, op);
         } catch (e) {
           return raise(at(e, j, validOp(op) && op[0] !== 'r' ? op[1] : undefined), APPLY);
         }

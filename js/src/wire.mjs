@@ -28,43 +28,46 @@ export const MAX_WIRE_NESTING = 128;
  * frame per open container: at most `MAX_WIRE_NESTING` (a hostile batch cannot overflow the
  * stack), however many ops the batch has. `outer` is the number of
  * containers around `value` (0 for a whole batch, 1 for one of its ops), so that an op
- * checked on its own is refused exactly where its batch would be.
+ * checked on its own is refused exactly where its batch would be. `wellFormed`: the text
+ * `value` was parsed from has no `\u` escape and no lone surrogate, so neither can any of its
+ * strings or keys, which are then not looked at.
  */
-export function checkWireJson(value, outer = 0) {
-  if (typeof value !== 'object' || value === null) checkScalar(value);
-  else checkContainer(value, outer, 1);
+export function checkWireJson(value, outer = 0, wellFormed = false) {
+  const strings = !wellFormed;
+  if (typeof value !== 'object' || value === null) checkScalar(value, strings);
+  else checkContainer(value, outer, 1, strings);
 }
 
 /**
  * Checks the members or elements of `node`, the `open`-th container from the top, depth
  * first. Recursive: `open` never passes {@link MAX_WIRE_NESTING}, so neither does the stack.
  */
-function checkContainer(node, outer, open) {
+function checkContainer(node, outer, open, strings) {
   if (Array.isArray(node)) {
-    for (let i = 0; i < node.length; i++) checkChild(node[i], outer, open);
+    for (let i = 0; i < node.length; i++) checkChild(node[i], outer, open, strings);
   } else {
     const keys = Object.keys(node);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
-      if (!key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
-      checkChild(node[key], outer, open);
+      if (strings && !key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
+      checkChild(node[key], outer, open, strings);
     }
   }
 }
 
-function checkChild(v, outer, open) {
+function checkChild(v, outer, open, strings) {
   if (typeof v !== 'object' || v === null) {
-    checkScalar(v);
+    checkScalar(v, strings);
   } else if (outer + open + 1 >= MAX_WIRE_NESTING) {
     throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
   } else {
-    checkContainer(v, outer, open + 1);
+    checkContainer(v, outer, open + 1, strings);
   }
 }
 
-function checkScalar(v) {
+function checkScalar(v, strings) {
   if (typeof v === 'string') {
-    if (!v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
+    if (strings && !v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
   } else if (typeof v === 'number' && !Number.isFinite(v)) {
     throw fail('Json', { reason: `number out of range (${v})` });
   }
