@@ -87,6 +87,76 @@ function skipSpace(text, i) {
   return i;
 }
 
+// A text is scanned from its bytes when it is ASCII, one byte per UTF-16 unit (so indices
+// are the same): reading a typed array costs a few instructions a character, `charCodeAt`
+// on a text that is a rope or a slice of a larger one (as JSON.stringify and the SSE parser
+// make them) several times that, as it finds the characters again for each read.
+
+const encoder = typeof TextEncoder === 'function' ? new TextEncoder() : null;
+
+/** Texts longer than this are scanned with `charCodeAt`. */
+const BYTES_MAX = 1 << 16;
+
+/** Buffers not in use (a scan inside a scan takes another one). */
+const spareBytes = [];
+
+/**
+ * The text's UTF-16 units as bytes when it is ASCII and at most `BYTES_MAX` long, in a
+ * buffer the caller gives back with `releaseBytes`; otherwise `null`.
+ * @returns {Uint8Array | null}
+ */
+function asciiBytes(text) {
+  const n = text.length;
+  if (encoder === null || n > BYTES_MAX) return null;
+  let bytes = spareBytes.pop() ?? null;
+  if (bytes === null || bytes.length < n) bytes = new Uint8Array(Math.max(256, 2 ** Math.ceil(Math.log2(n))));
+  const { read, written } = encoder.encodeInto(text, bytes);
+  // As many bytes as units, all of them read: every unit was one byte, so ASCII.
+  if (read === n && written === n) return bytes;
+  releaseBytes(bytes);
+  return null;
+}
+
+function releaseBytes(bytes) {
+  if (bytes !== null && spareBytes.length < 4) spareBytes.push(bytes);
+}
+
+/** The UTF-16 unit at `i` of `text`, read from its `bytes` when there are (`NaN` past the end). */
+function unitAt(text, bytes, n, i) {
+  if (bytes === null) return text.charCodeAt(i);
+  return i < n ? bytes[i] : NaN;
+}
+
+function skipSpaceIn(text, bytes, n, i) {
+  if (bytes === null) return skipSpace(text, i);
+  while (i < n && isSpace(bytes[i])) i++;
+  return i;
+}
+
+/** `elementEnd` of a text's `bytes` (`n` of them). */
+function elementEndIn(bytes, n, i) {
+  let depth = 0;
+  for (; i < n; i++) {
+    const c = bytes[i];
+    if (c === 0x22) {
+      for (i++; ; i++) {
+        if (i >= n) return -1;
+        const d = bytes[i];
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      depth++;
+    } else if (c === 0x5d || c === 0x7d) {
+      if (depth === 0) return c === 0x5d ? i : -1;
+      depth--;
+    } else if (c === 0x2c && depth === 0) {
+      return i;
+    }
+  }
+  return -1;
+}
+
 /**
  * Where the element of an array starting at `i` ends: the index of the `,` or `]` after it,
  * found by counting brackets outside strings (a `\` skips the character after it), or -1
@@ -163,18 +233,28 @@ function syntaxError(text, open, starts, at) {
  * @returns {boolean} false when the text is not an array (nothing was visited)
  */
 export function eachElement(text, visit, read = parseJson, syntax = syntaxError) {
-  const open = skipSpace(text, 0);
-  if (text.charCodeAt(open) !== 0x5b) return false;
+  const bytes = asciiBytes(text);
+  try {
+    return eachElementIn(text, bytes, visit, read, syntax);
+  } finally {
+    releaseBytes(bytes);
+  }
+}
+
+function eachElementIn(text, bytes, visit, read, syntax) {
+  const n = text.length;
+  const open = skipSpaceIn(text, bytes, n, 0);
+  if (unitAt(text, bytes, n, open) !== 0x5b) return false;
   let i = open + 1;
-  const close = skipSpace(text, i);
-  if (text.charCodeAt(close) === 0x5d) {
-    if (skipSpace(text, close + 1) !== text.length) throw syntax(text, open, [], i);
+  const close = skipSpaceIn(text, bytes, n, i);
+  if (unitAt(text, bytes, n, close) === 0x5d) {
+    if (skipSpaceIn(text, bytes, n, close + 1) !== n) throw syntax(text, open, [], i);
     return true;
   }
   // The starts of the last few elements: enough to reach 64 characters back.
   const starts = [];
   for (let index = 0; ; index++) {
-    const end = elementEnd(text, i);
+    const end = bytes === null ? elementEnd(text, i) : elementEndIn(bytes, n, i);
     if (end < 0) throw syntax(text, open, starts, i);
     let element;
     const elementText = text.slice(i, end);
@@ -189,8 +269,8 @@ export function eachElement(text, visit, read = parseJson, syntax = syntaxError)
     if (starts.length > 40) starts.splice(0, 8);
     visit(element, index, elementText);
     element = undefined;
-    if (text.charCodeAt(end) === 0x5d) {
-      if (skipSpace(text, end + 1) !== text.length) throw syntax(text, open, starts, i);
+    if (unitAt(text, bytes, n, end) === 0x5d) {
+      if (skipSpaceIn(text, bytes, n, end + 1) !== n) throw syntax(text, open, starts, i);
       return true;
     }
     i = end + 1;
