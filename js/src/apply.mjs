@@ -104,17 +104,20 @@ function splice(arr, index, remove, inserted) {
   for (let j = 0; j < k; j++) arr[index + j] = inserted[j];
 }
 
+/** `Object.prototype.hasOwnProperty`, called on a value's containers: what `Object.hasOwn` calls. */
+const hasOwn = Object.prototype.hasOwnProperty;
+
 /** The child `path[i]` of `at`: own members and existing elements only. */
 function child(at, path, i) {
   const seg = path[i];
   if (Array.isArray(at)) {
     if (typeof seg === 'string') throw missing(path, i, 'KeyOnArray');
-    if (seg >= at.length || !Object.hasOwn(at, seg)) throw missing(path, i, 'IndexOutOfRange', { index: seg, len: at.length });
+    if (seg >= at.length || !hasOwn.call(at, seg)) throw missing(path, i, 'IndexOutOfRange', { index: seg, len: at.length });
     return at[seg];
   }
   if (typeof at === 'object' && at !== null) {
     const key = typeof seg === 'string' ? seg : String(seg);
-    if (!Object.hasOwn(at, key)) throw missing(path, i, 'Missing');
+    if (!hasOwn.call(at, key)) throw missing(path, i, 'Missing');
     return at[key];
   }
   throw missing(path, i, 'NotAContainer', { found: jsonType(at) });
@@ -232,7 +235,7 @@ export class Batch {
      */
     this.owned = null;
     /** @type {unknown[]} the containers the op being applied walked through (see `walk`) */
-    this.trail = [];
+    this.trail = new Array(16);
     this.work = 0;
     /** @type {Set<object> | null} objects a member delete has been charged for in this batch */
     this.ordered = null;
@@ -375,7 +378,7 @@ function set(batch, path, v) {
     }
   } else if (typeof parent === 'object' && parent !== null) {
     const key = typeof last === 'string' ? last : String(last);
-    const has = Object.hasOwn(parent, key);
+    const has = hasOwn.call(parent, key);
     if (!(has && isScalar(value) && Object.is(parent[key], value))) {
       const obj = batch.writable(path, depth);
       // A member the object has is assigned; a new one is defined, reaching no setter.
@@ -398,7 +401,7 @@ function remove(batch, path) {
     batch.writable(path, depth).splice(i, 1);
   } else if (typeof parent === 'object' && parent !== null) {
     const key = String(last);
-    if (Object.hasOwn(parent, key)) {
+    if (hasOwn.call(parent, key)) {
       const obj = batch.writable(path, depth);
       // The first member delete on an object in a batch costs its member count, later ones
       // 1: the units chord's replica and this one agree on (see js/README.md).

@@ -44,32 +44,35 @@ export function checkWireJson(value, outer = 0, wellFormed = false) {
  */
 function checkContainer(node, outer, open, strings) {
   if (Array.isArray(node)) {
-    for (let i = 0; i < node.length; i++) checkChild(node[i], outer, open, strings);
+    for (let i = 0; i < node.length; i++) {
+      const v = node[i];
+      if (typeof v === 'object' && v !== null) checkNested(v, outer, open, strings);
+      else checkScalar(v, strings);
+    }
   } else {
     const keys = Object.keys(node);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       if (strings && !key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
-      checkChild(node[key], outer, open, strings);
+      const v = node[key];
+      if (typeof v === 'object' && v !== null) checkNested(v, outer, open, strings);
+      else checkScalar(v, strings);
     }
   }
 }
 
-function checkChild(v, outer, open, strings) {
-  if (typeof v !== 'object' || v === null) {
-    checkScalar(v, strings);
-  } else if (outer + open + 1 >= MAX_WIRE_NESTING) {
+function checkNested(v, outer, open, strings) {
+  if (outer + open + 1 >= MAX_WIRE_NESTING) {
     throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
-  } else {
-    checkContainer(v, outer, open + 1, strings);
   }
+  checkContainer(v, outer, open + 1, strings);
 }
 
 function checkScalar(v, strings) {
-  if (typeof v === 'string') {
-    if (strings && !v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
-  } else if (typeof v === 'number' && !Number.isFinite(v)) {
-    throw fail('Json', { reason: `number out of range (${v})` });
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw fail('Json', { reason: `number out of range (${v})` });
+  } else if (strings && typeof v === 'string' && !v.isWellFormed()) {
+    throw fail('Json', { reason: 'a string holds a lone surrogate' });
   }
 }
 
