@@ -229,11 +229,13 @@ export class Batch {
     this.adopt = adopt;
     /**
      * The containers this batch copied, which it may write into: `null` before its first
-     * write, then the list that write copied (the whole path: nothing was the batch's own),
-     * made a Set when a second write looks them up. Local to the batch, so dropped with it.
-     * @type {object[] | Set<object> | null}
+     * write (or since an `r`), then the path that write copied every container of (nothing
+     * was the batch's own), with `ownedDepth`, made a Set when a second write looks them up.
+     * Local to the batch, so dropped with it.
+     * @type {ReadonlyArray<string|number> | Set<object> | null}
      */
     this.owned = null;
+    this.ownedDepth = 0;
     /** @type {unknown[]} the containers the op being applied walked through (see `walk`) */
     this.trail = new Array(16);
     this.work = 0;
@@ -279,6 +281,22 @@ export class Batch {
   }
 
   /**
+   * The copies of the batch's first write as a Set: the containers at `path[0..depth)`, its
+   * path, which no write since has moved (a write changes only what its own path ends in).
+   */
+  #ownedSet(path, depth) {
+    const owned = new Set();
+    let node = this.root;
+    owned.add(node);
+    for (let i = 0; i < depth; i++) {
+      node = node[path[i]];
+      owned.add(node);
+    }
+    this.owned = owned;
+    return owned;
+  }
+
+  /**
    * The container at `path[0..depth)` as this batch's own copy, copying it and each
    * container above it that this batch has not copied yet (each linked into its copied
    * parent). The path has just been walked (`walk`), its containers left in `trail`.
@@ -289,20 +307,18 @@ export class Batch {
     let node = this.root;
     if (owned === null) {
       // The batch's first write: every container on the path is copied.
-      const copies = [];
       node = shallowCopy(node);
-      copies.push(node);
       this.root = node;
       for (let i = 0; i < depth; i++) {
         const copy = shallowCopy(trail[i + 1]);
         setOwn(node, path[i], copy);
-        copies.push(copy);
         node = copy;
       }
-      this.owned = copies;
+      this.owned = path;
+      this.ownedDepth = depth;
       return node;
     }
-    if (Array.isArray(owned)) owned = this.owned = new Set(owned);
+    if (!(owned instanceof Set)) owned = this.#ownedSet(owned, this.ownedDepth);
     // Below a container this write copies, nothing is the batch's own (a copy is reachable
     // only through copies), so the rest of the path is copied without looking.
     let copying = !owned.has(node);
@@ -352,6 +368,8 @@ export function step(batch, op) {
   const verb = op[0];
   if (verb === 'r') {
     batch.root = batch.take(op[1], 0);
+    // The new value is no copy of this batch's (it is written into only once copied).
+    batch.owned = null;
     return;
   }
   if (batch.root === undefined) throw fail('NoValue');
