@@ -106,17 +106,19 @@ export const SHAPES = {
  */
 function texts(shape, impl) {
   const s = SHAPES[shape];
+  // Each text a flat string, as one decoded from the network is (`JSON.stringify` makes a rope).
+  const flat = (t) => JSON.parse(JSON.stringify(t));
   if (shape === 'append') {
     if (impl !== 'fjp') {
-      const list = Array.from({ length: MESSAGES }, (_, i) => JSON.stringify([['a', s.path(i), APPEND]]));
+      const list = Array.from({ length: MESSAGES }, (_, i) => flat(JSON.stringify([['a', s.path(i), APPEND]])));
       return (i) => list[i % MESSAGES];
     }
     return null; // made from the document (see `run`)
   }
   const list = Array.from({ length: CYCLE }, (_, i) =>
-    impl === 'fjp'
+    flat(impl === 'fjp'
       ? JSON.stringify([{ op: 'replace', path: pointer(s.path(i)), value: s.value(i) }])
-      : JSON.stringify([['s', s.path(i), s.value(i)]]));
+      : JSON.stringify([['s', s.path(i), s.value(i)]])));
   return (i) => list[i % CYCLE];
 }
 
