@@ -133,25 +133,43 @@ function skipSpaceIn(text, bytes, n, i) {
   return i;
 }
 
-/** `elementEnd` of a text's `bytes` (`n` of them). */
+/**
+ * Whether the element `elementEndIn` last scanned is plain: no `\u` escape in its strings
+ * (its text being ASCII, its strings then hold no lone surrogate) and no number written
+ * with a fraction or an exponent (a digit before `.`, `e` or `E` outside strings).
+ */
+let scannedPlain = false;
+
+/** `elementEnd` of a text's `bytes` (`n` of them); sets `scannedPlain`. */
 function elementEndIn(bytes, n, i) {
   let depth = 0;
+  let plain = true;
   for (; i < n; i++) {
     const c = bytes[i];
     if (c === 0x22) {
       for (i++; ; i++) {
         if (i >= n) return -1;
         const d = bytes[i];
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
+        if (d === 0x5c) {
+          i++;
+          if (bytes[i] === 0x75) plain = false;
+        } else if (d === 0x22) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
       depth++;
     } else if (c === 0x5d || c === 0x7d) {
-      if (depth === 0) return c === 0x5d ? i : -1;
+      if (depth === 0) {
+        scannedPlain = plain;
+        return c === 0x5d ? i : -1;
+      }
       depth--;
-    } else if (c === 0x2c && depth === 0) {
-      return i;
+    } else if (c === 0x2c) {
+      if (depth === 0) {
+        scannedPlain = plain;
+        return i;
+      }
+    } else if ((c === 0x2e || c === 0x65 || c === 0x45) && bytes[i - 1] >= 0x30 && bytes[i - 1] <= 0x39) {
+      plain = false;
     }
   }
   return -1;
@@ -224,9 +242,12 @@ function syntaxError(text, open, starts, at) {
  * Reads a batch text that is a JSON array one element at a time, each element's text given
  * to `JSON.parse` on its own (so numbers, escapes and errors are exactly `JSON.parse`'s, and
  * an object naming a member twice is refused, see {@link parseJson}),
- * and hands each parsed element to `visit(element, index, text)` before the next is read: the
- * batch is never held as one tree. Throws the `Json` error of the first syntax error
- * anywhere in the text, after visiting the elements before it.
+ * and hands each parsed element to `visit(element, index, text, plain)` before the next is
+ * read: the batch is never held as one tree. Throws the `Json` error of the first syntax
+ * error anywhere in the text, after visiting the elements before it. `plain` is true when
+ * the element's text was found to be ASCII with no `\u` escape (so its strings hold no lone
+ * surrogate) and no number written with a fraction or an exponent (so its text tells the
+ * grammar nothing parsing did not).
  *
  * `read` turns an element's text into what `visit` gets (`JSON.parse` by default; it throws
  * when the text is not JSON) and `syntax` makes the error thrown for a syntax error.
@@ -255,6 +276,7 @@ function eachElementIn(text, bytes, visit, read, syntax) {
   const starts = [];
   for (let index = 0; ; index++) {
     const end = bytes === null ? elementEnd(text, i) : elementEndIn(bytes, n, i);
+    const plain = bytes !== null && scannedPlain;
     if (end < 0) throw syntax(text, open, starts, i);
     let element;
     const elementText = text.slice(i, end);
@@ -267,7 +289,7 @@ function eachElementIn(text, bytes, visit, read, syntax) {
     }
     starts.push(i);
     if (starts.length > 40) starts.splice(0, 8);
-    visit(element, index, elementText);
+    visit(element, index, elementText, plain);
     element = undefined;
     if (unitAt(text, bytes, n, end) === 0x5d) {
       if (skipSpaceIn(text, bytes, n, end + 1) !== n) throw syntax(text, open, starts, i);

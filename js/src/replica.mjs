@@ -217,22 +217,21 @@ export class Replica {
       if (at <= DECODE) stream.poison();
     };
     let isArray = false;
-    // A text with no `\u` escape and no lone surrogate parses to strings with none.
-    const wellFormed = typeof text === 'string' && text.indexOf('\\u') < 0 && text.isWellFormed();
     try {
-      isArray = typeof text === 'string' && eachElement(text, (w, i, written) => {
+      isArray = typeof text === 'string' && eachElement(text, (w, i, written, plain) => {
         // Each stage runs while no error of it or of a more serious stage has been seen.
         if (level <= NOT_BASE) return;
         if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(this.#notBase(), NOT_BASE);
         if (level <= WIRE_JSON) return;
         try {
-          checkWireJson(w, 1, wellFormed);
+          // A plain op's strings hold no lone surrogate, its numbers no float (see `eachElement`).
+          checkWireJson(w, 1, plain);
         } catch (e) {
           return raise(e, WIRE_JSON);
         }
         if (level <= GRAMMAR) return;
         try {
-          checkWireOp(w, written);
+          checkWireOp(w, plain ? undefined : written);
         } catch (e) {
           return raise(at(e, i), GRAMMAR);
         }
