@@ -133,10 +133,19 @@ function skipSpaceIn(text, bytes, n, i) {
   return i;
 }
 
+/** The deepest a plain element nests (see `scannedPlain`). */
+const PLAIN_DEPTH = 64;
+
+/** The most digits a plain element's number has: it is then finite (under 1e15). */
+const PLAIN_DIGITS = 15;
+
 /**
- * Whether the element `elementEndIn` last scanned is plain: no `\u` escape in its strings
- * (its text being ASCII, its strings then hold no lone surrogate) and no number written
- * with a fraction or an exponent (a digit before `.`, `e` or `E` outside strings).
+ * Whether the element `elementEndIn` last scanned is plain: its text ASCII with no `\u`
+ * escape in its strings (which then hold no lone surrogate), no number written with a
+ * fraction or an exponent (a digit before `.`, `e` or `E` outside strings) or with more than
+ * `PLAIN_DIGITS` digits (so every number is an integer as written, and finite), and at most
+ * `PLAIN_DEPTH` arrays and objects deep. What `checkWireJson` and the grammar's number texts
+ * check is then known to hold.
  */
 let scannedPlain = false;
 
@@ -144,8 +153,15 @@ let scannedPlain = false;
 function elementEndIn(bytes, n, i) {
   let depth = 0;
   let plain = true;
+  let digits = 0;
   for (; i < n; i++) {
     const c = bytes[i];
+    if (c >= 0x30 && c <= 0x39) {
+      if (++digits > PLAIN_DIGITS) plain = false;
+      continue;
+    }
+    const after = digits > 0;
+    digits = 0;
     if (c === 0x22) {
       for (i++; ; i++) {
         if (i >= n) return -1;
@@ -156,7 +172,7 @@ function elementEndIn(bytes, n, i) {
         } else if (d === 0x22) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
-      depth++;
+      if (++depth > PLAIN_DEPTH) plain = false;
     } else if (c === 0x5d || c === 0x7d) {
       if (depth === 0) {
         scannedPlain = plain;
@@ -168,7 +184,7 @@ function elementEndIn(bytes, n, i) {
         scannedPlain = plain;
         return i;
       }
-    } else if ((c === 0x2e || c === 0x65 || c === 0x45) && bytes[i - 1] >= 0x30 && bytes[i - 1] <= 0x39) {
+    } else if (after && (c === 0x2e || c === 0x65 || c === 0x45)) {
       plain = false;
     }
   }
@@ -246,8 +262,8 @@ function syntaxError(text, open, starts, at) {
  * read: the batch is never held as one tree. Throws the `Json` error of the first syntax
  * error anywhere in the text, after visiting the elements before it. `plain` is true when
  * the element's text was found to be ASCII with no `\u` escape (so its strings hold no lone
- * surrogate) and no number written with a fraction or an exponent (so its text tells the
- * grammar nothing parsing did not).
+ * surrogate), no number written with a fraction, an exponent or more than 15 digits (so its
+ * numbers are finite integers, as written) and no deeper than 64 arrays and objects.
  *
  * `read` turns an element's text into what `visit` gets (`JSON.parse` by default; it throws
  * when the text is not JSON) and `syntax` makes the error thrown for a syntax error.

@@ -28,50 +28,47 @@ export const MAX_WIRE_NESTING = 128;
  * frame per open container: at most `MAX_WIRE_NESTING` (a hostile batch cannot overflow the
  * stack), however many ops the batch has. `outer` is the number of
  * containers around `value` (0 for a whole batch, 1 for one of its ops), so that an op
- * checked on its own is refused exactly where its batch would be. `wellFormed`: the text
- * `value` was parsed from has no `\u` escape and no lone surrogate, so neither can any of its
- * strings or keys, which are then not looked at.
+ * checked on its own is refused exactly where its batch would be.
  */
-export function checkWireJson(value, outer = 0, wellFormed = false) {
-  const strings = !wellFormed;
-  if (typeof value !== 'object' || value === null) checkScalar(value, strings);
-  else checkContainer(value, outer, 1, strings);
+export function checkWireJson(value, outer = 0) {
+  if (typeof value !== 'object' || value === null) checkScalar(value);
+  else checkContainer(value, outer, 1);
 }
 
 /**
  * Checks the members or elements of `node`, the `open`-th container from the top, depth
  * first. Recursive: `open` never passes {@link MAX_WIRE_NESTING}, so neither does the stack.
  */
-function checkContainer(node, outer, open, strings) {
+function checkContainer(node, outer, open) {
   if (Array.isArray(node)) {
     for (let i = 0; i < node.length; i++) {
       const v = node[i];
-      if (typeof v === 'object' && v !== null) checkNested(v, outer, open, strings);
-      else checkScalar(v, strings);
+      if (typeof v === 'object' && v !== null) checkNested(v, outer, open);
+      else checkScalar(v);
     }
   } else {
     const keys = Object.keys(node);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
-      if (strings && !key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
+      if (!key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
       const v = node[key];
-      if (typeof v === 'object' && v !== null) checkNested(v, outer, open, strings);
-      else checkScalar(v, strings);
+      if (typeof v === 'object' && v !== null) checkNested(v, outer, open);
+      else checkScalar(v);
     }
   }
 }
 
-function checkNested(v, outer, open, strings) {
+function checkNested(v, outer, open) {
   if (outer + open + 1 >= MAX_WIRE_NESTING) {
     throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
   }
-  checkContainer(v, outer, open + 1, strings);
+  checkContainer(v, outer, open + 1);
 }
 
-function checkScalar(v, strings) {
+function checkScalar(v) {
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) throw fail('Json', { reason: `number out of range (${v})` });
-  } else if (strings && typeof v === 'string' && !v.isWellFormed()) {
+  } else if (typeof v === 'string' && !v.isWellFormed()) {
     throw fail('Json', { reason: 'a string holds a lone surrogate' });
   }
 }
