@@ -149,11 +149,15 @@ const PLAIN_DIGITS = 15;
  */
 let scannedPlain = false;
 
+/** Whether the element `elementEndIn` last scanned has an object (a `{` outside strings). */
+let scannedObject = false;
+
 /** `elementEnd` of a text's `bytes` (`n` of them); sets `scannedPlain`. */
 function elementEndIn(bytes, n, i) {
   let depth = 0;
   let plain = true;
   let digits = 0;
+  let object = false;
   for (; i < n; i++) {
     const c = bytes[i];
     if (c >= 0x30 && c <= 0x39) {
@@ -173,15 +177,18 @@ function elementEndIn(bytes, n, i) {
       }
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > PLAIN_DEPTH) plain = false;
+      if (c === 0x7b) object = true;
     } else if (c === 0x5d || c === 0x7d) {
       if (depth === 0) {
         scannedPlain = plain;
+        scannedObject = object;
         return c === 0x5d ? i : -1;
       }
       depth--;
     } else if (c === 0x2c) {
       if (depth === 0) {
         scannedPlain = plain;
+        scannedObject = object;
         return i;
       }
     } else if (after && (c === 0x2e || c === 0x65 || c === 0x45)) {
@@ -288,8 +295,9 @@ function eachElementIn(text, bytes, visit, read, syntax) {
     if (skipSpaceIn(text, bytes, n, close + 1) !== n) throw syntax(text, open, [], i);
     return true;
   }
-  // The starts of the last few elements: enough to reach 64 characters back.
-  const starts = [];
+  // The starts of the elements before this one, the last few: enough to reach 64
+  // characters back.
+  let starts = EMPTY;
   for (let index = 0; ; index++) {
     const end = bytes === null ? elementEnd(text, i) : elementEndIn(bytes, n, i);
     const plain = bytes !== null && scannedPlain;
@@ -297,12 +305,14 @@ function eachElementIn(text, bytes, visit, read, syntax) {
     let element;
     const elementText = text.slice(i, end);
     try {
-      element = read(elementText, i);
+      // An element with no object names nothing twice.
+      element = read === parseJson && bytes !== null && !scannedObject ? JSON.parse(elementText) : read(elementText, i);
     } catch (e) {
       // A name repeated: JSON to `JSON.parse`, refused as chord refuses it.
       if (e instanceof ChordError) throw e;
       throw syntax(text, open, starts, i);
     }
+    if (starts === EMPTY) starts = [];
     starts.push(i);
     if (starts.length > 40) starts.splice(0, 8);
     visit(element, index, elementText, plain);
@@ -316,6 +326,8 @@ function eachElementIn(text, bytes, visit, read, syntax) {
 }
 
 const NOT_JSON = Symbol('not JSON');
+
+const EMPTY = Object.freeze([]);
 
 /**
  * Whether `text` is JSON, found without holding its tree when it is an array (one element
