@@ -1,7 +1,7 @@
 // The atomic applier (chord/src/apply.rs): ops applied copy on write within bounds, all or
 // nothing.
 
-import { at, fail, isObject, jsonType } from './errors.mjs';
+import { at, fail, jsonType } from './errors.mjs';
 import { checkOp, validOp } from './grammar.mjs';
 
 /**
@@ -104,25 +104,43 @@ function splice(arr, index, remove, inserted) {
   for (let j = 0; j < k; j++) arr[index + j] = inserted[j];
 }
 
+/** `Object.prototype.hasOwnProperty`, called on a value's containers: what `Object.hasOwn` calls. */
+const hasOwn = Object.prototype.hasOwnProperty;
+
 /** The child `path[i]` of `at`: own members and existing elements only. */
 function child(at, path, i) {
   const seg = path[i];
-  const here = (kind, info) => fail(kind, info).at(undefined, path.slice(0, i + 1));
   if (Array.isArray(at)) {
-    if (typeof seg === 'string') throw here('KeyOnArray');
-    if (seg >= at.length || !Object.hasOwn(at, seg)) throw here('IndexOutOfRange', { index: seg, len: at.length });
+    if (typeof seg === 'string') throw missing(path, i, 'KeyOnArray');
+    if (seg >= at.length || !hasOwn.call(at, seg)) throw missing(path, i, 'IndexOutOfRange', { index: seg, len: at.length });
     return at[seg];
   }
-  if (isObject(at)) {
-    if (!Object.hasOwn(at, String(seg))) throw here('Missing');
-    return at[String(seg)];
+  if (typeof at === 'object' && at !== null) {
+    const key = typeof seg === 'string' ? seg : String(seg);
+    if (!hasOwn.call(at, key)) throw missing(path, i, 'Missing');
+    return at[key];
   }
-  throw here('NotAContainer', { found: jsonType(at) });
+  throw missing(path, i, 'NotAContainer', { found: jsonType(at) });
 }
 
-function walk(root, path, depth) {
-  let node = root;
-  for (let i = 0; i < depth; i++) node = child(node, path, i);
+/** The error of a walk that stopped at `path[i]`, naming the path up to it. */
+function missing(path, i, kind, info) {
+  return fail(kind, info).at(undefined, path.slice(0, i + 1));
+}
+
+/**
+ * The container at `path[0..depth)` of `batch.root`, walked through own members and existing
+ * elements; `batch.trail` keeps each container on the way (`trail[i]` at `path[0..i)`), for
+ * `writable` to copy without walking again.
+ */
+function walk(batch, path, depth) {
+  const trail = batch.trail;
+  let node = batch.root;
+  trail[0] = node;
+  for (let i = 0; i < depth; i++) {
+    node = child(node, path, i);
+    trail[i + 1] = node;
+  }
   return node;
 }
 
@@ -154,6 +172,40 @@ function utf8Len(s) {
 const shallowCopy = (node) => (Array.isArray(node) ? node.slice() : { ...node });
 
 /**
+ * Writes `obj[key]`, a member or element `obj` has as its own already (walked to, or copied
+ * with it): an assignment, which changes that property and reaches no prototype.
+ */
+function setOwn(obj, key, value) {
+  if (key === '__proto__') define(obj, key, value);
+  else obj[key] = value;
+}
+
+/**
+ * Strings at least this long are made flat now and then as they grow by appends (see
+ * `flatten`); shorter ones are left as V8 makes them.
+ */
+const FLAT_MIN = 64;
+
+/**
+ * `next`, the string `s` with an append, made flat when its length crosses a multiple of
+ * 1/16 to 1/32 of itself (a power of two). In V8, `s + add` is a rope node over `s` and `add`
+ * (a cons string, 32 bytes) and stays one however long the rope grows, so a string built by
+ * one small append per batch held some 8 bytes of heap per byte of text. Made flat once per
+ * 1/32 to 1/16 of its length appended, the nodes it holds weigh at most about as much as its
+ * text (4-byte appends: half as much), and the copying costs each appended character 16 to
+ * 32 characters copied, amortized. Reading a character of a rope is what makes V8 flatten
+ * it (in place: the string is the same, with one flat part).
+ */
+function flatten(s, next) {
+  const n = next.length;
+  if (n >= FLAT_MIN) {
+    const shift = 27 - Math.clz32(n); // log2(n) - 4, rounded down
+    if (n >>> shift !== s.length >>> shift) next.charCodeAt(0);
+  }
+  return next;
+}
+
+/**
  * One batch being applied, copy on write: `root` is the new value so far. The previous
  * value is never modified: the first change under a container in this batch copies it
  * (shallowly) and every container above it up to the root, once each (`owned` holds the
@@ -175,19 +227,22 @@ export class Batch {
     this.limits = limits;
     this.root = root;
     this.adopt = adopt;
-    /** @type {WeakSet<object>} the containers this batch copied, which it may write into */
-    this.owned = new WeakSet();
     /**
-     * The member or element the last `a` or `t` changed, and the appends since its string
-     * was last made flat: a string built by many appends is made flat now and then.
-     * @type {{ parent: object | null, key: string, appends: number }}
+     * The containers this batch copied, which it may write into: `null` before its first
+     * write (or since an `r`), then the path that write copied every container of (nothing
+     * was the batch's own), with `ownedDepth`, made a Set when a second write looks them up.
+     * Local to the batch, so dropped with it.
+     * @type {ReadonlyArray<string|number> | Set<object> | null}
      */
-    this.text = { parent: null, key: '', appends: 0 };
+    this.owned = null;
+    this.ownedDepth = 0;
+    /** @type {unknown[]} the containers the op being applied walked through (see `walk`) */
+    this.trail = new Array(16);
     this.work = 0;
-    /** @type {WeakSet<object>} objects a member delete has been charged for in this batch */
-    this.ordered = new WeakSet();
-    /** @type {WeakMap<object, Map<string|number, [string, number]>>} parent -> last -> [string, UTF-8 length] */
-    this.bytes = new WeakMap();
+    /** @type {Set<object> | null} objects a member delete has been charged for in this batch */
+    this.ordered = null;
+    /** @type {Map<object, Map<string|number, [string, number]>> | null} parent -> last -> [string, UTF-8 length] */
+    this.bytes = null;
   }
 
   /** An op's value placed `depth` containers deep, as the value will hold it. */
@@ -203,42 +258,86 @@ export class Batch {
 
   /** The UTF-8 length of `s`, the string at `parent[last]`: counted once per batch, not per append. */
   utf8At(parent, last, s) {
-    const known = this.bytes.get(parent)?.get(last);
+    const known = this.bytes?.get(parent)?.get(last);
     return known !== undefined && known[0] === s ? known[1] : utf8Len(s);
   }
 
   remember(parent, last, s, bytes) {
+    this.bytes ??= new Map();
     let byKey = this.bytes.get(parent);
     if (byKey === undefined) this.bytes.set(parent, (byKey = new Map()));
     byKey.set(last, [s, bytes]);
   }
 
-  /** `node`, or its copy if this batch has not copied it yet. */
-  #own(node) {
-    if (this.owned.has(node)) return node;
-    const copy = shallowCopy(node);
-    this.owned.add(copy);
-    return copy;
+  /**
+   * Whether a member delete on `obj` was charged already in this batch; marks it charged.
+   * @param {object} obj
+   */
+  charged(obj) {
+    this.ordered ??= new Set();
+    if (this.ordered.has(obj)) return true;
+    this.ordered.add(obj);
+    return false;
+  }
+
+  /**
+   * The copies of the batch's first write as a Set: the containers at `path[0..depth)`, its
+   * path, which no write since has moved (a write changes only what its own path ends in).
+   */
+  #ownedSet(path, depth) {
+    const owned = new Set();
+    let node = this.root;
+    owned.add(node);
+    for (let i = 0; i < depth; i++) {
+      node = node[path[i]];
+      owned.add(node);
+    }
+    this.owned = owned;
+    return owned;
   }
 
   /**
    * The container at `path[0..depth)` as this batch's own copy, copying it and each
    * container above it that this batch has not copied yet (each linked into its copied
-   * parent). The path has been walked already: every step exists.
+   * parent). The path has just been walked (`walk`), its containers left in `trail`.
    */
   writable(path, depth) {
-    let node = this.#own(this.root);
-    this.root = node;
-    for (let i = 0; i < depth; i++) {
-      const seg = path[i];
-      const key = Array.isArray(node) ? seg : String(seg);
-      const next = node[key];
-      const own = this.#own(next);
-      if (own !== next) {
-        if (Array.isArray(node)) node[key] = own;
-        else define(node, key, own);
+    const trail = this.trail;
+    let owned = this.owned;
+    let node = this.root;
+    if (owned === null) {
+      // The batch's first write: every container on the path is copied.
+      node = shallowCopy(node);
+      this.root = node;
+      for (let i = 0; i < depth; i++) {
+        const copy = shallowCopy(trail[i + 1]);
+        setOwn(node, path[i], copy);
+        node = copy;
       }
-      node = own;
+      this.owned = path;
+      this.ownedDepth = depth;
+      return node;
+    }
+    if (!(owned instanceof Set)) owned = this.#ownedSet(owned, this.ownedDepth);
+    // Below a container this write copies, nothing is the batch's own (a copy is reachable
+    // only through copies), so the rest of the path is copied without looking.
+    let copying = !owned.has(node);
+    if (copying) {
+      node = shallowCopy(node);
+      owned.add(node);
+      this.root = node;
+    }
+    for (let i = 0; i < depth; i++) {
+      const next = trail[i + 1];
+      if (!copying && owned.has(next)) {
+        node = next;
+        continue;
+      }
+      copying = true;
+      const copy = shallowCopy(next);
+      owned.add(copy);
+      setOwn(node, path[i], copy);
+      node = copy;
     }
     return node;
   }
@@ -250,7 +349,10 @@ export class Batch {
  */
 function walkCost(path) {
   let units = path.length;
-  for (const seg of path) if (typeof seg === 'string') units += seg.length;
+  for (let i = 0; i < path.length; i++) {
+    const seg = path[i];
+    if (typeof seg === 'string') units += seg.length;
+  }
   return units;
 }
 
@@ -263,116 +365,116 @@ const isScalar = (v) => typeof v !== 'object' || v === null;
  * nothing.
  */
 export function step(batch, op) {
-  const { limits } = batch;
   const verb = op[0];
   if (verb === 'r') {
     batch.root = batch.take(op[1], 0);
+    // The new value is no copy of this batch's (it is written into only once copied).
+    batch.owned = null;
     return;
   }
-  const root = batch.root;
-  if (root === undefined) throw fail('NoValue');
+  if (batch.root === undefined) throw fail('NoValue');
   const path = op[1];
+  batch.spend(walkCost(path));
+  if (verb === 's') set(batch, path, op[2]);
+  else if (verb === 'd') remove(batch, path);
+  else if (verb === 'a' || verb === 't') text(batch, path, verb, op[2]);
+  else splicing(batch, path, op);
+}
+
+function set(batch, path, v) {
   const depth = path.length - 1;
   const last = path[depth];
-  batch.spend(walkCost(path));
-  if (verb === 's') {
-    const value = batch.take(op[2], path.length);
-    const parent = walk(root, path, depth);
-    if (Array.isArray(parent)) {
-      const i = indexOf(last, parent.length);
-      if (i === parent.length) {
-        checkLen(i + 1, limits);
-        define(batch.writable(path, depth), String(i), value);
-      } else if (!(isScalar(value) && Object.is(parent[i], value))) {
-        batch.writable(path, depth)[i] = value;
-      }
-    } else if (isObject(parent)) {
-      const key = String(last);
-      if (!(isScalar(value) && Object.hasOwn(parent, key) && Object.is(parent[key], value))) {
-        define(batch.writable(path, depth), key, value);
-      }
-    } else {
-      throw fail('NotAContainer', { found: jsonType(parent) });
+  const value = batch.take(v, path.length);
+  const parent = walk(batch, path, depth);
+  if (Array.isArray(parent)) {
+    const i = indexOf(last, parent.length);
+    if (i === parent.length) {
+      checkLen(i + 1, batch.limits);
+      define(batch.writable(path, depth), String(i), value);
+    } else if (!(isScalar(value) && Object.is(parent[i], value))) {
+      batch.writable(path, depth)[i] = value;
     }
-  } else if (verb === 'd') {
-    const parent = walk(root, path, depth);
-    if (Array.isArray(parent)) {
-      const i = indexOf(last, parent.length);
-      if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
-      batch.spend(parent.length - i - 1);
-      batch.writable(path, depth).splice(i, 1);
-    } else if (isObject(parent)) {
-      const key = String(last);
-      if (Object.hasOwn(parent, key)) {
-        const obj = batch.writable(path, depth);
-        // The first member delete on an object in a batch costs its member count, later ones
-        // 1: the units chord's replica and this one agree on (see js/README.md).
-        if (batch.ordered.has(obj)) {
-          batch.spend(1);
-        } else {
-          batch.spend(Object.keys(obj).length);
-          batch.ordered.add(obj);
-        }
-        delete obj[key];
-      }
-    } else {
-      throw fail('NotAContainer', { found: jsonType(parent) });
+  } else if (typeof parent === 'object' && parent !== null) {
+    const key = typeof last === 'string' ? last : String(last);
+    const has = hasOwn.call(parent, key);
+    if (!(has && isScalar(value) && Object.is(parent[key], value))) {
+      const obj = batch.writable(path, depth);
+      // A member the object has is assigned; a new one is defined, reaching no setter.
+      if (has) setOwn(obj, key, value);
+      else define(obj, key, value);
     }
-  } else if (verb === 'a' || verb === 't') {
-    const parent = walk(root, path, depth);
-    const s = child(parent, path, depth);
-    if (typeof s !== 'string') throw fail('NotAString', { found: jsonType(s) });
-    let next;
-    let bytes;
-    if (verb === 'a') {
-      const add = op[2];
-      const units = s.length + add.length;
-      const max = limits.maxStringLen;
-      // Each UTF-16 unit is 1 to 3 bytes of UTF-8: count bytes only when the units cannot tell,
-      // and a long string's bytes once per batch (counting them per append would be quadratic).
-      if (add !== '' && units * 3 > max) {
-        if (units > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
-        bytes = batch.utf8At(parent, last, s) + utf8Len(add);
-        if (bytes > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
-      }
-      if (add === '') return;
-      next = s + add;
-    } else {
-      const n = op[2];
-      if (n > 0 && n < s.length && isHigh(s.charCodeAt(n - 1)) && isLow(s.charCodeAt(n))) {
-        throw fail('SplitsCharacter', { count: n });
-      }
-      batch.spend(n >= s.length ? 0 : s.length - n);
-      if (n === 0 || s === '') return;
-      next = n >= s.length ? '' : s.slice(n);
-    }
-    const target = batch.writable(path, depth);
-    if (bytes !== undefined) batch.remember(target, last, next, bytes);
-    const key = String(last);
-    const run = batch.text;
-    const again = run.parent === target && run.key === key;
-    // A string of many appends is a rope of one node each; made flat once the nodes
-    // would outweigh its text, which costs each append a bounded share of the copying.
-    let appends = again ? run.appends + 1 : 1;
-    if (verb === 'a' && appends * 32 > next.length) {
-      next.charCodeAt(0);
-      appends = 0;
-    }
-    if (Array.isArray(target)) target[last] = next;
-    else define(target, key, next);
-    run.parent = target;
-    run.key = key;
-    run.appends = appends;
   } else {
-    const inserted = op[4].map((item) => batch.take(item, path.length + 1));
-    const arr = walk(root, path, path.length);
-    if (!Array.isArray(arr)) throw fail('NotAnArray', { found: jsonType(arr) });
-    const index = Math.min(op[2], arr.length);
-    const remove = Math.min(op[3], arr.length - index);
-    if (inserted.length > remove) checkLen(arr.length - remove + inserted.length, limits);
-    batch.spend(remove + inserted.length + (inserted.length === remove ? 0 : arr.length - index - remove));
-    if (remove > 0 || inserted.length > 0) splice(batch.writable(path, path.length), index, remove, inserted);
+    throw fail('NotAContainer', { found: jsonType(parent) });
   }
+}
+
+function remove(batch, path) {
+  const depth = path.length - 1;
+  const last = path[depth];
+  const parent = walk(batch, path, depth);
+  if (Array.isArray(parent)) {
+    const i = indexOf(last, parent.length);
+    if (i === parent.length) throw fail('IndexOutOfRange', { index: i, len: i });
+    batch.spend(parent.length - i - 1);
+    batch.writable(path, depth).splice(i, 1);
+  } else if (typeof parent === 'object' && parent !== null) {
+    const key = String(last);
+    if (hasOwn.call(parent, key)) {
+      const obj = batch.writable(path, depth);
+      // The first member delete on an object in a batch costs its member count, later ones
+      // 1: the units chord's replica and this one agree on (see js/README.md).
+      batch.spend(batch.charged(obj) ? 1 : Object.keys(obj).length);
+      delete obj[key];
+    }
+  } else {
+    throw fail('NotAContainer', { found: jsonType(parent) });
+  }
+}
+
+function text(batch, path, verb, arg) {
+  const depth = path.length - 1;
+  const last = path[depth];
+  const parent = walk(batch, path, depth);
+  const s = child(parent, path, depth);
+  if (typeof s !== 'string') throw fail('NotAString', { found: jsonType(s) });
+  let next;
+  let bytes;
+  if (verb === 'a') {
+    const add = arg;
+    const units = s.length + add.length;
+    const max = batch.limits.maxStringLen;
+    // Each UTF-16 unit is 1 to 3 bytes of UTF-8: count bytes only when the units cannot tell,
+    // and a long string's bytes once per batch (counting them per append would be quadratic).
+    if (add !== '' && units * 3 > max) {
+      if (units > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
+      bytes = batch.utf8At(parent, last, s) + utf8Len(add);
+      if (bytes > max) throw fail('LimitExceeded', { limit: 'max_string_len', max });
+    }
+    if (add === '') return;
+    next = flatten(s, s + add);
+  } else {
+    const n = arg;
+    if (n > 0 && n < s.length && isHigh(s.charCodeAt(n - 1)) && isLow(s.charCodeAt(n))) {
+      throw fail('SplitsCharacter', { count: n });
+    }
+    batch.spend(n >= s.length ? 0 : s.length - n);
+    if (n === 0 || s === '') return;
+    next = n >= s.length ? '' : s.slice(n);
+  }
+  const target = batch.writable(path, depth);
+  if (bytes !== undefined) batch.remember(target, last, next, bytes);
+  setOwn(target, last, next);
+}
+
+function splicing(batch, path, op) {
+  const inserted = op[4].map((item) => batch.take(item, path.length + 1));
+  const arr = walk(batch, path, path.length);
+  if (!Array.isArray(arr)) throw fail('NotAnArray', { found: jsonType(arr) });
+  const index = Math.min(op[2], arr.length);
+  const remove = Math.min(op[3], arr.length - index);
+  if (inserted.length > remove) checkLen(arr.length - remove + inserted.length, batch.limits);
+  batch.spend(remove + inserted.length + (inserted.length === remove ? 0 : arr.length - index - remove));
+  if (remove > 0 || inserted.length > 0) splice(batch.writable(path, path.length), index, remove, inserted);
 }
 
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
@@ -393,8 +495,9 @@ const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
  * Each op is checked with {@link checkOp} just before it applies, as chord does (checking a
  * path costs what walking it is charged), and a batch with an invalid op fails whole like
  * any other failure. Values are copied in (the ops are never retained or modified) and a
- * `"__proto__"` key inside a value stays an own key. Walks use own properties only and
- * writes use `Object.defineProperty`, so no op reaches a prototype. A copied object is a
+ * `"__proto__"` key inside a value stays an own key. Walks use own properties only, a new
+ * member is written with `Object.defineProperty` and one that exists is assigned on the
+ * batch's own copy, so no op reaches a prototype. A copied object is a
  * plain object with the original's own enumerable members.
  *
  * Rules, as chord's: `s` writes a member, an existing element, or the element exactly one
@@ -423,7 +526,7 @@ const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
  *   `path`; the target is untouched
  */
 export function apply(target, ops, limits) {
-  const batch = new Batch({ ...DEFAULT_LIMITS, ...limits }, target);
+  const batch = new Batch(limits === undefined ? DEFAULT_LIMITS : { ...DEFAULT_LIMITS, ...limits }, target);
   if (!Array.isArray(ops)) throw fail('NotABatch');
   for (let i = 0; i < ops.length; i++) {
     try {

@@ -87,6 +87,117 @@ function skipSpace(text, i) {
   return i;
 }
 
+// A text is scanned from its bytes when it is ASCII, one byte per UTF-16 unit (so indices
+// are the same): reading a typed array costs a few instructions a character, `charCodeAt`
+// on a text that is a rope or a slice of a larger one (as JSON.stringify and the SSE parser
+// make them) several times that, as it finds the characters again for each read.
+
+const encoder = typeof TextEncoder === 'function' ? new TextEncoder() : null;
+
+/** Texts longer than this are scanned with `charCodeAt`. */
+const BYTES_MAX = 1 << 16;
+
+/** Buffers not in use (a scan inside a scan takes another one). */
+const spareBytes = [];
+
+/**
+ * The text's UTF-16 units as bytes when it is ASCII and at most `BYTES_MAX` long, in a
+ * buffer the caller gives back with `releaseBytes`; otherwise `null`.
+ * @returns {Uint8Array | null}
+ */
+function asciiBytes(text) {
+  const n = text.length;
+  if (encoder === null || n > BYTES_MAX) return null;
+  let bytes = spareBytes.pop() ?? null;
+  if (bytes === null || bytes.length < n) bytes = new Uint8Array(Math.max(256, 2 ** Math.ceil(Math.log2(n))));
+  const { read, written } = encoder.encodeInto(text, bytes);
+  // As many bytes as units, all of them read: every unit was one byte, so ASCII.
+  if (read === n && written === n) return bytes;
+  releaseBytes(bytes);
+  return null;
+}
+
+function releaseBytes(bytes) {
+  if (bytes !== null && spareBytes.length < 4) spareBytes.push(bytes);
+}
+
+/** The UTF-16 unit at `i` of `text`, read from its `bytes` when there are (`NaN` past the end). */
+function unitAt(text, bytes, n, i) {
+  if (bytes === null) return text.charCodeAt(i);
+  return i < n ? bytes[i] : NaN;
+}
+
+function skipSpaceIn(text, bytes, n, i) {
+  if (bytes === null) return skipSpace(text, i);
+  while (i < n && isSpace(bytes[i])) i++;
+  return i;
+}
+
+/** The deepest a plain element nests (see `scannedPlain`). */
+const PLAIN_DEPTH = 64;
+
+/** The most digits a plain element's number has: it is then finite (under 1e15). */
+const PLAIN_DIGITS = 15;
+
+/**
+ * Whether the element `elementEndIn` last scanned is plain: its text ASCII with no `\u`
+ * escape in its strings (which then hold no lone surrogate), no number written with a
+ * fraction or an exponent (a digit before `.`, `e` or `E` outside strings) or with more than
+ * `PLAIN_DIGITS` digits (so every number is an integer as written, and finite), and at most
+ * `PLAIN_DEPTH` arrays and objects deep. What `checkWireJson` and the grammar's number texts
+ * check is then known to hold.
+ */
+let scannedPlain = false;
+
+/** Whether the element `elementEndIn` last scanned has an object (a `{` outside strings). */
+let scannedObject = false;
+
+/** `elementEnd` of a text's `bytes` (`n` of them); sets `scannedPlain`. */
+function elementEndIn(bytes, n, i) {
+  let depth = 0;
+  let plain = true;
+  let digits = 0;
+  let object = false;
+  for (; i < n; i++) {
+    const c = bytes[i];
+    if (c >= 0x30 && c <= 0x39) {
+      if (++digits > PLAIN_DIGITS) plain = false;
+      continue;
+    }
+    const after = digits > 0;
+    digits = 0;
+    if (c === 0x22) {
+      for (i++; ; i++) {
+        if (i >= n) return -1;
+        const d = bytes[i];
+        if (d === 0x5c) {
+          i++;
+          if (bytes[i] === 0x75) plain = false;
+        } else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > PLAIN_DEPTH) plain = false;
+      if (c === 0x7b) object = true;
+    } else if (c === 0x5d || c === 0x7d) {
+      if (depth === 0) {
+        scannedPlain = plain;
+        scannedObject = object;
+        return c === 0x5d ? i : -1;
+      }
+      depth--;
+    } else if (c === 0x2c) {
+      if (depth === 0) {
+        scannedPlain = plain;
+        scannedObject = object;
+        return i;
+      }
+    } else if (after && (c === 0x2e || c === 0x65 || c === 0x45)) {
+      plain = false;
+    }
+  }
+  return -1;
+}
+
 /**
  * Where the element of an array starting at `i` ends: the index of the `,` or `]` after it,
  * found by counting brackets outside strings (a `\` skips the character after it), or -1
@@ -154,43 +265,60 @@ function syntaxError(text, open, starts, at) {
  * Reads a batch text that is a JSON array one element at a time, each element's text given
  * to `JSON.parse` on its own (so numbers, escapes and errors are exactly `JSON.parse`'s, and
  * an object naming a member twice is refused, see {@link parseJson}),
- * and hands each parsed element to `visit(element, index, text)` before the next is read: the
- * batch is never held as one tree. Throws the `Json` error of the first syntax error
- * anywhere in the text, after visiting the elements before it.
+ * and hands each parsed element to `visit(element, index, text, plain)` before the next is
+ * read: the batch is never held as one tree. Throws the `Json` error of the first syntax
+ * error anywhere in the text, after visiting the elements before it. `plain` is true when
+ * the element's text was found to be ASCII with no `\u` escape (so its strings hold no lone
+ * surrogate), no number written with a fraction, an exponent or more than 15 digits (so its
+ * numbers are finite integers, as written) and no deeper than 64 arrays and objects.
  *
  * `read` turns an element's text into what `visit` gets (`JSON.parse` by default; it throws
  * when the text is not JSON) and `syntax` makes the error thrown for a syntax error.
  * @returns {boolean} false when the text is not an array (nothing was visited)
  */
 export function eachElement(text, visit, read = parseJson, syntax = syntaxError) {
-  const open = skipSpace(text, 0);
-  if (text.charCodeAt(open) !== 0x5b) return false;
+  const bytes = asciiBytes(text);
+  try {
+    return eachElementIn(text, bytes, visit, read, syntax);
+  } finally {
+    releaseBytes(bytes);
+  }
+}
+
+function eachElementIn(text, bytes, visit, read, syntax) {
+  const n = text.length;
+  const open = skipSpaceIn(text, bytes, n, 0);
+  if (unitAt(text, bytes, n, open) !== 0x5b) return false;
   let i = open + 1;
-  const close = skipSpace(text, i);
-  if (text.charCodeAt(close) === 0x5d) {
-    if (skipSpace(text, close + 1) !== text.length) throw syntax(text, open, [], i);
+  const close = skipSpaceIn(text, bytes, n, i);
+  if (unitAt(text, bytes, n, close) === 0x5d) {
+    if (skipSpaceIn(text, bytes, n, close + 1) !== n) throw syntax(text, open, [], i);
     return true;
   }
-  // The starts of the last few elements: enough to reach 64 characters back.
-  const starts = [];
+  // The starts of the elements before this one, the last few: enough to reach 64
+  // characters back.
+  let starts = EMPTY;
   for (let index = 0; ; index++) {
-    const end = elementEnd(text, i);
+    const end = bytes === null ? elementEnd(text, i) : elementEndIn(bytes, n, i);
+    const plain = bytes !== null && scannedPlain;
     if (end < 0) throw syntax(text, open, starts, i);
     let element;
     const elementText = text.slice(i, end);
     try {
-      element = read(elementText, i);
+      // An element with no object names nothing twice.
+      element = read === parseJson && bytes !== null && !scannedObject ? JSON.parse(elementText) : read(elementText, i);
     } catch (e) {
       // A name repeated: JSON to `JSON.parse`, refused as chord refuses it.
       if (e instanceof ChordError) throw e;
       throw syntax(text, open, starts, i);
     }
+    if (starts === EMPTY) starts = [];
     starts.push(i);
     if (starts.length > 40) starts.splice(0, 8);
-    visit(element, index, elementText);
+    visit(element, index, elementText, plain);
     element = undefined;
-    if (text.charCodeAt(end) === 0x5d) {
-      if (skipSpace(text, end + 1) !== text.length) throw syntax(text, open, starts, i);
+    if (unitAt(text, bytes, n, end) === 0x5d) {
+      if (skipSpaceIn(text, bytes, n, end + 1) !== n) throw syntax(text, open, starts, i);
       return true;
     }
     i = end + 1;
@@ -198,6 +326,8 @@ export function eachElement(text, visit, read = parseJson, syntax = syntaxError)
 }
 
 const NOT_JSON = Symbol('not JSON');
+
+const EMPTY = Object.freeze([]);
 
 /**
  * Whether `text` is JSON, found without holding its tree when it is an array (one element

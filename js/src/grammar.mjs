@@ -11,10 +11,13 @@ import { elementTexts } from './batch-text.mjs';
  */
 const INTEGER_TEXT = /^\s*-?(?:0|[1-9][0-9]*)\s*$/;
 
-/** Whether a text may spell a number with a fraction or an exponent anywhere. */
-const mayHaveFloats = (text) => text !== undefined && /[.eE]/.test(text);
+/**
+ * Whether a text may spell a number with a fraction or an exponent anywhere: a digit before
+ * a `.`, `e` or `E` (a JSON number's fraction and exponent always follow a digit).
+ */
+const mayHaveFloats = (text) => text !== undefined && /[0-9][.eE]/.test(text);
 
-/** Path segments refused everywhere a path is walked (never as keys inside values). */
+/** Path segments refused everywhere a path is walked (never as keys inside values); `checkPath` names them. */
 export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype']);
 
 /**
@@ -24,44 +27,81 @@ export const RESERVED = Object.freeze(['__proto__', 'constructor', 'prototype'])
  */
 export const MAX_PATH_SEGMENTS = 128;
 
-/** Splits an op into its verb and the number of elements after it. */
-function tuple(op) {
+/** The verb of an op, checked to be a tuple starting with a string. */
+function verbOf(op) {
   if (!Array.isArray(op)) throw fail('NotATuple');
   if (op.length === 0 || typeof op[0] !== 'string') throw fail('MissingVerb');
-  return [op[0], op.length - 1];
+  return op[0];
+}
+
+/**
+ * The texts of a wire op's elements up to its last structural one (`last`), read from the
+ * op's text only when a number among them is checked and the text may spell a float: most
+ * ops (a path of keys, a payload) never need them.
+ */
+class Written {
+  /**
+   * @param {string | undefined} text the op's text
+   * @param {number} last the index of its last element that is not a payload
+   */
+  constructor(text, last) {
+    this.text = text;
+    this.last = last;
+    /** @type {string[] | null} */
+    this.elements = null;
+  }
+
+  /** The text of element `k`, or `undefined` when no number in the op can be a float. */
+  at(k) {
+    if (this.elements === null) {
+      this.elements = this.last > 0 && mayHaveFloats(this.text) ? elementTexts(this.text, this.last + 1) : [];
+    }
+    return this.elements[k];
+  }
 }
 
 /**
  * An inline path: an array of at most {@link MAX_PATH_SEGMENTS} strings and non-negative
  * integers, no reserved segment. The length is checked before any segment is looked at.
+ * `written` is the path's text, or the op's texts and the path's index among them.
  */
-function checkPath(path, written) {
+function checkPath(path, written, k) {
   if (!Array.isArray(path)) {
     throw fail('InvalidPath', { reason: `expected an array of segments, found ${jsonType(path)}` });
   }
   if (path.length > MAX_PATH_SEGMENTS) {
     throw fail('InvalidPath', { reason: `${path.length} segments; a path has at most ${MAX_PATH_SEGMENTS}` });
   }
-  // How the segments were written, when the path's text may hold a float.
-  const segs = mayHaveFloats(written) ? elementTexts(written) : null;
-  path.forEach((seg, i) => {
-    if (typeof seg === 'number') {
+  // How the segments were written, read at the first index when the path's text may hold a
+  // float: `null` when it cannot.
+  let segs;
+  for (let i = 0; i < path.length; i++) {
+    const seg = path[i];
+    if (typeof seg === 'string') {
+      if (seg === '__proto__' || seg === 'constructor' || seg === 'prototype') {
+        throw fail('ReservedSegment', { segment: seg, position: i });
+      }
+    } else if (typeof seg === 'number') {
       if (!isCount(seg)) throw fail('InvalidPath', { reason: `segment ${i} is ${show(seg)}; indices are non-negative integers` });
+      if (segs === undefined) {
+        const text = written instanceof Written ? written.at(k) : written;
+        segs = mayHaveFloats(text) ? elementTexts(text) : null;
+      }
       if (segs !== null && !INTEGER_TEXT.test(segs[i])) {
         throw fail('InvalidPath', { reason: `segment ${i} is ${segs[i].trim()}; indices are non-negative integers` });
       }
-    } else if (typeof seg !== 'string') {
+    } else {
       throw fail('InvalidPath', { reason: `segment ${i} is ${jsonType(seg)}; segments are strings or non-negative integers` });
-    } else if (RESERVED.includes(seg)) {
-      throw fail('ReservedSegment', { segment: seg, position: i });
     }
-  });
+  }
   return path;
 }
 
-function count(v, field, written) {
+/** A count; `written` is the op's texts and `k` the count's index among them. */
+function count(v, field, written, k) {
   if (!isCount(v)) throw fail('InvalidCount', { field, found: show(v) });
-  if (mayHaveFloats(written) && !INTEGER_TEXT.test(written)) throw fail('InvalidCount', { field, found: written.trim() });
+  const text = written?.at(k);
+  if (mayHaveFloats(text) && !INTEGER_TEXT.test(text)) throw fail('InvalidCount', { field, found: text.trim() });
 }
 
 function text(v) {
@@ -97,7 +137,8 @@ const SHORT = new Map([['s', 1], ['a', 1], ['t', 1], ['d', 0], ['p', 3]]);
  * @throws {ChordError} the first violation
  */
 export function checkOp(op) {
-  const [verb, n] = tuple(op);
+  const verb = verbOf(op);
+  const n = op.length - 1;
   const full = FULL.get(verb);
   if (verb === '#') throw fail('WireForm', { what: 'a `#` path definition' });
   if (full === undefined) throw fail('UnknownVerb', { verb });
@@ -119,8 +160,8 @@ export function checkOp(op) {
 }
 
 function pathRef(v, written) {
-  if (typeof v === 'number') count(v, 'id', written);
-  else checkPath(v, written);
+  if (typeof v === 'number') count(v, 'id', written, 1);
+  else checkPath(v, written, 1);
 }
 
 /** The last element of a `verb` op of `n` elements after the verb that is not a payload. */
@@ -153,40 +194,40 @@ function lastStructural(verb, n) {
  * @throws {ChordError} the first violation
  */
 export function checkWireOp(op, written) {
-  const [verb, n] = tuple(op);
-  // The texts of the elements that are not payloads, when a float may be among them (an
-  // op with no such element, an `r`, is not scanned at all).
-  const last = lastStructural(verb, n);
-  const w = last > 0 && mayHaveFloats(written) ? elementTexts(written, last + 1) : [];
+  const verb = verbOf(op);
+  const n = op.length - 1;
+  // The texts of the elements that are not payloads, read when a number among them is
+  // checked and may be a float (an op with no such element, an `r`, is not scanned at all).
+  const w = written === undefined ? undefined : new Written(written, lastStructural(verb, n));
   switch (verb) {
     case 'r':
       if (n !== 1) throw arity(verb, n, '2');
       return op;
     case '#':
       if (n !== 2) throw arity(verb, n, '3');
-      count(op[1], 'id', w[1]);
-      checkPath(op[2], w[2]);
+      count(op[1], 'id', w, 1);
+      checkPath(op[2], w, 2);
       return op;
     case 's':
       if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
-      if (n === 2) pathRef(op[1], w[1]);
+      if (n === 2) pathRef(op[1], w);
       return op;
     case 'd':
       if (n > 1) throw arity(verb, n, '1 or 2');
-      if (n === 1) pathRef(op[1], w[1]);
+      if (n === 1) pathRef(op[1], w);
       return op;
     case 'a':
     case 't':
       if (n !== 1 && n !== 2) throw arity(verb, n, '2 or 3');
-      if (n === 2) pathRef(op[1], w[1]);
+      if (n === 2) pathRef(op[1], w);
       if (verb === 'a') text(op[n]);
-      else count(op[n], 'count', w[n]);
+      else count(op[n], 'count', w, n);
       return op;
     case 'p':
       if (n !== 3 && n !== 4) throw arity(verb, n, '4 or 5');
-      if (n === 4) pathRef(op[1], w[1]);
-      count(op[n - 2], 'index', w[n - 2]);
-      count(op[n - 1], 'remove', w[n - 1]);
+      if (n === 4) pathRef(op[1], w);
+      count(op[n - 2], 'index', w, n - 2);
+      count(op[n - 1], 'remove', w, n - 1);
       items(op[n]);
       return op;
     default:

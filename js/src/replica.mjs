@@ -1,7 +1,7 @@
 // A replica of one stream: a decoder, the current value and its subscribers.
 
 import { ChordError, at, fail } from './errors.mjs';
-import { checkOp, checkWireOp, isBase, validOp } from './grammar.mjs';
+import { checkWireOp, isBase, validOp } from './grammar.mjs';
 import { eachElement, parseJson } from './batch-text.mjs';
 import { IDS, IN_PLACE, STREAM, checkWireJson, createDecoder, decodeAgain } from './wire.mjs';
 import { Batch, DEFAULT_LIMITS, apply, step } from './apply.mjs';
@@ -198,10 +198,12 @@ export class Replica {
     const decoder = failed ? createDecoder() : this.#decoder;
     // For ops decoded later, from the text: the ids as they were before this batch.
     const ids = lazy ? decoder[IDS]() : null;
-    const stream = decoder[STREAM]();
+    // Paths are frozen only in ops someone is given (see `batchDecoder`).
+    const stream = decoder[STREAM](wantOps);
     // Without anyone to give the ops to, their values (parsed here, one op at a time) become
     // part of the value as they are.
-    let batch = new Batch({ ...DEFAULT_LIMITS, ...this.limits }, failed ? undefined : this.#value, !wantOps);
+    const limits = this.limits === undefined ? DEFAULT_LIMITS : { ...DEFAULT_LIMITS, ...this.limits };
+    let batch = new Batch(limits, failed ? undefined : this.#value, !wantOps);
     let ops = wantOps ? [] : null;
     let level = NONE;
     let error = null;
@@ -216,19 +218,23 @@ export class Replica {
     };
     let isArray = false;
     try {
-      isArray = typeof text === 'string' && eachElement(text, (w, i, written) => {
+      isArray = typeof text === 'string' && eachElement(text, (w, i, written, plain) => {
         // Each stage runs while no error of it or of a more serious stage has been seen.
         if (level <= NOT_BASE) return;
         if (i === 0 && failed && !(Array.isArray(w) && w[0] === 'r')) return raise(this.#notBase(), NOT_BASE);
         if (level <= WIRE_JSON) return;
-        try {
-          checkWireJson(w, 1);
-        } catch (e) {
-          return raise(e, WIRE_JSON);
+        // A plain op (see `eachElement`) is known to be what `checkWireJson` checks: strings
+        // with no lone surrogate, finite numbers, nesting well within the limit.
+        if (!plain) {
+          try {
+            checkWireJson(w, 1);
+          } catch (e) {
+            return raise(e, WIRE_JSON);
+          }
         }
         if (level <= GRAMMAR) return;
         try {
-          checkWireOp(w, written);
+          checkWireOp(w, plain ? undefined : written);
         } catch (e) {
           return raise(at(e, i), GRAMMAR);
         }
@@ -244,7 +250,8 @@ export class Replica {
         if (j === 0) base = op[0] === 'r';
         if (level <= APPLY) return;
         try {
-          step(batch, checkOp(op));
+          // No `checkOp`: an op the wire grammar passed and the decoder resolved is one.
+          step(batch, op);
         } catch (e) {
           return raise(at(e, j, validOp(op) && op[0] !== 'r' ? op[1] : undefined), APPLY);
         }
@@ -296,6 +303,17 @@ export class Replica {
     } catch (e) {
       thrown = { e };
     }
+    if (this.#subscriptions.size > 0) thrown ??= this.#tell(value);
+    if (thrown !== null) throw thrown.e;
+    return value;
+  }
+
+  /**
+   * Calls each subscription whose slice of `value` changed, all of them: the first error
+   * one threw (as `{ e }`), or `null`.
+   */
+  #tell(value) {
+    let thrown = null;
     for (const subscription of [...this.#subscriptions]) {
       if (!this.#subscriptions.has(subscription)) continue;
       try {
@@ -308,8 +326,7 @@ export class Replica {
         thrown ??= { e };
       }
     }
-    if (thrown !== null) throw thrown.e;
-    return value;
+    return thrown;
   }
 
   #fail(e) {

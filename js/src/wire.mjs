@@ -24,52 +24,53 @@ export const MAX_WIRE_NESTING = 128;
  * Refuses what `JSON.parse` accepts but chord's decoder (serde_json) does not, so that both
  * replicas fail the same batch at the same stage: strings and keys with a lone surrogate
  * (`"\ud800"`), numbers out of range (`1e400` parses to `Infinity`), and nesting of
- * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, depth first and iterative
- * (a hostile batch cannot overflow the stack), holding one frame per open container: at
- * most `MAX_WIRE_NESTING`, however many ops the batch has. `outer` is the number of
+ * {@link MAX_WIRE_NESTING} or more. One pass over the parsed tree, depth first, holding one
+ * frame per open container: at most `MAX_WIRE_NESTING` (a hostile batch cannot overflow the
+ * stack), however many ops the batch has. `outer` is the number of
  * containers around `value` (0 for a whole batch, 1 for one of its ops), so that an op
  * checked on its own is refused exactly where its batch would be.
  */
 export function checkWireJson(value, outer = 0) {
-  if (typeof value !== 'object' || value === null) return checkScalar(value);
-  const keysOf = (node) => (Array.isArray(node) ? null : Object.keys(node));
-  const nodes = [value];
-  const keyLists = [keysOf(value)];
-  const next = [0];
-  while (nodes.length > 0) {
-    const top = nodes.length - 1;
-    const node = nodes[top];
-    const keys = keyLists[top];
-    const i = next[top];
-    if (i === (keys === null ? node.length : keys.length)) {
-      nodes.pop();
-      keyLists.pop();
-      next.pop();
-      continue;
+  if (typeof value !== 'object' || value === null) checkScalar(value);
+  else checkContainer(value, outer, 1);
+}
+
+/**
+ * Checks the members or elements of `node`, the `open`-th container from the top, depth
+ * first. Recursive: `open` never passes {@link MAX_WIRE_NESTING}, so neither does the stack.
+ */
+function checkContainer(node, outer, open) {
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const v = node[i];
+      if (typeof v === 'object' && v !== null) checkNested(v, outer, open);
+      else checkScalar(v);
     }
-    next[top] = i + 1;
-    let v;
-    if (keys === null) {
-      v = node[i];
-    } else {
-      if (!keys[i].isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
-      v = node[keys[i]];
-    }
-    if (typeof v !== 'object' || v === null) {
-      checkScalar(v);
-    } else if (outer + nodes.length + 1 >= MAX_WIRE_NESTING) {
-      throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
-    } else {
-      nodes.push(v);
-      keyLists.push(keysOf(v));
-      next.push(0);
+  } else {
+    const keys = Object.keys(node);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (!key.isWellFormed()) throw fail('Json', { reason: 'a key holds a lone surrogate' });
+      const v = node[key];
+      if (typeof v === 'object' && v !== null) checkNested(v, outer, open);
+      else checkScalar(v);
     }
   }
 }
 
+function checkNested(v, outer, open) {
+  if (outer + open + 1 >= MAX_WIRE_NESTING) {
+    throw fail('Json', { reason: `recursion limit exceeded: more than ${MAX_WIRE_NESTING - 1} nested arrays and objects` });
+  }
+  checkContainer(v, outer, open + 1);
+}
+
 function checkScalar(v) {
-  if (typeof v === 'string' && !v.isWellFormed()) throw fail('Json', { reason: 'a string holds a lone surrogate' });
-  if (typeof v === 'number' && !Number.isFinite(v)) throw fail('Json', { reason: `number out of range (${v})` });
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw fail('Json', { reason: `number out of range (${v})` });
+  } else if (typeof v === 'string' && !v.isWellFormed()) {
+    throw fail('Json', { reason: 'a string holds a lone surrogate' });
+  }
 }
 
 /** A checked wire path as decoded ops hold it: copied once, frozen, then shared by every use. */
@@ -140,13 +141,18 @@ function decoderWith(initial, held) {
    * It holds the previous op's path, which short forms reuse within the batch. `inPlace`:
    * the op is held nowhere else, so an op of full form becomes the decoded op (its path
    * array frozen where it is); otherwise every decoded op is new and paths are copied.
+   * `kept`: whether the decoded ops are kept or given to anyone; when they are not (a
+   * streamed batch nobody reads the ops of), an inline path is used as parsed, not frozen,
+   * as nothing holds it after the batch. A definition's path is frozen either way: the id
+   * table holds it for later batches.
    */
-  function batchDecoder(inPlace) {
-    const own = inPlace ? (path) => Object.freeze(path) : shared;
+  function batchDecoder(inPlace, kept = true) {
+    const define = inPlace ? Object.freeze : shared;
+    const own = !inPlace ? shared : kept ? Object.freeze : null;
     let previous = null;
     const resolve = (hasPath, ref) => {
       let path = previous;
-      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : own(ref);
+      if (hasPath) path = typeof ref === 'number' ? ids.get(ref) : own === null ? ref : own(ref);
       if (!path) throw hasPath ? fail('UnknownId', { id: ref }) : fail('NoPreviousPath');
       previous = path;
       return path;
@@ -154,15 +160,6 @@ function decoderWith(initial, held) {
     return (w) => {
       const verb = w[0];
       const n = w.length - 1;
-      // A full form (a path in place 1) is rewritten in place; a short form gets a new op.
-      const full = verb === 'p' ? n === 4 : verb === 'd' ? n === 1 : n === 2;
-      const op = (...fields) => {
-        if (inPlace && full) {
-          w[1] = fields[1];
-          return w;
-        }
-        return fields;
-      };
       if (verb === '#') {
         if (w[1] >= MAX_IDS) throw fail('LimitExceeded', { limit: 'path id', max: MAX_IDS - 1 });
         let units = 0;
@@ -170,7 +167,7 @@ function decoderWith(initial, held) {
         if (units > MAX_ID_PATH_UNITS) {
           throw fail('LimitExceeded', { limit: 'UTF-16 units of key text in a path with an id', max: MAX_ID_PATH_UNITS });
         }
-        writableIds().set(w[1], own(w[2]));
+        writableIds().set(w[1], define(w[2]));
         return null;
       }
       if (verb === 'r') {
@@ -183,9 +180,32 @@ function decoderWith(initial, held) {
         previous = null;
         return inPlace ? w : ['r', w[1]];
       }
-      if (verb === 'p') return op('p', resolve(n === 4, w[1]), w[n - 2], w[n - 1], w[n]);
-      if (verb === 'd') return op('d', nonEmpty(resolve(n === 1, w[1]), 'd'));
-      return op(verb, nonEmpty(resolve(n === 2, w[1]), verb), w[n]);
+      // A full form (a path in place 1) is rewritten in place; a short form gets a new op.
+      if (verb === 'p') {
+        const full = n === 4;
+        const path = resolve(full, w[1]);
+        if (full && inPlace) {
+          w[1] = path;
+          return w;
+        }
+        return ['p', path, w[n - 2], w[n - 1], w[n]];
+      }
+      if (verb === 'd') {
+        const full = n === 1;
+        const path = nonEmpty(resolve(full, w[1]), 'd');
+        if (full && inPlace) {
+          w[1] = path;
+          return w;
+        }
+        return ['d', path];
+      }
+      const full = n === 2;
+      const path = nonEmpty(resolve(full, w[1]), verb);
+      if (full && inPlace) {
+        w[1] = path;
+        return w;
+      }
+      return [verb, path, w[n]];
     };
   }
 
@@ -249,10 +269,10 @@ function decoderWith(initial, held) {
      * takes each op (checked, parsed by the caller and held nowhere else); `poison` marks
      * the decoder failed, as a failed batch does.
      */
-    [STREAM]: () => {
+    [STREAM]: (kept = true) => {
       if (poisoned) throw fail('DecoderPoisoned');
       return {
-        decode: batchDecoder(true),
+        decode: batchDecoder(true, kept),
         poison: () => {
           poisoned = true;
         },
