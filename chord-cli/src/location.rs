@@ -7,8 +7,6 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use crate::log::postgres_url;
-
 /// A kind of store kept in a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Kind {
@@ -52,6 +50,12 @@ pub(crate) enum Location<'a> {
         /// is created in it.
         kind: Option<Kind>,
     },
+}
+
+/// Whether the argument names a PostgreSQL store rather than a file.
+pub(crate) fn postgres_url(log: &Path) -> Option<&str> {
+    log.to_str()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
 /// Why `<LOG>` names no store chord can open: each names the path (or the URL) and the

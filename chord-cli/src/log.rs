@@ -28,12 +28,6 @@ pub(crate) enum Log {
     Sqlite(chord::store::SqliteStore),
 }
 
-/// Whether the argument names a PostgreSQL store rather than a file.
-pub(crate) fn postgres_url(log: &Path) -> Option<&str> {
-    log.to_str()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-}
-
 impl Log {
     /// Opens a log read-only: a PostgreSQL URL, or a file (with a progress bar for a big
     /// one, and warnings about a torn tail). The library refuses what is not a regular file

@@ -19,8 +19,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::failure::with_causes;
 use crate::listen::{self, ListenAddr, ListenError};
-use crate::location::{Kind, Location, LocationError};
-use crate::log::postgres_url;
+use crate::location::{postgres_url, Kind, Location, LocationError};
 use crate::tokens::{TokenError, Tokens};
 
 /// The route of the Prometheus scrape.

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::config::Config;
 use super::journal::Journal;
 use crate::store::Address;
 
@@ -304,19 +305,6 @@ impl Backend for Memory {
                 Some(held.saturating_sub(bytes))
             });
     }
-}
-
-/// How a stream was created: compared by an idempotent `PUT`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Config {
-    /// The media type, lower case, without parameters.
-    pub(crate) content_type: String,
-    /// `Stream-TTL`, in seconds.
-    pub(crate) ttl: Option<u64>,
-    /// `Stream-Expires-At` as given, and when that is.
-    pub(crate) expires_at: Option<(String, SystemTime)>,
-    /// The stream this one is a fork of, the offset and the sub-offset it forked at.
-    pub(crate) fork_of: Option<(Address, u64, u64)>,
 }
 
 /// One protocol stream: its configuration, messages, closure and producers.

@@ -396,17 +396,20 @@
 
 mod auth;
 mod catchup;
+mod config;
 mod frame;
 mod generic;
 mod health;
 mod journal;
+mod journaled;
 mod memory;
 mod router;
 mod write;
 
 pub use self::auth::{ReadKind, ReadRequest};
 pub use self::health::{Health, Readiness, HEALTH_ROUTE, READY_ROUTE};
-pub use self::journal::{Journal, Journaled};
+pub use self::journal::Journal;
+pub use self::journaled::Journaled;
 pub use self::memory::{Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams, MAX_TTL};
 pub use self::router::{
     default_cors, stream_path, Streams, BASE_OFFSET_HEADER, EXPOSED_HEADERS, MAX_NAME, ROUTE,

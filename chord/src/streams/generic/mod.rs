@@ -16,7 +16,7 @@ use super::memory::{MemoryStream, State};
 use super::Offset;
 
 pub(super) use self::read::{get, head, Get};
-pub(super) use self::write::{append, cost, create, delete, parse_rfc3339};
+pub(super) use self::write::{append, cost, create, delete};
 
 fn text(code: StatusCode, body: impl Into<String>) -> Response {
     let mut r = Response::new(Body::from(body.into()));

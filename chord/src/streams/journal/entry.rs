@@ -1,4 +1,5 @@
-//! One record of a journal: a change of one protocol stream, as JSON, and its replay.
+//! One record of a journal: a change of one protocol stream, as JSON, written from a
+//! [`Change`] or a [`Whole`] stream and read back as a [`Record`].
 //!
 //! ```text
 //! {"op":"create","ns":"v1","key":"a","type":"text/plain","ttl":60,"expires":null,
@@ -16,9 +17,10 @@ use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use std::collections::HashMap;
+
 use crate::store::Address;
-use crate::streams::generic;
-use crate::streams::memory::{Backend, Config, Memory, MemoryStream};
+use crate::streams::config::{parse_rfc3339, Config};
 
 /// A change the protocol's writes make, written to the journal before it is applied.
 pub(crate) enum Change<'a> {
@@ -39,6 +41,48 @@ pub(crate) enum Change<'a> {
     },
     /// A stream deleted.
     Delete { address: &'a Address },
+}
+
+/// A live stream whole, as a rewritten journal keeps it.
+pub(crate) struct Whole<'a> {
+    pub(crate) address: &'a Address,
+    pub(crate) config: &'a Config,
+    pub(crate) messages: &'a [Bytes],
+    pub(crate) closed: bool,
+    /// The producer request that closed it: (id, epoch, seq).
+    pub(crate) closed_by: Option<&'a (String, u64, u64)>,
+    /// Each producer's (epoch, last seq).
+    pub(crate) producers: &'a HashMap<String, (u64, u64)>,
+    /// The last `Stream-Seq`.
+    pub(crate) seq: Option<&'a str>,
+    /// Deleted while forks of it exist.
+    pub(crate) deleted: bool,
+}
+
+/// A record read back: a [`Change`] or a [`Whole`] stream (a creation with its state).
+#[derive(Debug)]
+pub(crate) enum Record {
+    /// A stream created; when written by a rewrite, with the state its writes left.
+    Create {
+        address: Address,
+        config: Config,
+        messages: Vec<Bytes>,
+        closed: bool,
+        closed_by: Option<(String, u64, u64)>,
+        producers: HashMap<String, (u64, u64)>,
+        seq: Option<String>,
+        deleted: bool,
+    },
+    /// Messages appended (maybe none, for a close), with the producer and `Stream-Seq`.
+    Append {
+        address: Address,
+        messages: Vec<Bytes>,
+        producer: Option<(String, u64, u64)>,
+        seq: Option<String>,
+        close: bool,
+    },
+    /// A stream deleted.
+    Delete { address: Address },
 }
 
 /// A record, as JSON.
@@ -121,15 +165,12 @@ impl Entry {
         }
     }
 
-    /// The stream at `address` as one creation, with its whole state.
-    pub(super) fn snapshot(address: &Address, stream: &MemoryStream) -> Entry {
-        let state = stream.lock();
-        let mut e = Entry::create(address, &stream.config, &state.messages, state.closed);
-        e.set(
-            "closed_by",
-            state.closed_by.as_ref().map_or(Value::Null, producer),
-        );
-        let mut producers: Vec<_> = state.producers.iter().collect();
+    /// The record of a live stream as a rewritten journal keeps it: one creation, with
+    /// everything its writes left.
+    pub(super) fn whole(w: &Whole<'_>) -> Entry {
+        let mut e = Entry::create(w.address, w.config, w.messages, w.closed);
+        e.set("closed_by", w.closed_by.map_or(Value::Null, producer));
+        let mut producers: Vec<_> = w.producers.iter().collect();
         producers.sort();
         e.set(
             "producers",
@@ -138,8 +179,8 @@ impl Entry {
                 .map(|(id, (epoch, seq))| json!([id, epoch, seq]))
                 .collect(),
         );
-        e.set("seq", state.stream_seq.clone().into());
-        e.set("deleted", state.deleted.into());
+        e.set("seq", w.seq.map(str::to_owned).into());
+        e.set("deleted", w.deleted.into());
         e
     }
 
@@ -224,8 +265,7 @@ impl Entry {
         let expires_at = match self.opt_str("expires")? {
             None => None,
             Some(at) => {
-                let when =
-                    generic::parse_rfc3339(&at).map_err(|why| format!("`expires`: {why}"))?;
+                let when = parse_rfc3339(&at).map_err(|why| format!("`expires`: {why}"))?;
                 Some((at, when))
             }
         };
@@ -250,16 +290,12 @@ impl Entry {
         })
     }
 
-    /// Applies the record to `memory`, as the write it records did; a creation's address is
-    /// added to `order`. A change of a stream the journal no longer holds (an append that
-    /// raced a delete) changes nothing.
-    pub(super) fn replay(&self, memory: &Memory, order: &mut Vec<Address>) -> Result<(), String> {
+    /// What the record says.
+    pub(super) fn decode(&self) -> Result<Record, String> {
         let address = self.address()?;
-        match self.str("op")? {
+        Ok(match self.str("op")? {
             "create" => {
-                let config = self.config()?;
-                let messages = self.messages()?;
-                let mut producers = std::collections::HashMap::new();
+                let mut producers = HashMap::new();
                 if let Some(Value::Array(ps)) = self.0.get("producers") {
                     for p in ps {
                         if let Some((id, epoch, seq)) = Entry::producer(Some(p))? {
@@ -267,64 +303,26 @@ impl Entry {
                         }
                     }
                 }
-                let fork_of = config.fork_of.clone();
-                let stream = MemoryStream::new(config);
-                let bytes = generic::cost(&messages);
-                {
-                    let mut state = stream.lock();
-                    state.bytes = bytes;
-                    state.messages = messages;
-                    state.closed = self.flag("closed")?;
-                    state.closed_by = Entry::producer(self.0.get("closed_by"))?;
-                    state.producers = producers;
-                    state.stream_seq = self.opt_str("seq")?;
-                    state.deleted = self.flag("deleted")?;
-                }
-                // Written when the address was free: whatever replay holds there went
-                // (expired) before this was made.
-                memory.remove(&address);
-                memory
-                    .reserve(bytes)
-                    .map_err(|e| format!("{e}: the journal holds more than the bound"))?;
-                memory
-                    .insert(&address, stream)
-                    .map_err(|e| format!("{e}: the journal holds more than the bound"))?;
-                if let Some(source) = fork_of.and_then(|(from, _, _)| memory.get(&from)) {
-                    source.lock().forks += 1;
-                }
-                order.push(address);
-            }
-            "append" => {
-                let messages = self.messages()?;
-                let producer = Entry::producer(self.0.get("producer"))?;
-                let stream_seq = self.opt_str("seq")?;
-                let close = self.flag("close")?;
-                let Some(stream) = memory.get(&address) else {
-                    return Ok(());
-                };
-                let mut state = stream.lock();
-                let size = generic::cost(&messages);
-                memory
-                    .reserve(size)
-                    .map_err(|e| format!("{e}: the journal holds more than the bound"))?;
-                state.bytes += size;
-                state.messages.extend(messages);
-                if let Some((id, epoch, seq)) = &producer {
-                    state.producers.insert(id.clone(), (*epoch, *seq));
-                }
-                if stream_seq.is_some() {
-                    state.stream_seq = stream_seq;
-                }
-                if close {
-                    state.closed = true;
-                    state.closed_by = producer;
+                Record::Create {
+                    address,
+                    config: self.config()?,
+                    messages: self.messages()?,
+                    closed: self.flag("closed")?,
+                    closed_by: Entry::producer(self.0.get("closed_by"))?,
+                    producers,
+                    seq: self.opt_str("seq")?,
+                    deleted: self.flag("deleted")?,
                 }
             }
-            "delete" => {
-                generic::delete(memory, &address);
-            }
+            "append" => Record::Append {
+                address,
+                messages: self.messages()?,
+                producer: Entry::producer(self.0.get("producer"))?,
+                seq: self.opt_str("seq")?,
+                close: self.flag("close")?,
+            },
+            "delete" => Record::Delete { address },
             other => return Err(format!("unknown op {other:?}")),
-        }
-        Ok(())
+        })
     }
 }

@@ -1,5 +1,6 @@
-//! Protocol streams kept beyond the process: [`Journaled`], a [`Backend`] that holds its streams
-//! in a [`Memory`] and writes every change to a journal first, replayed when it opens.
+//! The journal of protocol streams: each change of a stream written, durably, before it is
+//! applied; read back in order when the journal is opened (see
+//! [`Journaled`](super::Journaled), the backend that replays it).
 //!
 //! One journal per server, beside the chord store it serves (a file, or a table of a
 //! PostgreSQL store's schema), never inside it: a chord log has one writer, often a producer
@@ -8,12 +9,7 @@
 //! append (its messages, the producer and `Stream-Seq` it carried, a close), a delete. A change
 //! is written (and, for a file, flushed to disk) before it is applied and answered, so a
 //! stream a client was told about survives a crash; a change the journal refuses is answered
-//! `503` and applied nowhere. Opening replays the records in order and then rewrites the
-//! journal as one creation a live stream (deleted and expired streams leave it).
-//!
-//! What a restart does not keep: a TTL's idle countdown starts again when the journal is
-//! opened (a stream with `Stream-TTL` lives at least its TTL after a restart), and live
-//! readers reconnect.
+//! `503` and applied nowhere.
 
 mod entry;
 mod file;
@@ -21,15 +17,14 @@ mod file;
 mod postgres;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use axum::http::StatusCode;
 
 use self::entry::Entry;
-use super::memory::{Backend, Memory, MemoryStream, TooManyBytes, TooManyStreams};
-use crate::store::{Address, Error};
+use crate::store::Error;
 
-pub(crate) use self::entry::Change;
+pub(crate) use self::entry::{Change, Record, Whole};
 
 /// Where a journal's records are kept.
 trait Medium: Send {
@@ -43,8 +38,8 @@ trait Medium: Send {
     fn name(&self) -> String;
 }
 
-/// The journal of a [`Journaled`] backend: opaque, reached by the protocol's writes through
-/// [`Backend::journal`].
+/// The journal of a [`Journaled`](super::Journaled) backend: opaque, reached by the
+/// protocol's writes through [`Backend::journal`](super::Backend::journal).
 pub struct Journal {
     medium: Mutex<Box<dyn Medium>>,
     /// Held across a create or a delete, from the look at the address to the change applied:
@@ -64,6 +59,59 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Journal {
+    /// The journal file at `path`, created if missing, locked while the journal lives.
+    pub(crate) fn file(path: &Path) -> Result<Journal, Error> {
+        Ok(Journal::of(Box::new(file::FileMedium::open(path)?)))
+    }
+
+    /// The table `chord_protocol_streams` in the schema of the PostgreSQL URL `url`, created
+    /// if missing, under a session lock while the journal lives.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(url: &str) -> Result<Journal, Error> {
+        Ok(Journal::of(Box::new(postgres::TableMedium::open(url)?)))
+    }
+
+    fn of(medium: Box<dyn Medium>) -> Journal {
+        Journal {
+            name: medium.name(),
+            medium: Mutex::new(medium),
+            structure: Mutex::new(()),
+        }
+    }
+
+    /// Every record, in the order written. A record that is not one is
+    /// [`Error::Corrupt`], naming its line.
+    pub(crate) fn records(&self) -> Result<Vec<Record>, Error> {
+        let records = blocking(|| lock(&self.medium).load())?;
+        records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                Entry::from_record(r)
+                    .and_then(|e| e.decode())
+                    .map_err(|why| self.corrupt(i, why))
+            })
+            .collect()
+    }
+
+    /// The error of record `index` (from 0), which cannot be what it says.
+    pub(crate) fn corrupt(&self, index: usize, reason: String) -> Error {
+        Error::Corrupt {
+            path: self.name.clone().into(),
+            line: index as u64 + 1,
+            reason,
+        }
+    }
+
+    /// Replaces every record by one creation each of `streams`, all or nothing.
+    pub(crate) fn rewrite(&self, streams: &[Whole<'_>]) -> Result<(), Error> {
+        let records: Vec<_> = streams
+            .iter()
+            .map(|w| Entry::whole(w).to_record())
+            .collect();
+        blocking(|| lock(&self.medium).rewrite(&records))
+    }
+
     /// Holds creations and deletions back until the guard drops.
     pub(crate) fn structure(&self) -> MutexGuard<'_, ()> {
         lock(&self.structure)
@@ -97,346 +145,5 @@ fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
             Err(panic) => std::panic::resume_unwind(panic),
         }),
         Err(_) => f(),
-    }
-}
-
-/// A [`Backend`] whose streams outlive the process: held in a [`Memory`] (with its bounds),
-/// every change written to a journal before it is applied, the journal replayed when opened.
-///
-/// [`Journaled::file`] keeps the journal in a file (one server at a time: it is locked while
-/// open); [`Journaled::postgres`] in a table of a PostgreSQL schema. `chord serve` keeps it
-/// beside the store it serves (see its `--help`).
-///
-/// ```
-/// use chord::streams::{Journaled, Memory};
-/// # let dir = tempfile::tempdir()?;
-/// let streams = Journaled::file(dir.path().join("log.jsonl.streams"), Memory::new())?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-pub struct Journaled {
-    memory: Memory,
-    journal: Journal,
-}
-
-impl Journaled {
-    /// The streams of the journal file at `path` (created if missing), held in `memory`
-    /// (whose bounds apply to the replay too). The file is locked while the backend lives:
-    /// one server per journal.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Locked`] when another process has it open, [`Error::Io`] when it cannot be
-    /// read or written, [`Error::Corrupt`] for a damaged record (a torn last record, left by a
-    /// crash in the middle of a write, is dropped: it was never acknowledged), or when the
-    /// streams it holds are over `memory`'s bounds.
-    pub fn file(path: impl AsRef<Path>, memory: Memory) -> Result<Journaled, Error> {
-        let medium = file::FileMedium::open(path.as_ref())?;
-        Journaled::open(Box::new(medium), memory)
-    }
-
-    /// The streams of the table `chord_protocol_streams` in the schema of the PostgreSQL URL
-    /// `url` (`?schema=name`, default `public`; created if missing), held in `memory`. One
-    /// server writes a schema's protocol streams: the journal holds a session lock on it while
-    /// open, and a second server's open fails with [`Error::Postgres`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Journaled::file`], with [`Error::Postgres`] for the database's.
-    #[cfg(feature = "postgres")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-    pub fn postgres(url: &str, memory: Memory) -> Result<Journaled, Error> {
-        let medium = postgres::TableMedium::open(url)?;
-        Journaled::open(Box::new(medium), memory)
-    }
-
-    fn open(mut medium: Box<dyn Medium>, memory: Memory) -> Result<Journaled, Error> {
-        let name = medium.name();
-        let records = medium.load()?;
-        let corrupt = |i: usize, reason: String| Error::Corrupt {
-            path: name.clone().into(),
-            line: i as u64 + 1,
-            reason,
-        };
-        let mut order = Vec::new();
-        for (i, record) in records.iter().enumerate() {
-            let entry = Entry::from_record(record).map_err(|why| corrupt(i, why))?;
-            entry
-                .replay(&memory, &mut order)
-                .map_err(|why| corrupt(i, why))?;
-        }
-        // One creation a live stream, sources before their forks (the order they were made).
-        let mut live = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for address in order {
-            if !seen.insert(address.clone()) {
-                continue;
-            }
-            if let Some(stream) = memory.get(&address) {
-                live.push(Entry::snapshot(&address, &stream).to_record());
-            }
-        }
-        if live.len() != records.len() {
-            medium.rewrite(&live)?;
-        }
-        Ok(Journaled {
-            memory,
-            journal: Journal {
-                medium: Mutex::new(medium),
-                structure: Mutex::new(()),
-                name,
-            },
-        })
-    }
-}
-
-impl Backend for Journaled {
-    fn get(&self, address: &Address) -> Option<Arc<MemoryStream>> {
-        self.memory.get(address)
-    }
-
-    fn insert(
-        &self,
-        address: &Address,
-        stream: MemoryStream,
-    ) -> Result<(Arc<MemoryStream>, bool), TooManyStreams> {
-        self.memory.insert(address, stream)
-    }
-
-    fn remove(&self, address: &Address) -> bool {
-        self.memory.remove(address)
-    }
-
-    fn max_stream_bytes(&self) -> usize {
-        Backend::max_stream_bytes(&self.memory)
-    }
-
-    fn reserve(&self, bytes: usize) -> Result<(), TooManyBytes> {
-        self.memory.reserve(bytes)
-    }
-
-    fn release(&self, bytes: usize) {
-        self.memory.release(bytes);
-    }
-
-    fn journal(&self) -> Option<&Journal> {
-        Some(&self.journal)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use axum::http::{HeaderMap, HeaderValue, StatusCode};
-
-    use super::*;
-    use crate::streams::generic;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (name, value) in pairs {
-            h.insert(*name, HeaderValue::from_str(value).unwrap());
-        }
-        h
-    }
-
-    fn put(b: &dyn Backend, key: &str, pairs: &[(&'static str, &str)], body: &[u8]) -> u16 {
-        let address = Address::new("t", key);
-        generic::create(b, &address, None, "", &headers(pairs), body)
-            .status()
-            .as_u16()
-    }
-
-    fn post(b: &dyn Backend, key: &str, pairs: &[(&'static str, &str)], body: &[u8]) -> u16 {
-        let address = Address::new("t", key);
-        let stream = b.get(&address).expect("the stream");
-        generic::append(b, &address, &stream, &headers(pairs), body)
-            .status()
-            .as_u16()
-    }
-
-    /// What a stream holds that a restart must keep.
-    fn held(b: &dyn Backend, key: &str) -> Option<String> {
-        let stream = b.get(&Address::new("t", key))?;
-        let state = stream.lock();
-        let mut producers: Vec<_> = state.producers.iter().collect();
-        producers.sort();
-        Some(format!(
-            "{} ttl={:?} expires={:?} fork={:?} messages={:?} bytes={} closed={} by={:?} \
-             producers={producers:?} seq={:?} deleted={} forks={}",
-            stream.config.content_type,
-            stream.config.ttl,
-            stream.config.expires_at.as_ref().map(|e| &e.0),
-            stream.config.fork_of,
-            state.messages,
-            state.bytes,
-            state.closed,
-            state.closed_by,
-            state.stream_seq,
-            state.deleted,
-            state.forks,
-        ))
-    }
-
-    fn lines(path: &Path) -> usize {
-        std::fs::read_to_string(path).unwrap().lines().count()
-    }
-
-    const TEXT: (&str, &str) = ("content-type", "text/plain");
-    const JSON: (&str, &str) = ("content-type", "application/json");
-    const BYTES: (&str, &str) = ("content-type", "application/octet-stream");
-
-    #[test]
-    fn every_change_outlives_the_process_and_the_journal_keeps_only_live_streams() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log.jsonl.streams");
-        let keys = ["text", "json", "bytes", "fork", "gone", "source", "soon"];
-        let before: Vec<_> = {
-            let b = Journaled::file(&path, Memory::new()).unwrap();
-            assert_eq!(
-                put(&b, "text", &[TEXT, ("stream-ttl", "3600")], b"one"),
-                201
-            );
-            let producer = [
-                TEXT,
-                ("producer-id", "p"),
-                ("producer-epoch", "2"),
-                ("producer-seq", "0"),
-            ];
-            assert_eq!(post(&b, "text", &producer, b" two"), 200);
-            assert_eq!(
-                post(&b, "text", &[TEXT, ("stream-seq", "0007")], b" three"),
-                204
-            );
-            assert_eq!(put(&b, "json", &[JSON], br#"[{"a":1}, "two"]"#), 201);
-            assert_eq!(
-                post(&b, "json", &[JSON, ("stream-closed", "true")], b"[3]"),
-                204
-            );
-            assert_eq!(put(&b, "bytes", &[BYTES], &[0, 159, 255, b'\n']), 201);
-            assert_eq!(put(&b, "source", &[TEXT], b"abc"), 201);
-            let fork = Address::new("t", "fork");
-            let from = Some(Some(Address::new("t", "source")));
-            let forked = [("stream-fork-offset", "0000000000000001")];
-            let r = generic::create(&b, &fork, from, "", &headers(&forked), b"");
-            assert_eq!(r.status(), StatusCode::CREATED);
-            assert_eq!(post(&b, "fork", &[TEXT], b"d"), 204);
-            // Deleted with a fork: kept, marked, until the fork goes.
-            let deleted = generic::delete(&b, &Address::new("t", "source"));
-            assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
-            assert_eq!(put(&b, "gone", &[TEXT], b"x"), 201);
-            let gone = generic::delete(&b, &Address::new("t", "gone"));
-            assert_eq!(gone.status(), StatusCode::NO_CONTENT);
-            let soon = [TEXT, ("stream-expires-at", "2000-01-01T00:00:00Z")];
-            assert_eq!(put(&b, "soon", &soon, b"expired"), 201);
-            keys.iter().map(|k| held(&b, k)).collect()
-        };
-        assert_eq!(before[4], None, "deleted");
-        assert_eq!(before[6], None, "expired");
-        assert!(before[5]
-            .as_deref()
-            .unwrap()
-            .contains("deleted=true forks=1"));
-        // Thirteen changes written; the reopened journal holds the five live streams.
-        let b = Journaled::file(&path, Memory::new()).unwrap();
-        let after: Vec<_> = keys.iter().map(|k| held(&b, k)).collect();
-        assert_eq!(after, before);
-        assert_eq!(lines(&path), 5);
-        drop(b);
-        // And again, from the rewritten journal.
-        let b = Journaled::file(&path, Memory::new()).unwrap();
-        assert_eq!(keys.iter().map(|k| held(&b, k)).collect::<Vec<_>>(), before);
-        // Deleting the fork takes the deleted source with it, after a restart too.
-        let r = generic::delete(&b, &Address::new("t", "fork"));
-        assert_eq!(r.status(), StatusCode::NO_CONTENT);
-        assert_eq!(held(&b, "source"), None);
-        drop(b);
-        let b = Journaled::file(&path, Memory::new()).unwrap();
-        assert_eq!(held(&b, "fork"), None);
-        assert_eq!(held(&b, "source"), None);
-        assert_eq!(held(&b, "text"), before[0]);
-        assert_eq!(lines(&path), 3);
-    }
-
-    #[test]
-    fn a_producer_retry_after_a_restart_is_answered_as_a_duplicate() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        let producer = |seq: &'static str| {
-            [
-                TEXT,
-                ("producer-id", "p"),
-                ("producer-epoch", "0"),
-                ("producer-seq", seq),
-            ]
-        };
-        {
-            let b = Journaled::file(&path, Memory::new()).unwrap();
-            assert_eq!(put(&b, "s", &[TEXT], b""), 201);
-            assert_eq!(post(&b, "s", &producer("0"), b"a"), 200);
-            assert_eq!(post(&b, "s", &producer("1"), b"b"), 200);
-        }
-        let b = Journaled::file(&path, Memory::new()).unwrap();
-        assert_eq!(post(&b, "s", &producer("1"), b"b"), 204, "a duplicate");
-        assert_eq!(post(&b, "s", &producer("3"), b"d"), 409, "a gap");
-        assert_eq!(post(&b, "s", &producer("2"), b"c"), 200);
-        let stream = b.get(&Address::new("t", "s")).unwrap();
-        assert_eq!(stream.lock().messages, [&b"a"[..], b"b", b"c"]);
-    }
-
-    #[test]
-    fn a_torn_last_record_is_dropped_and_a_damaged_one_is_refused_by_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        {
-            let b = Journaled::file(&path, Memory::new()).unwrap();
-            assert_eq!(put(&b, "s", &[TEXT], b"kept"), 201);
-            assert_eq!(put(&b, "t", &[TEXT], b"also"), 201);
-        }
-        // A crash in the middle of the next write.
-        let mut text = std::fs::read(&path).unwrap();
-        text.extend_from_slice(b"0badc0de {\"op\":\"app");
-        std::fs::write(&path, &text).unwrap();
-        let b = Journaled::file(&path, Memory::new()).unwrap();
-        assert!(held(&b, "s").unwrap().contains("\"kept\""));
-        assert_eq!(post(&b, "s", &[TEXT], b"!"), 204);
-        drop(b);
-        let b = Journaled::file(&path, Memory::new()).unwrap();
-        assert!(held(&b, "s").unwrap().contains("[b\"kept\", b\"!\"]"));
-        drop(b);
-        // A complete line whose checksum fails: refused, naming the file and the line.
-        let text = std::fs::read_to_string(&path).unwrap();
-        let damaged = text.replacen("also", "alsO", 1);
-        assert_ne!(damaged, text);
-        std::fs::write(&path, damaged).unwrap();
-        let e = Journaled::file(&path, Memory::new()).unwrap_err();
-        let shown = e.to_string();
-        assert!(
-            shown.contains(&format!("{}:2: corrupt record", path.display()))
-                && shown.contains("checksum"),
-            "{shown}"
-        );
-    }
-
-    #[test]
-    fn one_server_at_a_time_holds_a_journal() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        let first = Journaled::file(&path, Memory::new()).unwrap();
-        let second = Journaled::file(&path, Memory::new()).unwrap_err();
-        assert!(matches!(second, Error::Locked { .. }), "{second}");
-        drop(first);
-        Journaled::file(&path, Memory::new()).unwrap();
-    }
-
-    #[test]
-    fn a_journal_over_the_memory_bound_is_refused_when_opened() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j");
-        {
-            let b = Journaled::file(&path, Memory::new()).unwrap();
-            assert_eq!(put(&b, "s", &[TEXT], &[b'x'; 1000]), 201);
-        }
-        let e = Journaled::file(&path, Memory::new().max_bytes(100)).unwrap_err();
-        assert!(e.to_string().contains("more than the bound"), "{e}");
     }
 }
