@@ -40,7 +40,7 @@ fn write_log(path: &Path) {
 }
 
 /// `chord serve` started with `args`; its address once it says it listens, or its stderr.
-fn serve(args: &[&str]) -> Result<(Child, String), String> {
+fn serve(args: &[&str]) -> Result<(Server, String), String> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_chord"))
         .arg("serve")
         .args(args)
@@ -53,7 +53,7 @@ fn serve(args: &[&str]) -> Result<(Child, String), String> {
         .read_line(&mut line)
         .unwrap();
     match line.trim().strip_prefix("listening on http://") {
-        Some(addr) => Ok((child, addr.to_owned())),
+        Some(addr) => Ok((Server(child), addr.to_owned())),
         None => {
             let mut err = String::new();
             child
@@ -68,7 +68,21 @@ fn serve(args: &[&str]) -> Result<(Child, String), String> {
     }
 }
 
-fn stop(mut child: Child) {
+/// A running `chord serve`.
+#[derive(Debug)]
+struct Server(Child);
+
+/// A server a failed test leaves running is killed, not left holding its port, its log's
+/// lock or its database connections.
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn stop(mut server: Server) {
+    let child = &mut server.0;
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])

@@ -44,7 +44,16 @@ fn write_lane(store: impl chord::store::Store) {
 struct Served {
     child: Child,
     addr: String,
-    stderr: std::thread::JoinHandle<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+/// A server a failed test leaves running is killed, not left holding its port, its log's
+/// lock or its database connections.
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Served {
@@ -80,7 +89,7 @@ impl Served {
         Served {
             addr: addr.to_owned(),
             child,
-            stderr,
+            stderr: Some(stderr),
         }
     }
 
@@ -90,7 +99,7 @@ impl Served {
         let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(killed.success());
         let status = self.child.wait().unwrap();
-        (status.code(), self.stderr.join().unwrap())
+        (status.code(), self.stderr.take().unwrap().join().unwrap())
     }
 }
 

@@ -86,6 +86,15 @@ struct Served {
     addr: String,
 }
 
+/// A server a failed test leaves running is killed, not left holding its port, its log's
+/// lock or its database connections.
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Served {
     /// Starts `chord serve LOG --public --write-token-file ... ARGS` on a free port; the
     /// stderr of a server that did not start.
