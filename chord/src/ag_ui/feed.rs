@@ -1,5 +1,6 @@
-//! One response's AG-UI events: the run's log as a [`Cursor`] yields it, each record framed
-//! as the events it gives ([`View`]), made once for every reader of the run.
+//! One response's events: the run's log as a [`Cursor`] yields it, each record framed as the
+//! events it gives ([`View`], in its door's [`Framing`]), made once for every reader of the
+//! run.
 //!
 //! The events of a record depend on the records before it (a text append names its message;
 //! a string's append is a whole `replace` in a JSON Patch). The run's tail cache carries one
@@ -17,9 +18,8 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
-use super::events::{codes, Event};
-use super::id::{frame, EventId};
-use super::view::View;
+use super::id::EventId;
+use super::view::{Framing, View};
 use crate::live::cursor::{Cursor, Step};
 use crate::live::frames::Slot;
 use crate::live::sse::{Feed, Next, Pending};
@@ -27,9 +27,8 @@ use crate::live::tail::{Entry, Tail};
 
 /// What a run's readers share, carried by its tail cache: the mirror (a view after some
 /// record), and where the run ended, once a reader knows.
-#[derive(Default)]
-pub(crate) struct Shared {
-    mirror: Mutex<Option<Mirror>>,
+pub(crate) struct Shared<F> {
+    mirror: Mutex<Option<Mirror<F>>>,
     /// The seq of the record with the run's terminal event, once a reader framed it (0: not
     /// yet); read at every record, without the mirror's lock.
     terminal: AtomicU64,
@@ -37,8 +36,18 @@ pub(crate) struct Shared {
     ended: AtomicBool,
 }
 
-impl Shared {
-    fn mirror(&self) -> MutexGuard<'_, Option<Mirror>> {
+impl<F> Default for Shared<F> {
+    fn default() -> Shared<F> {
+        Shared {
+            mirror: Mutex::new(None),
+            terminal: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
+        }
+    }
+}
+
+impl<F> Shared<F> {
+    fn mirror(&self) -> MutexGuard<'_, Option<Mirror<F>>> {
         self.mirror.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -50,49 +59,49 @@ impl Shared {
 
 /// Whether the run of `tail` is known to have ended: a run never starts again, so a reader
 /// need not read its log to find out.
-pub(crate) fn known_ended(tail: &Tail) -> bool {
-    let shared = carry(tail);
+pub(crate) fn known_ended<F: Framing>(tail: &Tail) -> bool {
+    let shared = carry::<F>(tail);
     shared.ended.load(Ordering::Acquire) || shared.terminal.load(Ordering::Acquire) != 0
 }
 
 /// Records that the run of `tail` ended.
-pub(crate) fn mark_ended(tail: &Tail) {
-    carry(tail).ended.store(true, Ordering::Release);
+pub(crate) fn mark_ended<F: Framing>(tail: &Tail) {
+    carry::<F>(tail).ended.store(true, Ordering::Release);
 }
 
 /// A view after record `at`.
-pub(crate) struct Mirror {
-    view: View,
+pub(crate) struct Mirror<F> {
+    view: View<F>,
     at: u64,
 }
 
 /// What `tail`'s run's readers share.
-fn carry(tail: &Tail) -> Arc<Shared> {
-    tail.carry::<Shared>(Slot::Passing)
+fn carry<F: Framing>(tail: &Tail) -> Arc<Shared<F>> {
+    tail.carry::<Shared<F>>(Slot::Passing)
 }
 
 /// Builds a view after a record of the run, from the log (reads the store: it runs off the
 /// runtime's workers).
-pub(crate) type Rebuild = Arc<dyn Fn(u64) -> Result<View, String> + Send + Sync>;
+pub(crate) type Rebuild<F> = Arc<dyn Fn(u64) -> Result<View<F>, String> + Send + Sync>;
 
 /// The reader's own view, when it has one.
-enum Own {
+enum Own<F> {
     /// None: the reader reads the shared frames.
     Shared,
     /// A view after the reader's position.
-    View(View),
+    View(View<F>),
     /// The reader starts at a base with no value: the base's start frames.
     Fresh,
 }
 
 /// The events of one response.
-pub(crate) struct RunFeed {
+pub(crate) struct RunFeed<F> {
     cursor: Cursor,
-    carry: Arc<Shared>,
-    own: Own,
-    rebuild: Rebuild,
+    carry: Arc<Shared<F>>,
+    own: Own<F>,
+    rebuild: Rebuild<F>,
     /// A view being built after the reader's position.
-    building: Option<Pending<Result<View, String>>>,
+    building: Option<Pending<Result<View<F>, String>>>,
     /// Frames to send, in order: each record's as made (a shared record's frames are the
     /// bytes every reader is sent, not a copy).
     queue: VecDeque<Bytes>,
@@ -115,16 +124,16 @@ enum Stuck {
     Broken(String),
 }
 
-impl RunFeed {
+impl<F: Framing> RunFeed<F> {
     /// A response after record `cursor.after()`: `own` is the reader's view there, or `None`
     /// for a reader with no value, starting at a base; `first` goes before anything else.
     pub(crate) fn new(
         cursor: Cursor,
-        own: Option<View>,
+        own: Option<View<F>>,
         first: Option<Bytes>,
-        rebuild: Rebuild,
+        rebuild: Rebuild<F>,
         slot: crate::live::bound::Permit,
-    ) -> RunFeed {
+    ) -> RunFeed<F> {
         RunFeed {
             carry: carry(cursor.tail()),
             cursor,
@@ -145,13 +154,18 @@ impl RunFeed {
 
     /// The frames of record `seq` (the reader's next), from its view, their ids' `k` from
     /// `k0`: with the frames, whether the record ended the run.
-    fn framed(view: &mut View, seq: u64, batch: &str, k0: usize) -> Result<(Vec<u8>, bool), Stuck> {
+    fn framed(
+        view: &mut View<F>,
+        seq: u64,
+        batch: &str,
+        k0: usize,
+    ) -> Result<(Vec<u8>, bool), Stuck> {
         let events = view
             .record(batch)
             .map_err(|e| Stuck::Broken(e.to_string()))?;
         let mut out = Vec::new();
         for (k, event) in events.iter().enumerate() {
-            frame(&mut out, Some(EventId { seq, k: k0 + k }), event);
+            F::write(&mut out, Some(EventId { seq, k: k0 + k }), event);
         }
         Ok((out, view.ended()))
     }
@@ -218,7 +232,7 @@ impl RunFeed {
     /// Gives the reader's view, after record `at`, to the mirror when the mirror is behind it
     /// (or there is none yet): the reader reads the shared frames from here, and holds no
     /// copy of the state. A mirror ahead of it is left where it is.
-    fn settle(&mut self, mirror: &mut Option<Mirror>, view: View, at: u64) {
+    fn settle(&mut self, mirror: &mut Option<Mirror<F>>, view: View<F>, at: u64) {
         if mirror.as_ref().is_none_or(|m| m.at < at) {
             *mirror = Some(Mirror { view, at });
             self.own = Own::Shared;
@@ -290,17 +304,13 @@ impl RunFeed {
         Ok(())
     }
 
-    /// A `RUN_ERROR` for a log the feed cannot read on (no id: it is no place in the log),
-    /// after what is queued; nothing follows it.
+    /// The framing's terminal event for a log the feed cannot read on (no id: it is no
+    /// place in the log), after what is queued; nothing follows it.
     fn broken(&mut self, why: &str) {
         tracing::warn!(target: "chord::ag_ui", run = %self.cursor.address(), after = self.cursor.after(), error = why, "a run's log gives no events");
         self.done = true;
-        let event = Event::RunError {
-            message: format!("the run's log cannot be read: {why}"),
-            code: Some(codes::LOG_UNREADABLE.to_owned()),
-        };
         let mut out = Vec::new();
-        frame(&mut out, None, &event);
+        F::write(&mut out, None, &F::unreadable(why));
         self.queue.push_back(Bytes::from(out));
     }
 }
@@ -311,7 +321,7 @@ enum Records<'a> {
     Store(&'a [crate::store::Record]),
 }
 
-impl Feed for RunFeed {
+impl<F: Framing> Feed for RunFeed<F> {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         loop {
             if let Some(frames) = self.queue.pop_front() {

@@ -1,9 +1,9 @@
-//! An AG-UI event's place in a run's log: its SSE id, `<offset>:<k>` ([`EventId`]), and the
-//! SSE frame that carries it.
+//! An event's place in a run's log: its SSE id, `<offset>:<k>` ([`EventId`]), and the SSE
+//! frame that carries it.
 
 use axum::http::HeaderMap;
+use serde::Serialize;
 
-use super::events::Event;
 use crate::live::sse::{self, Fields};
 use crate::live::Offset;
 
@@ -75,8 +75,8 @@ impl EventId {
 }
 
 /// One SSE event: `id: <offset>:<k>` (none for an event that is no place in the log) and
-/// the event's JSON.
-pub(crate) fn frame(out: &mut Vec<u8>, id: Option<EventId>, event: &Event) {
+/// the event's JSON, which must serialize (strings and JSON values only).
+pub(crate) fn frame<E: Serialize>(out: &mut Vec<u8>, id: Option<EventId>, event: &E) {
     let mut text = String::new();
     if let Some(id) = id {
         id.write(&mut text);
@@ -86,7 +86,6 @@ pub(crate) fn frame(out: &mut Vec<u8>, id: Option<EventId>, event: &Event) {
         id: id.map(|_| text.as_str()),
         compact: false,
     };
-    // An event always serializes (strings and JSON values only).
     sse::event(out, fields, |out| {
         let _ = serde_json::to_writer(&mut *out, event);
     });

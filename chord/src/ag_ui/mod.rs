@@ -334,6 +334,8 @@ mod events;
 #[cfg(feature = "ag-ui")]
 mod feed;
 #[cfg(feature = "ag-ui")]
+mod framing;
+#[cfg(feature = "ag-ui")]
 mod id;
 mod patch;
 mod pointer;

@@ -17,9 +17,10 @@ use serde_json::Value;
 use super::config::AgUi;
 use super::events::{codes, RunAgentInput};
 use super::feed::{self, Rebuild, RunFeed};
-use super::id::{frame, EventId, START_K};
+use super::framing::AgUiFraming;
+use super::id::{EventId, START_K};
 use super::run::{Envelope, Outcome, Run};
-use super::view::View;
+use super::view::{Framing, View};
 use crate::live::bound::{busy, Bound, Permit};
 use crate::live::cursor::Cursor;
 use crate::live::log::{Source, Want};
@@ -75,10 +76,10 @@ pub(crate) async fn blocking<R: Send + 'static>(
 }
 
 /// Where a response starts in the run's log.
-pub(crate) struct Start {
+pub(crate) struct Start<F> {
     cursor: Cursor,
     /// The reader's view after where it starts; `None`: it starts at a base, with no value.
-    view: Option<View>,
+    view: Option<View<F>>,
     /// Events to send first: the rest of the record a resumed client was in.
     first: Vec<u8>,
 }
@@ -155,7 +156,7 @@ where
     let start = {
         let shared = Arc::clone(&shared);
         let address = address.clone();
-        blocking(move || start_at(&shared, &address, last)).await
+        blocking(move || start_at::<T, S, AgUiFraming>(&shared, &address, last)).await
     };
     match start {
         Ok(Ok(start)) => respond(&shared, &address, start, draining, reader),
@@ -165,16 +166,17 @@ where
 }
 
 /// The SSE response of a run's events from `start`.
-fn respond<T, S>(
+fn respond<T, S, F>(
     shared: &Shared<T, S>,
     address: &Address,
-    start: Start,
+    start: Start<F>,
     draining: Option<Draining>,
     reader: Permit,
 ) -> Response
 where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
+    F: Framing,
 {
     let timing = Timing {
         lifetime: shared.app.lifetime,
@@ -184,7 +186,7 @@ where
     };
     let log = shared.app.log.clone();
     let at = address.clone();
-    let rebuild: Rebuild = Arc::new(move |after| match view_through(&log, &at, after) {
+    let rebuild: Rebuild<F> = Arc::new(move |after| match view_through(&log, &at, after) {
         Ok((view, _)) => Ok(view),
         Err(Resumed::Missing | Resumed::Gone) => {
             Err("the run's records were compacted away".to_owned())
@@ -199,14 +201,15 @@ where
 }
 
 /// Finds where a response starts (reads the store: call it off the runtime's workers).
-fn start_at<T, S>(
+fn start_at<T, S, F>(
     shared: &Shared<T, S>,
     address: &Address,
     last: Option<EventId>,
-) -> Result<Start, Box<Response>>
+) -> Result<Start<F>, Box<Response>>
 where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
+    F: Framing,
 {
     let want = Want {
         live: true,
@@ -217,7 +220,7 @@ where
         Ok(None) => return Err(Box::new(refuse(StatusCode::NOT_FOUND, "no such run"))),
         Err(e) => return Err(Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, e))),
     };
-    orphan(shared, address, &tail);
+    orphan::<T, S, F>(shared, address, &tail);
     let cursor = |after| {
         Cursor::new(
             Arc::clone(&shared.source),
@@ -284,7 +287,7 @@ where
     }
     let mut first = Vec::new();
     for (k, event) in events.iter().enumerate().skip(at + 1) {
-        frame(
+        F::write(
             &mut first,
             Some(EventId {
                 seq: last.seq,
@@ -311,7 +314,7 @@ fn start_or_join<T, S>(
     input: RunAgentInput,
     state: Option<T>,
     resuming: bool,
-) -> Result<Option<Start>, Box<Response>>
+) -> Result<Option<Start<AgUiFraming>>, Box<Response>>
 where
     T: Tracked + Serialize + Send + 'static,
     S: Store + Send + 'static,
@@ -457,8 +460,8 @@ fn end_from_log<S: Store>(
 /// A run left unfinished by a producer that is gone (this process restarted mid-run) is
 /// ended with a `RUN_ERROR`, so that its clients do not wait for ever. Only over a store no
 /// other process writes: over a shared one, the producer may run on another node.
-fn orphan<T: Tracked, S: Store>(shared: &Shared<T, S>, address: &Address, tail: &Tail) {
-    if shared.app.log.live_source().is_some() || feed::known_ended(tail) {
+fn orphan<T: Tracked, S: Store, F: Framing>(shared: &Shared<T, S>, address: &Address, tail: &Tail) {
+    if shared.app.log.live_source().is_some() || feed::known_ended::<F>(tail) {
         return;
     }
     let running = lock(&shared.running);
@@ -472,7 +475,7 @@ fn orphan<T: Tracked, S: Store>(shared: &Shared<T, S>, address: &Address, tail: 
     let unfinished = status == Some(Value::from("running"));
     if status.is_some() && !unfinished {
         // Ended before: no later reader reads the log to find out.
-        feed::mark_ended(tail);
+        feed::mark_ended::<F>(tail);
     }
     if unfinished {
         let outcome = Outcome::error(
@@ -480,7 +483,7 @@ fn orphan<T: Tracked, S: Store>(shared: &Shared<T, S>, address: &Address, tail: 
             "the run's producer stopped before the run ended (the server restarted)",
         );
         match end_from_log(&shared.app.log, shared.app.checkpoint, address, outcome) {
-            Ok(()) => feed::mark_ended(tail),
+            Ok(()) => feed::mark_ended::<F>(tail),
             Err(e) => {
                 tracing::error!(target: "chord::ag_ui", run = %address, error = %e, "an orphaned run could not be ended");
             }
@@ -522,11 +525,11 @@ fn record_at<S: Store>(log: &Log<S>, address: &Address, seq: u64) -> Result<Reco
 
 /// The view after the base record `seq`, read alone as a reader with no value reads it, and
 /// its start events.
-fn view_of_base<S: Store>(
+fn view_of_base<S: Store, F: Framing>(
     log: &Log<S>,
     address: &Address,
     seq: u64,
-) -> Result<(View, Vec<super::Event>), Resumed> {
+) -> Result<(View<F>, Vec<F::Event>), Resumed> {
     let record = record_at(log, address, seq)?;
     if !is_base_tag(record.tag.as_deref()) {
         return Err(Resumed::Missing);
@@ -540,11 +543,11 @@ fn view_of_base<S: Store>(
 
 /// The view after record `seq` of the run, built from the last base before it, and the
 /// events of that record.
-fn view_through<S: Store>(
+fn view_through<S: Store, F: Framing>(
     log: &Log<S>,
     address: &Address,
     seq: u64,
-) -> Result<(View, Vec<super::Event>), Resumed> {
+) -> Result<(View<F>, Vec<F::Event>), Resumed> {
     let failed = |e: &dyn std::fmt::Display| Resumed::Failed(e.to_string());
     let record = record_at(log, address, seq)?;
     // The records before it, back to a base.

@@ -1,5 +1,6 @@
-//! The AG-UI events of a run's records: [`View`] keeps a mirror of the [`Envelope`] as the
-//! records so far made it, and says what each next record changed, as events.
+//! A run's records as a door's events: [`View`] keeps a mirror of the [`Envelope`] as the
+//! records so far made it, and says what each next record changed through its [`Framing`],
+//! the door's protocol (AG-UI's events, the AI SDK's chunks).
 //!
 //! The view is a pure function of the records: the same records give the same events, byte
 //! for byte, whoever reads them and from wherever the view started (the run's first record,
@@ -12,10 +13,57 @@
 
 use serde_json::{Map, Value};
 
-use super::events::Event;
-use super::patch::{PatchError, Patcher};
+use super::id::EventId;
 use crate::path::Seg;
 use crate::{Decoder, Op};
+
+/// A door's protocol: what each change of a run is, as the door's events, and how an event
+/// is written as an SSE frame. It holds the run's state as its events left it (a client's
+/// copy), which [`View`] compares a checkpoint with.
+pub(crate) trait Framing: Send + Unpin + 'static {
+    /// One event of the protocol.
+    type Event;
+
+    /// A framing before the run's start.
+    fn new() -> Self;
+
+    /// The run's start, as a reader with nothing is sent it: the ids, and the state.
+    fn started(&mut self, thread_id: &str, run_id: &str, state: Value, out: &mut Vec<Self::Event>);
+
+    /// The state as the events so far made it; `None` before the start.
+    fn state(&self) -> Option<&Value>;
+
+    /// Ops of the state (one record's, or what a checkpoint differs by), applied to the
+    /// state it holds. An error says why they do not apply.
+    fn state_ops(&mut self, ops: &[Op], out: &mut Vec<Self::Event>) -> Result<(), String>;
+
+    /// A text message starts.
+    fn text_start(&mut self, id: &str, role: &str, out: &mut Vec<Self::Event>);
+
+    /// Text (never empty) appended to a message.
+    fn text(&mut self, id: &str, delta: &str, out: &mut Vec<Self::Event>);
+
+    /// A text message ends.
+    fn text_end(&mut self, id: &str, out: &mut Vec<Self::Event>);
+
+    /// The run ended: well when `failed` is `None`, else with its message and code (none in
+    /// a log written before codes were stored).
+    fn ended(
+        &mut self,
+        thread_id: &str,
+        run_id: &str,
+        failed: Option<(&str, Option<&str>)>,
+        out: &mut Vec<Self::Event>,
+    );
+
+    /// The terminal event of a response whose run's log cannot be read on (`why`), sent,
+    /// not stored.
+    fn unreadable(why: &str) -> Self::Event;
+
+    /// `event` as one SSE frame, its id `id` (none for an event that is no place in the
+    /// log).
+    fn write(out: &mut Vec<u8>, id: Option<EventId>, event: &Self::Event);
+}
 
 /// Why a record does not give events: the log is not a run's, or is damaged.
 #[derive(Debug, thiserror::Error)]
@@ -25,28 +73,28 @@ pub(crate) enum ViewError {
     Ops(#[from] crate::Error),
     /// The state's ops do not apply to the state.
     #[error("the state's changes do not apply: {0}")]
-    State(#[from] PatchError),
+    State(String),
     /// The first record is not a run's envelope.
     #[error("not a run's log: {0}")]
     NotARun(&'static str),
 }
 
-/// The mirror of a run's envelope and what each record adds to it, as events.
-pub(crate) struct View {
-    /// The envelope without its state (which `patcher` holds); `None` before the first
+/// The mirror of a run's envelope and what each record adds to it, as `F`'s events.
+pub(crate) struct View<F> {
+    /// The envelope without its state (which `framing` holds); `None` before the first
     /// record.
     rest: Option<Value>,
-    patcher: Option<Patcher>,
+    framing: F,
     decoder: Decoder,
     /// The outcome was seen: later records give nothing.
     ended: bool,
 }
 
-impl View {
-    pub(crate) fn new() -> View {
+impl<F: Framing> View<F> {
+    pub(crate) fn new() -> View<F> {
         View {
             rest: None,
-            patcher: None,
+            framing: F::new(),
             decoder: Decoder::new(),
             ended: false,
         }
@@ -58,7 +106,7 @@ impl View {
     }
 
     /// The events of the next record (its stored batch text).
-    pub(crate) fn record(&mut self, batch: &str) -> Result<Vec<Event>, ViewError> {
+    pub(crate) fn record(&mut self, batch: &str) -> Result<Vec<F::Event>, ViewError> {
         let ops = self.decoder.decode_str(batch)?;
         if self.ended {
             return Ok(Vec::new());
@@ -90,29 +138,32 @@ impl View {
         }
         self.state_delta(&mut state_ops, &mut events)?;
         events.append(&mut text);
-        if let Some(end) = self.terminal(before) {
-            events.push(end);
-        }
+        self.terminal(before, &mut events);
         Ok(events)
     }
 
-    /// One `STATE_DELTA` for the state's ops gathered so far (none if they change nothing).
-    fn state_delta(&mut self, ops: &mut Vec<Op>, events: &mut Vec<Event>) -> Result<(), ViewError> {
+    /// The state's ops gathered so far, as events (none if they change nothing).
+    fn state_delta(
+        &mut self,
+        ops: &mut Vec<Op>,
+        events: &mut Vec<F::Event>,
+    ) -> Result<(), ViewError> {
         if ops.is_empty() {
             return Ok(());
         }
-        let patcher = self.patcher.as_mut().ok_or(ViewError::NotARun("no base"))?;
-        let delta = patcher.patch(ops)?;
-        ops.clear();
-        if !delta.is_empty() {
-            events.push(Event::StateDelta { delta });
+        if self.framing.state().is_none() {
+            return Err(ViewError::NotARun("no base"));
         }
+        self.framing
+            .state_ops(ops, events)
+            .map_err(ViewError::State)?;
+        ops.clear();
         Ok(())
     }
 
     /// A whole envelope: the run's start when the view has none, else what differs from the
     /// mirror (a checkpoint equal to it gives nothing).
-    fn base(&mut self, mut value: Value, events: &mut Vec<Event>) -> Result<(), ViewError> {
+    fn base(&mut self, mut value: Value, events: &mut Vec<F::Event>) -> Result<(), ViewError> {
         let map = value
             .as_object_mut()
             .ok_or(ViewError::NotARun("the envelope is not an object"))?;
@@ -123,27 +174,25 @@ impl View {
                 .cloned()
                 .unwrap_or_default()
         };
-        match (self.rest.take(), self.patcher.as_mut()) {
-            (Some(old), Some(patcher)) => {
-                let ops = crate::diff(patcher.value(), &state);
+        match (self.rest.take(), self.framing.state()) {
+            (Some(old), Some(held)) => {
+                let ops = crate::diff(held, &state);
                 if !ops.is_empty() {
-                    let delta = patcher.patch(&ops)?;
-                    if !delta.is_empty() {
-                        events.push(Event::StateDelta { delta });
-                    }
+                    self.framing
+                        .state_ops(&ops, events)
+                        .map_err(ViewError::State)?;
                 }
-                messages_changed(&messages_of(&old), &messages_of(&value), events);
+                messages_changed(
+                    &mut self.framing,
+                    &messages_of(&old),
+                    &messages_of(&value),
+                    events,
+                );
             }
             _ => {
-                events.push(Event::RunStarted {
-                    thread_id: text_of(&value, "threadId"),
-                    run_id: text_of(&value, "runId"),
-                });
-                events.push(Event::StateSnapshot {
-                    snapshot: state.clone(),
-                });
-                messages_changed(&[], &messages_of(&value), events);
-                self.patcher = Some(Patcher::new(state));
+                let (thread_id, run_id) = (text_of(&value, "threadId"), text_of(&value, "runId"));
+                self.framing.started(&thread_id, &run_id, state, events);
+                messages_changed(&mut self.framing, &[], &messages_of(&value), events);
             }
         }
         self.rest = Some(value);
@@ -151,8 +200,9 @@ impl View {
     }
 
     /// An op under `messages`: applied to the mirror, and the text events it says.
-    fn message_op(&mut self, op: Op, events: &mut Vec<Event>) -> Result<(), ViewError> {
-        let rest = self.rest.as_mut().ok_or(ViewError::NotARun("no base"))?;
+    fn message_op(&mut self, op: Op, events: &mut Vec<F::Event>) -> Result<(), ViewError> {
+        let View { rest, framing, .. } = self;
+        let rest = rest.as_mut().ok_or(ViewError::NotARun("no base"))?;
         let old = rest.get("messages").and_then(Value::as_array);
         let old_len = old.map_or(0, Vec::len);
         // What the run handle does, read from the op; anything else by comparing.
@@ -167,16 +217,13 @@ impl View {
                 Some([_]),
             ) if *index == old_len => {
                 for item in items {
-                    new_message(item, events);
+                    new_message(framing, item, events);
                 }
                 true
             }
             (Op::Append(_, delta), Some([_, Seg::Index(i), Seg::Key(k)])) if k == "content" => {
                 if let (Some(id), false) = (message_id(old, *i), delta.is_empty()) {
-                    events.push(Event::TextMessageContent {
-                        message_id: id,
-                        delta: delta.clone(),
-                    });
+                    framing.text(&id, delta, events);
                 }
                 true
             }
@@ -188,7 +235,7 @@ impl View {
                     .and_then(|m| m.get("ended"))
                     .and_then(Value::as_bool);
                 if let (Some(id), Some(false)) = (message_id(old, *i), was) {
-                    events.push(Event::TextMessageEnd { message_id: id });
+                    framing.text_end(&id, events);
                 }
                 true
             }
@@ -205,7 +252,7 @@ impl View {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            messages_changed(&before, &after, events);
+            messages_changed(framing, &before, &after, events);
         }
         Ok(())
     }
@@ -215,26 +262,29 @@ impl View {
     }
 
     /// The terminal event, when this record ended the run.
-    fn terminal(&mut self, before: Option<Value>) -> Option<Event> {
-        let now = self.outcome()?;
-        if Some(&now) == before.as_ref() && before.is_some() {
-            return None;
-        }
-        let rest = self.rest.as_ref()?;
-        let event = match now.get("status").and_then(Value::as_str) {
-            Some("finished") => Event::RunFinished {
-                thread_id: text_of(rest, "threadId"),
-                run_id: text_of(rest, "runId"),
-            },
-            Some("error") => Event::RunError {
-                message: text_of(&now, "message"),
-                // A log written before codes were stored has none.
-                code: Some(text_of(&now, "code")).filter(|c| !c.is_empty()),
-            },
-            _ => return None,
+    fn terminal(&mut self, before: Option<Value>, events: &mut Vec<F::Event>) {
+        let Some(now) = self.outcome() else {
+            return;
         };
+        if Some(&now) == before.as_ref() && before.is_some() {
+            return;
+        }
+        let Some(rest) = self.rest.as_ref() else {
+            return;
+        };
+        let (thread_id, run_id) = (text_of(rest, "threadId"), text_of(rest, "runId"));
+        match now.get("status").and_then(Value::as_str) {
+            Some("finished") => self.framing.ended(&thread_id, &run_id, None, events),
+            Some("error") => {
+                let (message, code) = (text_of(&now, "message"), text_of(&now, "code"));
+                // A log written before codes were stored has none.
+                let code = Some(code.as_str()).filter(|c| !c.is_empty());
+                let failed = Some((message.as_str(), code));
+                self.framing.ended(&thread_id, &run_id, failed, events);
+            }
+            _ => return,
+        }
         self.ended = true;
-        Some(event)
     }
 }
 
@@ -252,32 +302,31 @@ fn message_id(messages: Option<&Vec<Value>>, i: usize) -> Option<String> {
 }
 
 /// The events of a message new to the client.
-fn new_message(message: &Value, events: &mut Vec<Event>) {
+fn new_message<F: Framing>(framing: &mut F, message: &Value, events: &mut Vec<F::Event>) {
     let id = text_of(message, "id");
-    let role = match message.get("role").and_then(Value::as_str) {
-        Some(role) => role.to_owned(),
-        None => "assistant".to_owned(),
-    };
-    events.push(Event::TextMessageStart {
-        message_id: id.clone(),
-        role,
-    });
+    let role = message
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or("assistant");
+    framing.text_start(&id, role, events);
     let content = text_of(message, "content");
     if !content.is_empty() {
-        events.push(Event::TextMessageContent {
-            message_id: id.clone(),
-            delta: content,
-        });
+        framing.text(&id, &content, events);
     }
     if message.get("ended").and_then(Value::as_bool) == Some(true) {
-        events.push(Event::TextMessageEnd { message_id: id });
+        framing.text_end(&id, events);
     }
 }
 
 /// The text events that take a client from messages `old` to `new`: new messages whole,
-/// text added at the end of one it has, a message ended. What AG-UI cannot say (text
-/// rewritten, a message removed) is left out: the run handle never does it.
-fn messages_changed(old: &[Value], new: &[Value], events: &mut Vec<Event>) {
+/// text added at the end of one it has, a message ended. What the protocols cannot say
+/// (text rewritten, a message removed) is left out: the run handle never does it.
+fn messages_changed<F: Framing>(
+    framing: &mut F,
+    old: &[Value],
+    new: &[Value],
+    events: &mut Vec<F::Event>,
+) {
     let by_id: Map<String, Value> = old
         .iter()
         .filter_map(|m| Some((m.get("id")?.as_str()?.to_owned(), m.clone())))
@@ -285,19 +334,16 @@ fn messages_changed(old: &[Value], new: &[Value], events: &mut Vec<Event>) {
     for message in new {
         let id = text_of(message, "id");
         let Some(was) = by_id.get(&id) else {
-            new_message(message, events);
+            new_message(framing, message, events);
             continue;
         };
         let (before, after) = (text_of(was, "content"), text_of(message, "content"));
         if after.len() > before.len() && after.starts_with(&before) {
-            events.push(Event::TextMessageContent {
-                message_id: id.clone(),
-                delta: after[before.len()..].to_owned(),
-            });
+            framing.text(&id, &after[before.len()..], events);
         }
         let ended = |m: &Value| m.get("ended").and_then(Value::as_bool) == Some(true);
         if ended(message) && !ended(was) {
-            events.push(Event::TextMessageEnd { message_id: id });
+            framing.text_end(&id, events);
         }
     }
 }
@@ -321,10 +367,12 @@ fn strip_first(op: Op) -> Result<Op, ViewError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ag_ui::framing::AgUiFraming;
+    use crate::ag_ui::Event;
     use crate::Encoder;
     use serde_json::json;
 
-    fn view_of(batches: &[Vec<Op>]) -> (View, Vec<Vec<Event>>) {
+    fn view_of(batches: &[Vec<Op>]) -> (View<AgUiFraming>, Vec<Vec<Event>>) {
         let mut encoder = Encoder::new();
         let mut view = View::new();
         let events = batches
