@@ -881,6 +881,8 @@ pub mod proxy;
 #[cfg(feature = "replica")]
 #[cfg_attr(docsrs, doc(cfg(feature = "replica")))]
 pub mod replica;
+#[cfg(feature = "ag-ui-patch")]
+mod runs;
 mod safe_integer;
 pub mod store;
 #[cfg(feature = "streams")]

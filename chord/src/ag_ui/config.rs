@@ -9,9 +9,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::events::RunAgentInput;
-use super::run::Run;
 use crate::live::sse::DEFAULT_KEEP_ALIVE;
 use crate::live::{Access, Log};
+use crate::runs::{AgentError, Run};
 use crate::store::{Address, Checkpoint, Store};
 use crate::Tracked;
 
@@ -35,9 +35,6 @@ pub(crate) const DEFAULT_MAX_RUNS: usize = 64;
 
 /// The default [`AgUi::max_readers`].
 pub(crate) const DEFAULT_MAX_READERS: usize = 1024;
-
-/// What an agent returns when it fails: any error, said in the `RUN_ERROR` event.
-pub type AgentError = Box<dyn std::error::Error + Send + Sync>;
 
 pub(crate) type AgentFn<T, S> =
     dyn Fn(&RunAgentInput, &mut Run<T, Log<S>>) -> Result<(), AgentError> + Send + Sync;

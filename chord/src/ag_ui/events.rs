@@ -237,17 +237,3 @@ impl Event {
         matches!(self, Event::RunFinished { .. } | Event::RunError { .. })
     }
 }
-
-/// The `code` of a `RUN_ERROR`: what failed.
-pub mod codes {
-    /// The agent returned an error ([`Run::fail`](crate::ag_ui::Run::fail) too).
-    pub const AGENT_FAILED: &str = "AGENT_FAILED";
-    /// The agent panicked.
-    pub const AGENT_PANICKED: &str = "AGENT_PANICKED";
-    /// The run's producer is gone: the server that ran the agent stopped before the run
-    /// ended (a restart), or the run's start could not be read back.
-    pub const PRODUCER_GONE: &str = "PRODUCER_GONE";
-    /// The run's log cannot be read (the store failed, or a record does not decode): sent to
-    /// the reader, not stored.
-    pub const LOG_UNREADABLE: &str = "LOG_UNREADABLE";
-}

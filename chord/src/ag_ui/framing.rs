@@ -4,10 +4,11 @@
 
 use serde_json::Value;
 
-use super::events::{codes, Event};
-use super::id::{frame, EventId};
+use super::events::Event;
 use super::patch::Patcher;
-use super::view::Framing;
+use crate::runs::codes;
+use crate::runs::id::{frame, EventId};
+use crate::runs::view::Framing;
 use crate::Op;
 
 /// The AG-UI events of a run; the state as the client holds it, in its [`Patcher`].
@@ -94,5 +95,99 @@ impl Framing for AgUiFraming {
 
     fn write(out: &mut Vec<u8>, id: Option<EventId>, event: &Event) {
         frame(out, id, event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runs::view::View;
+    use crate::{Encoder, Op};
+
+    fn view_of(batches: &[Vec<Op>]) -> (View<AgUiFraming>, Vec<Vec<Event>>) {
+        let mut encoder = Encoder::new();
+        let mut view = View::new();
+        let events = batches
+            .iter()
+            .map(|b| view.record(&encoder.encode(b).to_json()).unwrap())
+            .collect();
+        (view, events)
+    }
+
+    #[test]
+    fn a_base_then_changes_give_the_runs_events() {
+        let base = json!({"threadId": "t", "runId": "r", "state": {"n": 1},
+            "messages": [], "outcome": {"status": "running"}});
+        let (_, events) = view_of(&[
+            vec![Op::Replace(base.clone())],
+            vec![
+                Op::Set(crate::path!["state", "n"], json!(2)),
+                Op::Splice {
+                    path: crate::path!["messages"].into(),
+                    index: 0,
+                    remove: 0,
+                    items: vec![
+                        json!({"id": "m", "role": "assistant", "content": "He", "ended": false}),
+                    ],
+                },
+            ],
+            vec![Op::Append(
+                crate::path!["messages", 0, "content"],
+                "llo".into(),
+            )],
+            vec![
+                Op::Set(crate::path!["messages", 0, "ended"], json!(true)),
+                Op::Set(crate::path!["outcome"], json!({"status": "finished"})),
+            ],
+            // A checkpoint equal to the mirror: nothing.
+            vec![Op::Set(crate::path!["state", "n"], json!(2))],
+        ]);
+        let types: Vec<Vec<String>> = events
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|e| {
+                        serde_json::to_value(e).unwrap()["type"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned()
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            types,
+            [
+                vec!["RUN_STARTED", "STATE_SNAPSHOT"],
+                vec!["STATE_DELTA", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"],
+                vec!["TEXT_MESSAGE_CONTENT"],
+                vec!["TEXT_MESSAGE_END", "RUN_FINISHED"],
+                vec![],
+            ]
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_gives_only_what_differs() {
+        let base = |n: u64, text: &str| {
+            json!({"threadId": "t", "runId": "r", "state": {"n": n},
+            "messages": [{"id": "m", "role": "assistant", "content": text, "ended": false}],
+            "outcome": {"status": "running"}})
+        };
+        let (_, events) = view_of(&[
+            vec![Op::Replace(base(1, "a"))],
+            vec![Op::Replace(base(1, "a"))],
+            vec![Op::Replace(base(2, "ab"))],
+        ]);
+        assert!(events[1].is_empty(), "{:?}", events[1]);
+        assert_eq!(
+            serde_json::to_value(&events[2]).unwrap(),
+            json!([
+                {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/n", "value": 2}]},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "b"},
+            ])
+        );
     }
 }

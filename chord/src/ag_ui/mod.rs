@@ -332,26 +332,22 @@
 mod config;
 mod events;
 #[cfg(feature = "ag-ui")]
-mod feed;
-#[cfg(feature = "ag-ui")]
 mod framing;
-#[cfg(feature = "ag-ui")]
-mod id;
 mod patch;
 mod pointer;
 #[cfg(feature = "ag-ui")]
 mod router;
-mod run;
 #[cfg(feature = "ag-ui")]
 mod start;
-#[cfg(feature = "ag-ui")]
-mod view;
 
 #[cfg(feature = "ag-ui")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
-pub use self::config::{AgUi, AgentError, RunRequest, RunRequestKind};
+pub use self::config::{AgUi, RunRequest, RunRequestKind};
 pub use self::events::{
-    codes, Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
+    Context, Event, InputError, InputMessage, RunAgentInput, Tool, MAX_ID_BYTES,
 };
 pub use self::patch::{PatchError, Patcher};
-pub use self::run::{Envelope, MessageId, Outcome, Run, TextMessage};
+#[cfg(feature = "ag-ui")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ag-ui")))]
+pub use crate::runs::AgentError;
+pub use crate::runs::{codes, Envelope, MessageId, Outcome, Run, TextMessage};

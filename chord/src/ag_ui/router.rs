@@ -1,8 +1,7 @@
 //! [`AgUi`]: the endpoint's configuration, and its router: a run's start, its events and its
 //! state, each answered on the live layer (its headers, request metrics, bounds and drain).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path as UrlPath, Request, State};
@@ -16,11 +15,11 @@ use serde_json::Value;
 
 use super::config::{AgUi, RunRequest, RunRequestKind};
 use super::events::{check_id, RunAgentInput};
-use super::id::EventId;
-use super::start::{self, blocking, refuse, Shared};
-use crate::live::bound::Bound;
+use super::start::{self, Shared};
 use crate::live::server::Draining;
 use crate::live::{headers, refusal, requests, Access};
+use crate::runs::id::EventId;
+use crate::runs::serve::{blocking, refuse, Runs};
 use crate::store::{recover, Address, Store};
 use crate::Tracked;
 
@@ -35,11 +34,14 @@ where
     /// metrics (kinds `ag_ui_run`, `ag_ui_events`, `ag_ui_state`). Nest it under a prefix
     /// with [`Router::nest`] as needed.
     pub fn router(self) -> Router {
+        let runs = Runs::new(
+            &self.log,
+            self.checkpoint,
+            (self.max_runs, self.max_readers),
+            (self.lifetime, self.keep_alive),
+        );
         let shared = Arc::new(Shared {
-            source: self.log.source(),
-            running: Mutex::new(HashSet::new()),
-            runs: Bound::new(self.max_runs),
-            readers: Bound::new(self.max_readers),
+            runs: Arc::new(runs),
             app: self,
         });
         let router = Router::new()

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::events::codes;
 use crate::store::{Address, Durable, LogWriter, Store};
 use crate::{Proxy, Tracked};
 
@@ -57,7 +56,7 @@ pub enum Outcome {
     Error {
         /// Why.
         message: String,
-        /// What failed, as `RUN_ERROR`'s `code` says it (one of [`codes`](super::codes));
+        /// What failed, as `RUN_ERROR`'s `code` says it (one of [`codes`]);
         /// empty in logs written before codes were stored.
         #[serde(default)]
         code: String,
@@ -65,7 +64,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// A failure: `RUN_ERROR` with `code` (one of [`codes`](super::codes)) and `message`.
+    /// A failure: `RUN_ERROR` with `code` (one of [`codes`]) and `message`.
     pub fn error(code: &str, message: impl Into<String>) -> Outcome {
         Outcome::Error {
             message: message.into(),
@@ -96,7 +95,7 @@ impl std::fmt::Display for MessageId {
 /// [`end_message`](Run::end_message), and [`flush`](Run::flush) to store what changed as
 /// one record of the run's log, which every client of the run is then sent as events.
 ///
-/// The endpoint ([`AgUi`](super::AgUi)) writes the run's first record (`RUN_STARTED`, the
+/// The endpoint ([`AgUi`](crate::ag_ui::AgUi)) writes the run's first record (`RUN_STARTED`, the
 /// first `STATE_SNAPSHOT`) before the agent is called, and its last (the outcome:
 /// `RUN_FINISHED`, or `RUN_ERROR` when the agent returns an error or panics) after it
 /// returns; messages still open are ended then.
@@ -282,4 +281,19 @@ impl<T: Tracked + Serialize, S: Store> Run<T, S> {
         }
         self.durable.flush()
     }
+}
+
+/// What failed, when a run ends in error: the `code` of AG-UI's `RUN_ERROR`, stored in the
+/// run's [`Outcome`](crate::ag_ui::Outcome).
+pub mod codes {
+    /// The agent returned an error ([`Run::fail`](crate::ag_ui::Run::fail) too).
+    pub const AGENT_FAILED: &str = "AGENT_FAILED";
+    /// The agent panicked.
+    pub const AGENT_PANICKED: &str = "AGENT_PANICKED";
+    /// The run's producer is gone: the server that ran the agent stopped before the run
+    /// ended (a restart), or the run's start could not be read back.
+    pub const PRODUCER_GONE: &str = "PRODUCER_GONE";
+    /// The run's log cannot be read (the store failed, or a record does not decode): sent to
+    /// the reader, not stored.
+    pub const LOG_UNREADABLE: &str = "LOG_UNREADABLE";
 }
