@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::events::Event;
 use super::patch::Patcher;
+use crate::live::frames::Door;
 use crate::runs::codes;
 use crate::runs::id::{frame, EventId};
 use crate::runs::view::Framing;
@@ -18,6 +19,7 @@ pub(crate) struct AgUiFraming {
 
 impl Framing for AgUiFraming {
     type Event = Event;
+    const DOOR: Door = Door::AgUi;
 
     fn new() -> AgUiFraming {
         AgUiFraming { patcher: None }

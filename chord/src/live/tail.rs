@@ -54,7 +54,7 @@ impl Entry {
 
     /// The events `slot`'s framing made of this record, if a reader asked for them already.
     pub(crate) fn frame(&self, slot: Slot) -> Option<Bytes> {
-        self.frames[slot as usize].get().cloned()
+        self.frames[slot.index()].get().cloned()
     }
 
     pub(crate) fn from_record(record: &Record, prev: u64) -> Entry {
@@ -424,7 +424,7 @@ impl Tail {
         let cost = frame.capacity() + BYTES_HEADER;
         let frame = Bytes::from(frame);
         let mut state = lock(&self.state);
-        let cell = &entry.frames[slot as usize];
+        let cell = &entry.frames[slot.index()];
         if cell.set(frame).is_err() {
             return cell.get().cloned().unwrap_or_default();
         }
@@ -457,7 +457,7 @@ impl Tail {
     #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
     pub(crate) fn carry<C: Default + Send + Sync + 'static>(&self, slot: Slot) -> Arc<C> {
         let mut carries = self.carries.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = &mut carries[slot as usize];
+        let held = &mut carries[slot.index()];
         if let Some(carry) = held.as_ref() {
             if let Ok(carry) = Arc::clone(carry).downcast::<C>() {
                 return carry;

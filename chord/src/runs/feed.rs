@@ -77,7 +77,7 @@ pub(crate) struct Mirror<F> {
 
 /// What `tail`'s run's readers share.
 fn carry<F: Framing>(tail: &Tail) -> Arc<Shared<F>> {
-    tail.carry::<Shared<F>>(Slot::Passing)
+    tail.carry::<Shared<F>>(Slot::passing(F::DOOR))
 }
 
 /// Builds a view after a record of the run, from the log (reads the store: it runs off the
@@ -174,7 +174,7 @@ impl<F: Framing> RunFeed<F> {
     fn entry(&mut self, entry: &Arc<Entry>) -> Result<Bytes, Stuck> {
         let tail = Arc::clone(self.cursor.tail());
         if matches!(self.own, Own::Fresh) && entry.base {
-            if let Some(frames) = entry.frame(Slot::Start) {
+            if let Some(frames) = entry.frame(Slot::start(F::DOOR)) {
                 self.own = Own::Shared;
                 return Ok(frames);
             }
@@ -186,15 +186,15 @@ impl<F: Framing> RunFeed<F> {
                 shared.terminal_at(entry.seq);
             }
             self.settle(&mut shared.mirror(), view, entry.seq);
-            return Ok(tail.set_frame(entry, Slot::Start, frames));
+            return Ok(tail.set_frame(entry, Slot::start(F::DOOR), frames));
         }
-        if let Some(frames) = entry.frame(Slot::Passing) {
+        if let Some(frames) = entry.frame(Slot::passing(F::DOOR)) {
             self.own = Own::Shared; // a view of its own would be stale now
             return Ok(frames);
         }
         let shared = Arc::clone(&self.carry);
         let mut held = shared.mirror();
-        if let Some(frames) = entry.frame(Slot::Passing) {
+        if let Some(frames) = entry.frame(Slot::passing(F::DOOR)) {
             self.own = Own::Shared;
             return Ok(frames);
         }
@@ -226,7 +226,7 @@ impl<F: Framing> RunFeed<F> {
         if ended {
             shared.terminal_at(entry.seq);
         }
-        Ok(tail.set_frame(entry, Slot::Passing, frames))
+        Ok(tail.set_frame(entry, Slot::passing(F::DOOR), frames))
     }
 
     /// Gives the reader's view, after record `at`, to the mirror when the mirror is behind it

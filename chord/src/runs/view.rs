@@ -14,6 +14,7 @@
 use serde_json::{Map, Value};
 
 use super::id::EventId;
+use crate::live::frames::Door;
 use crate::path::Seg;
 use crate::{Decoder, Op};
 
@@ -23,6 +24,9 @@ use crate::{Decoder, Op};
 pub(crate) trait Framing: Send + Unpin + 'static {
     /// One event of the protocol.
     type Event;
+
+    /// The door: its slots in the tail cache's records, which no other framing reads.
+    const DOOR: Door;
 
     /// A framing before the run's start.
     fn new() -> Self;

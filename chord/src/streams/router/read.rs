@@ -483,7 +483,7 @@ impl LogFeed {
         if let Items::Entries(e) = &chunk.items {
             if e.len() == 1 && e[0].seq == last && self.echoed.is_none() {
                 // The same bytes for every reader at the tail, made by the first.
-                return Some(e[0].frame(Slot::Tail).unwrap_or_else(|| {
+                return Some(e[0].frame(Slot::TAIL).unwrap_or_else(|| {
                     let mut out = Vec::with_capacity(e[0].batch.len() + 128);
                     frame::data_event(&mut out, [&*e[0].batch]);
                     frame::control_event(
@@ -492,7 +492,7 @@ impl LogFeed {
                         frame::cursor(None),
                         true,
                     );
-                    tail.set_frame(&e[0], Slot::Tail, out)
+                    tail.set_frame(&e[0], Slot::TAIL, out)
                 }));
             }
         }
