@@ -166,10 +166,94 @@ function utf8Len(s) {
 }
 
 /**
- * A shallow copy of a container: an array's elements, an object's own enumerable members
- * (defined as own properties, so a `"__proto__"` key stays a key, on a plain object).
+ * A shallow copy of a container `depth` containers below the root: an array's elements, an
+ * object's own enumerable members (defined as own properties, so a `"__proto__"` key stays a
+ * key, on a plain object).
  */
-const shallowCopy = (node) => (Array.isArray(node) ? node.slice() : { ...node });
+const shallowCopy = (node, depth) => (Array.isArray(node) ? node.slice() : copyObject(node, depth));
+
+// Copying an object with a spread (`{ ...node }`) costs about as much per member as defining
+// each one (V8 copies it member by member, looking up each key), several times what an
+// object literal naming the same keys costs. So an object whose keys were seen before is
+// copied by a function made for those keys (`copierFor`): an object literal reading each
+// member. The copiers a depth last used are tried first, as the containers at one depth of
+// the paths a stream keeps writing to tend to have the same keys. Where functions cannot be
+// made from text (a Content Security Policy without 'unsafe-eval'), every object is copied
+// with a spread.
+
+/**
+ * The most members an object may have to be copied by a copier; one with more is copied with
+ * a spread (which reads its keys again).
+ */
+const COPIER_KEYS = 256;
+/** The most copiers made, over all replicas (each is a small function). */
+const COPIERS_MAX = 1024;
+/** The copiers each depth tries first, the last one used first. */
+const COPIERS_PER_DEPTH = 4;
+/** Depths with copiers of their own to try first; deeper ones share the last. */
+const COPIER_DEPTHS = 32;
+
+/** @typedef {{keys: string[], copy: (o: object) => object}} Copier */
+
+/** @type {Map<string, Copier> | null} by keys joined with NUL; `null` when none can be made */
+let copiers = new Map();
+/** @type {Copier[][]} */
+const recentCopiers = Array.from({ length: COPIER_DEPTHS }, () => []);
+
+/** Whether two arrays of keys are the same keys in the same order. */
+function sameKeys(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * A shallow copy of an object: its own enumerable string-keyed members, in order, on a plain
+ * object (`Object.keys` once, then each member read once, as a spread reads them).
+ */
+function copyObject(obj, depth) {
+  const keys = Object.keys(obj);
+  const recent = recentCopiers[depth < COPIER_DEPTHS ? depth : COPIER_DEPTHS - 1];
+  for (let i = 0; i < recent.length; i++) {
+    const c = recent[i];
+    if (sameKeys(keys, c.keys)) return c.copy(obj);
+  }
+  const c = copierFor(keys);
+  if (c === null) return { ...obj };
+  if (recent.length >= COPIERS_PER_DEPTH) recent.pop();
+  recent.unshift(c);
+  return c.copy(obj);
+}
+
+/**
+ * The copier for objects with `keys`, made if need be, or `null` when there is none: too
+ * many keys, a `"__proto__"` key (which an object literal would take for the prototype), all
+ * copiers made, or no functions made from text.
+ */
+function copierFor(keys) {
+  if (copiers === null || keys.length > COPIER_KEYS) return null;
+  const name = keys.join('\0');
+  let c = copiers.get(name);
+  if (c !== undefined) return c;
+  if (copiers.size >= COPIERS_MAX || keys.includes('__proto__')) return null;
+  // Each key a JSON string, which is a JavaScript string literal (JSON.stringify escapes lone
+  // surrogates): the literal names exactly these keys, in this order.
+  const members = keys.map((k) => {
+    const q = JSON.stringify(k);
+    return `${q}: o[${q}]`;
+  });
+  let copy;
+  try {
+    copy = new Function('o', `return { ${members.join(', ')} };`);
+  } catch {
+    // No functions from text here: copies without copiers from now on.
+    copiers = null;
+    return null;
+  }
+  c = { keys, copy };
+  copiers.set(name, c);
+  return c;
+}
 
 /**
  * Writes `obj[key]`, a member or element `obj` has as its own already (walked to, or copied
@@ -307,10 +391,10 @@ export class Batch {
     let node = this.root;
     if (owned === null) {
       // The batch's first write: every container on the path is copied.
-      node = shallowCopy(node);
+      node = shallowCopy(node, 0);
       this.root = node;
       for (let i = 0; i < depth; i++) {
-        const copy = shallowCopy(trail[i + 1]);
+        const copy = shallowCopy(trail[i + 1], i + 1);
         setOwn(node, path[i], copy);
         node = copy;
       }
@@ -323,7 +407,7 @@ export class Batch {
     // only through copies), so the rest of the path is copied without looking.
     let copying = !owned.has(node);
     if (copying) {
-      node = shallowCopy(node);
+      node = shallowCopy(node, 0);
       owned.add(node);
       this.root = node;
     }
@@ -334,7 +418,7 @@ export class Batch {
         continue;
       }
       copying = true;
-      const copy = shallowCopy(next);
+      const copy = shallowCopy(next, i + 1);
       owned.add(copy);
       setOwn(node, path[i], copy);
       node = copy;
@@ -498,7 +582,7 @@ const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
  * `"__proto__"` key inside a value stays an own key. Walks use own properties only, a new
  * member is written with `Object.defineProperty` and one that exists is assigned on the
  * batch's own copy, so no op reaches a prototype. A copied object is a
- * plain object with the original's own enumerable members.
+ * plain object with the original's own enumerable string-keyed members, in their order.
  *
  * Rules, as chord's: `s` writes a member, an existing element, or the element exactly one
  * past the end; `d` removes a member (a missing one is a no-op) or an element (the rest
