@@ -777,6 +777,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //! | `test-util` | for testing programs built on chord, not for production: with `postgres`, `PostgresStore::cut_next_write` (the server ends the writer's session during a write) | |
 //! | `ag-ui` | `ag_ui`: a run of a Rust agent served to [AG-UI](https://docs.ag-ui.com) clients from a chord log (state patches, text deltas, resumable event ids), and `ag_ui::Patcher` | `ag-ui-patch`, `streams`, serde_path_to_error |
 //! | `ag-ui-patch` | `ag_ui` without the server stack: `ag_ui::Patcher` (a flush's ops as an RFC 6902 patch), the events, the input, and `ag_ui::Run` over any store | json-patch |
+//! | `ai-sdk` | `ai_sdk`: a run of a Rust agent served to the Vercel AI SDK's `useChat` (its UI message stream: text parts, the state as data parts, resumable event ids), on the AG-UI door's run layer | `ag-ui` |
 //!
 //! # Dependencies
 //!
@@ -854,6 +855,7 @@ let records = tail.next(Some(Duration::from_secs(30)))?;
 //!   server that drains).
 //! - `streams` (feature `streams`) and `replica` (feature `replica`): live replication.
 //! - `ag_ui` (feature `ag-ui`): AG-UI frontends, a chapter of its own.
+//! - `ai_sdk` (feature `ai-sdk`): the AI SDK's `useChat`, a chapter of its own.
 //! - [`Error`], [`ErrorKind`], [`Category`]: one error type, categorised.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
@@ -865,6 +867,9 @@ extern crate self as chord;
 #[cfg(feature = "ag-ui-patch")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ag-ui-patch")))]
 pub mod ag_ui;
+#[cfg(feature = "ai-sdk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ai-sdk")))]
+pub mod ai_sdk;
 mod apply;
 mod batch;
 mod diff;

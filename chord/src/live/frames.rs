@@ -13,10 +13,13 @@
 pub(crate) enum Door {
     /// AG-UI's events.
     AgUi = 0,
+    /// The AI SDK's UI message stream chunks.
+    #[cfg_attr(not(feature = "ai-sdk"), allow(dead_code))]
+    AiSdk = 1,
 }
 
 /// How many doors have slots.
-const DOORS: usize = 1;
+const DOORS: usize = 2;
 
 /// A framing's slot in each cached record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +56,7 @@ mod tests {
 
     #[test]
     fn every_framing_has_slots_of_its_own() {
-        let doors = [Door::AgUi];
+        let doors = [Door::AgUi, Door::AiSdk];
         assert_eq!(doors.len(), DOORS);
         let mut slots = vec![Slot::TAIL.index()];
         for door in doors {

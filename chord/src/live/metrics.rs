@@ -85,6 +85,9 @@ pub const FALLBACKS: &str = "chord_fallbacks_total";
 /// | `ag_ui_run` | AG-UI: `POST /`, a run started or resumed |
 /// | `ag_ui_events` | AG-UI: `GET /runs/{threadId}/{runId}`, a run's events |
 /// | `ag_ui_state` | AG-UI: `GET /runs/{threadId}/{runId}/state`, a run's state |
+/// | `ai_sdk_chat` | AI SDK: `POST /`, a chat's next run started |
+/// | `ai_sdk_stream` | AI SDK: `GET /{chatId}/stream`, a chat's run resumed |
+/// | `ai_sdk_state` | AI SDK: `GET /{chatId}/state`, a chat's state |
 /// | `other` | any other method, or a `GET` with an unknown `live` mode |
 pub const REQUEST_KINDS: &[&str] = &[
     "catch_up",
@@ -99,6 +102,9 @@ pub const REQUEST_KINDS: &[&str] = &[
     "ag_ui_run",
     "ag_ui_events",
     "ag_ui_state",
+    "ai_sdk_chat",
+    "ai_sdk_stream",
+    "ai_sdk_state",
     "other",
 ];
 
@@ -244,6 +250,9 @@ const ANSWERED: &[(&str, &str)] = &[
     ("ag_ui_run", "200"),
     ("ag_ui_events", "200"),
     ("ag_ui_state", "200"),
+    ("ai_sdk_chat", "200"),
+    ("ai_sdk_stream", "200"),
+    ("ai_sdk_state", "200"),
 ];
 
 /// Records zero in every series whose labels are known before anything happens, so that

@@ -187,7 +187,7 @@
 //! | `chord_drain_cut_total` | counter | | connections cut at the drain deadline |
 //! | `chord_not_ready_total` | counter | `check`: `store`, `follower` | failed readiness checks |
 //! | `chord_fallbacks_total` | counter | | a tracker's whole-value fallback diffs ([`Tracker::fallbacks`](crate::Tracker::fallbacks)), in every build |
-//! | `chord_requests_total` | counter | `kind` ([`REQUEST_KINDS`](metrics::REQUEST_KINDS): `catch_up`, `long_poll`, `sse`, `head`, `append`, `create`, `fork`, `delete`, `options`, `ag_ui_run`, `ag_ui_events`, `ag_ui_state`, `other`), `status` (the HTTP code) | requests every door's routes answered (the streams', AG-UI's), refusals, 404s and the router's 405s included; an SSE response counts when it opens |
+//! | `chord_requests_total` | counter | `kind` ([`REQUEST_KINDS`](metrics::REQUEST_KINDS): `catch_up`, `long_poll`, `sse`, `head`, `append`, `create`, `fork`, `delete`, `options`, `ag_ui_run`, `ag_ui_events`, `ag_ui_state`, `ai_sdk_chat`, `ai_sdk_stream`, `ai_sdk_state`, `other`), `status` (the HTTP code) | requests every door's routes answered (the streams', AG-UI's, the AI SDK's), refusals, 404s and the router's 405s included; an SSE response counts when it opens |
 //! | `chord_request_seconds` | histogram | `kind` | seconds from a request's arrival to its response head: a catch-up read's first chunk, a long-poll's wait for a record, the opening of an SSE response (not how long it stays open) |
 //!
 //! The request metrics come from one middleware around every route of a [`Streams`] router
