@@ -195,7 +195,7 @@ const COPIER_DEPTHS = 32;
 
 /** @typedef {{keys: string[], copy: (o: object) => object}} Copier */
 
-/** @type {Map<string, Copier> | null} by keys joined with NUL; `null` when none can be made */
+/** @type {Map<string, Copier> | null} by the keys as a JSON array; `null` when none can be made */
 let copiers = new Map();
 /** @type {Copier[][]} */
 const recentCopiers = Array.from({ length: COPIER_DEPTHS }, () => []);
@@ -232,7 +232,9 @@ function copyObject(obj, depth) {
  */
 function copierFor(keys) {
   if (copiers === null || keys.length > COPIER_KEYS) return null;
-  const name = keys.join('\0');
+  // As JSON, two lists of keys never share a name (joined with a separator, `[]` and `[""]`
+  // would, and so would `["a\0", "b"]` and `["a", "\0b"]`).
+  const name = JSON.stringify(keys);
   let c = copiers.get(name);
   if (c !== undefined) return c;
   if (copiers.size >= COPIERS_MAX || keys.includes('__proto__')) return null;

@@ -134,3 +134,22 @@ test('without functions made from text (a Content Security Policy), objects are 
   const out = execFileSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], { cwd: here, encoding: 'utf8' });
   assert.equal(out.trim(), 'ok');
 });
+
+test('objects whose keys would join alike are each copied with their own keys', () => {
+  // Pairs of key lists that a separator-joined name confuses: no keys and one empty key; a
+  // NUL inside a key and between keys.
+  const pairs = [
+    [{}, { '': 20 }],
+    [{ 'a\0': 1, b: 2 }, { a: 3, '\0b': 4 }],
+    [{ 'a\0b': 5 }, { a: 6, b: 7 }],
+  ];
+  for (const [first, second] of pairs) {
+    for (const [one, other] of [[first, second], [second, first]]) {
+      const r = new Replica();
+      r.applyWire([['r', { x: { one, other } }]]);
+      r.applyWire([['s', ['x', 'one', 'new'], 1]]);
+      r.applyWire([['s', ['x', 'other', 'new'], 2]]);
+      assert.deepEqual(r.value, { x: { one: { ...one, new: 1 }, other: { ...other, new: 2 } } });
+    }
+  }
+});
