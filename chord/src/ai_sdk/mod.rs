@@ -33,8 +33,8 @@
 //! the chat's latest run. A `POST` starts the next run (its agent gets a [`ChatInput`] with
 //! the last user message's text; the rest of the body's history is not kept: the log has
 //! it) unless the latest run is still running, which is a `409` (resume it instead).
-//! `trigger: "regenerate-message"` starts the next run too, with [`Trigger::Regenerate`]: the
-//! new assistant message replaces the old one in `useChat`.
+//! `trigger: "regenerate-message"` starts the next run too, with [`Trigger::Regenerate`] (the
+//! agent answers the same user message again; the new run has a `messageId` of its own).
 //!
 //! # Resume
 //!
