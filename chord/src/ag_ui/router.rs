@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path as UrlPath, Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -19,7 +18,7 @@ use super::start::{self, Shared};
 use crate::live::server::Draining;
 use crate::live::{headers, refusal, requests, Access};
 use crate::runs::id::EventId;
-use crate::runs::serve::{blocking, refuse, Runs};
+use crate::runs::serve::{blocking, json_body, refuse, state_answer, Runs};
 use crate::store::{recover, Address, Store};
 use crate::Tracked;
 
@@ -146,57 +145,15 @@ where
     if let Some(refused) = shared.refused(&asked) {
         return refused;
     }
-    let json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "a run is started with a RunAgentInput as JSON: Content-Type must be application/json",
-        );
-    }
-    let limit = shared.app.body_limit;
-    let announced = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > limit as u64) {
-        return refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format_args!("the body is over {limit} bytes"),
-        );
-    }
     let last = match EventId::from_headers(&parts.headers) {
         Ok(last) => last,
         Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
     };
-    let read = tokio::time::timeout(shared.app.body_timeout, axum::body::to_bytes(body, limit));
-    let bytes = match read.await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format_args!("the body is over {limit} bytes, or was cut off"),
-            )
-        }
-        Err(_) => {
-            return refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                "the body did not arrive in time",
-            )
-        }
+    let (limit, timeout) = (shared.app.body_limit, shared.app.body_timeout);
+    let parsed = match json_body(&parts, body, limit, timeout, "a RunAgentInput").await {
+        Ok(value) => serde_json::from_value::<RunAgentInput>(value).map_err(|e| e.to_string()),
+        Err(refused) => return refused,
     };
-    // Read as every JSON in chord is: a member named twice is refused, where it is.
-    let parsed = std::str::from_utf8(&bytes)
-        .map_err(|e| e.to_string())
-        .and_then(|text| crate::json::value_from_str(text).map_err(|e| e.to_string()))
-        .and_then(|value| {
-            serde_json::from_value::<RunAgentInput>(value).map_err(|e| e.to_string())
-        });
     let input = match parsed {
         Ok(input) => input,
         Err(e) => {
@@ -262,20 +219,7 @@ where
         Err(r) => return r,
     };
     match found {
-        Ok(Some(mut envelope)) => {
-            let state = envelope
-                .get_mut("state")
-                .map(Value::take)
-                .unwrap_or(Value::Null);
-            let mut r = Response::new(Body::from(state.to_string()));
-            let h = r.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            r
-        }
+        Ok(Some(envelope)) => state_answer(envelope),
         Ok(None) => refuse(StatusCode::NOT_FOUND, "no such run"),
         Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e),
     }

@@ -13,8 +13,7 @@
 use serde_json::{json, Value};
 
 use crate::live::frames::Door;
-use crate::live::sse::{self, Fields};
-use crate::runs::id::EventId;
+use crate::runs::id::{frame, EventId};
 use crate::runs::view::Framing;
 use crate::Op;
 
@@ -104,18 +103,7 @@ impl Framing for AiSdkFraming {
     }
 
     fn write(out: &mut Vec<u8>, id: Option<EventId>, chunk: &Value) {
-        let mut text = String::new();
-        if let Some(id) = id {
-            id.write(&mut text);
-        }
-        let fields = Fields {
-            event: None,
-            id: id.map(|_| text.as_str()),
-            compact: false,
-        };
-        sse::event(out, fields, |out| {
-            let _ = serde_json::to_writer(&mut *out, chunk);
-        });
+        frame(out, id, chunk);
         if terminal(chunk) {
             out.extend_from_slice(b"data: [DONE]\n\n");
         }

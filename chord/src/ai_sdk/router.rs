@@ -19,7 +19,7 @@ use crate::live::server::Draining;
 use crate::live::sse::DEFAULT_KEEP_ALIVE;
 use crate::live::{headers, requests, Log};
 use crate::runs::id::EventId;
-use crate::runs::serve::{self, blocking, refuse, NewRun, Runs};
+use crate::runs::serve::{self, blocking, json_body, refuse, state_answer, NewRun, Runs};
 use crate::runs::{AgentError, Run};
 use crate::store::{recover, Address, Checkpoint, LogWriter, Store};
 use crate::Tracked;
@@ -208,51 +208,11 @@ where
     S: Store + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    let json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "a chat message is posted as JSON: Content-Type must be application/json",
-        );
-    }
-    let limit = shared.app.body_limit;
-    let announced = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > limit as u64) {
-        return refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format_args!("the body is over {limit} bytes"),
-        );
-    }
-    let read = tokio::time::timeout(shared.app.body_timeout, axum::body::to_bytes(body, limit));
-    let bytes = match read.await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format_args!("the body is over {limit} bytes, or was cut off"),
-            )
-        }
-        Err(_) => {
-            return refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                "the body did not arrive in time",
-            )
-        }
+    let (limit, timeout) = (shared.app.body_limit, shared.app.body_timeout);
+    let parsed = match json_body(&parts, body, limit, timeout, "a useChat request").await {
+        Ok(value) => parse_request(&value),
+        Err(refused) => return refused,
     };
-    // Read as every JSON in chord is: a member named twice is refused, where it is.
-    let parsed = std::str::from_utf8(&bytes)
-        .map_err(|e| e.to_string())
-        .and_then(|text| crate::json::value_from_str(text).map_err(|e| e.to_string()))
-        .and_then(|value| parse_request(&value));
     let asked = match parsed {
         Ok(asked) => asked,
         Err(e) => {
@@ -368,20 +328,7 @@ where
         blocking(move || latest(&shared, &chat_id)).await
     };
     match found {
-        Ok(Ok(Some((_, mut envelope)))) => {
-            let state = envelope
-                .get_mut("state")
-                .map(Value::take)
-                .unwrap_or(Value::Null);
-            let mut r = Response::new(Body::from(state.to_string()));
-            let h = r.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            r
-        }
+        Ok(Ok(Some((_, envelope)))) => state_answer(envelope),
         Ok(Ok(None)) => refuse(StatusCode::NOT_FOUND, "no such chat"),
         Ok(Err(e)) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e),
         Err(r) => r,

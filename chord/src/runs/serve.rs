@@ -107,6 +107,78 @@ pub(crate) async fn blocking<R: Send + 'static>(
     })
 }
 
+/// Reads a door's JSON body, `what` naming what it must be (`a RunAgentInput`): `415` unless
+/// it is `application/json`, `413` over `limit` bytes (an announced length before a byte is
+/// read), `408` when it does not arrive within `timeout`, `400` for text that is not JSON or
+/// names a member twice (as every JSON in chord is read), each saying why.
+pub(crate) async fn json_body(
+    parts: &axum::http::request::Parts,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+    what: &str,
+) -> Result<Value, Response> {
+    let json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format_args!("{what} is sent as JSON: Content-Type must be application/json"),
+        ));
+    }
+    let announced = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format_args!("the body is over {limit} bytes"),
+        ));
+    }
+    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return Err(refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format_args!("the body is over {limit} bytes, or was cut off"),
+            ))
+        }
+        Err(_) => {
+            return Err(refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                "the body did not arrive in time",
+            ))
+        }
+    };
+    std::str::from_utf8(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|text| crate::json::value_from_str(text).map_err(|e| e.to_string()))
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format_args!("not {what}: {e}")))
+}
+
+/// The answer to a `/state` request: the state of the run `envelope` (a recovered run's
+/// value), as JSON, never stored by a cache.
+pub(crate) fn state_answer(mut envelope: Value) -> Response {
+    let state = envelope
+        .get_mut("state")
+        .map(Value::take)
+        .unwrap_or(Value::Null);
+    let mut r = Response::new(Body::from(state.to_string()));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
 /// Where a response starts in the run's log.
 pub(crate) struct Start<F> {
     cursor: Cursor,
