@@ -134,8 +134,8 @@ export interface ChordReconnectOptions {
  * The AI SDK's `ChatTransport` for chord's door. It posts only the chat's last message,
  * reads the SSE itself, and when the connection is cut before the run's last chunk
  * (`finish`, `error`) it continues the same stream with `GET {api}/{chatId}/stream` and
- * `Last-Event-ID`, each chunk once. Make one per page (not per render): it holds, per chat,
- * the id to resume after.
+ * `Last-Event-ID`, each chunk once. The id to resume after is held per `api` and chat,
+ * shared by the transports of one `api` (one made at each render resumes an earlier one's).
  */
 export class ChordChatTransport<T = unknown> {
   constructor(options?: ChordChatTransportOptions);
@@ -152,7 +152,7 @@ export class ChordChatTransport<T = unknown> {
    * start.
    */
   reconnectToStream(options: ChordReconnectOptions): Promise<ReadableStream<ChordUIMessageChunk<T>> | null>;
-  /** The last SSE id handed on for the chat's current or last cut run, or `undefined`. */
+  /** The last SSE id handed on for the chat's run being read or cut (at this `api`), or `undefined`. */
   lastEventId(chatId: string): string | undefined;
 }
 

@@ -124,6 +124,27 @@ async function refusal(response, url, what) {
 }
 
 /**
+ * Per `api`, per chat: the last SSE id handed on and whether its stream ended cut (handed to
+ * the chat as a dropped connection, which the SDK resumes onto the message it kept). An
+ * entry is deleted at a terminal chunk, an abort, a new POST, or a failure the SDK does not
+ * resume, so the map holds the chats with a run being read or cut. Shared by the transports
+ * of one `api`, so that a transport made anew at each render (`useChat({ transport: new
+ * ChordChatTransport() })`, which the SDK reads at each request) resumes what an earlier one
+ * read.
+ */
+const HELD = new Map();
+
+/** The chats held for `api`. */
+function heldFor(api) {
+  let chats = HELD.get(api);
+  if (chats === undefined) {
+    chats = new Map();
+    HELD.set(api, chats);
+  }
+  return chats;
+}
+
+/**
  * The AI SDK's `ChatTransport` for chord's `useChat` door. See `ai-sdk.d.ts` for the
  * options and the README's "Vercel AI SDK" section for how each kind of break resumes.
  */
@@ -146,12 +167,8 @@ export class ChordChatTransport {
   #maxDelay;
   #maxEvent;
   #onReconnect;
-  /**
-   * Per chat: the last SSE id handed on and whether its stream ended cut (handed to the
-   * chat as a dropped connection, which the SDK resumes). Deleted at a terminal chunk, an
-   * abort, or a failure the SDK does not resume.
-   */
-  #chats = new Map();
+  /** This transport's entries in {@link HELD}, by chat id. */
+  #chats;
 
   /** @param {import('./ai-sdk.d.ts').ChordChatTransportOptions} [options] */
   constructor(options = {}) {
@@ -193,6 +210,7 @@ export class ChordChatTransport {
     this.#maxDelay = Math.max(delay, maxDelay);
     this.#maxEvent = maxEvent;
     this.#onReconnect = onReconnect;
+    this.#chats = heldFor(api);
   }
 
   /** The last SSE event id handed on for `chatId`'s current or last cut run, or `undefined`. */

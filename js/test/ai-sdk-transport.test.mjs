@@ -452,3 +452,21 @@ test('options are checked at construction', () => {
   assert.throws(() => new ChordChatTransport({ api: '' }), /api/);
   assert.throws(() => new ChordChatTransport({ maxEvent: 0 }), /maxEvent/);
 });
+
+test('a transport made anew (useChat reads it at each render) resumes what an earlier one of the same api read', async () => {
+  const text = sseText(RUN);
+  const cut = encoder.encode(text.slice(0, text.indexOf('id: 0000000000000012:0'))).length;
+  const door = fakeDoor([{ cut }, { fail: true }]);
+  const first = new ChordChatTransport({ api: API, fetch: door.fetch, retry: { attempts: 1, delay: 1 } });
+  const { chunks, error } = await drain(await send(first, { chatId: 'c9' }));
+  assert.ok(error instanceof ChordStreamCutError);
+  assert.deepEqual(chunks, CHUNKS.slice(0, 5));
+  const second = new ChordChatTransport({ api: API, fetch: door.fetch });
+  assert.equal(second.lastEventId('c9'), '0000000000000011:1');
+  // Another api holds nothing for the chat.
+  assert.equal(new ChordChatTransport({ api: `${API}2`, fetch: door.fetch }).lastEventId('c9'), undefined);
+  const rest = await drain(await second.reconnectToStream({ chatId: 'c9' }));
+  assert.deepEqual(rest.chunks, CHUNKS.slice(5));
+  assert.equal(door.requests[2].lastEventId, '0000000000000011:1');
+  assert.equal(door.requests[2].url, `${API}/c9/stream`);
+});
