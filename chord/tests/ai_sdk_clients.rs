@@ -11,6 +11,8 @@
 //!   state exact; and across a `kill -9` of the example mid-run and its restart on the same
 //!   `--dir` and port: the resumed stream ends with an `error` chunk saying the producer is
 //!   gone;
+//! - the same cuts, the kill and a cut inside the run's last chunks resumed by
+//!   chord-replica/ai-sdk's `ChordChatTransport` by itself (`Last-Event-ID`), under `Chat`;
 //! - the example's page (`useChat({ resume: true })`, its committed bundle) in headless
 //!   Chromium, reloaded mid-answer: it shows the message once, with its whole text, and the
 //!   state the server holds.
@@ -99,7 +101,9 @@ fn node_ready(test: &str) -> bool {
     }
     // chord-replica is installed as a copy (js/test-ai-sdk/.npmrc): one older than js/ would
     // test old code.
-    let mut files = vec!["package.json".to_owned(), "chord-replica.mjs".to_owned()];
+    let mut files: Vec<String> = ["package.json", "chord-replica.mjs", "ai-sdk.mjs"]
+        .map(str::to_owned)
+        .to_vec();
     for entry in std::fs::read_dir(root().join("js/src")).unwrap() {
         files.push(format!(
             "src/{}",
@@ -202,7 +206,7 @@ fn the_default_transport_resumes_cut_streams_exactly() {
     let example = Example::start(dir.path(), 0, 20);
     let seen = report(
         "resume.mjs cuts",
-        node("resume.mjs", &["cuts", &example.url]),
+        node("resume.mjs", &["cuts", &example.url, "default"]),
         None,
     );
     let cuts = seen["cuts"].as_array().expect("the cut chats");
@@ -230,27 +234,22 @@ fn a_chat_cut_inside_the_runs_last_chunks_resumes_its_end() {
     let example = Example::start(dir.path(), 0, 5);
     let seen = report(
         "resume.mjs late",
-        node("resume.mjs", &["late", &example.url]),
+        node("resume.mjs", &["late", &example.url, "default"]),
         None,
     );
     assert_eq!(seen["late"].as_array().map(Vec::len), Some(2), "{seen}");
 }
 
-/// The door as it stands answers the restarted server's `GET /api/chat/{id}/stream` without
-/// `Last-Event-ID` `204` for the run whose producer was killed (with `Last-Event-ID` it
-/// sends the rest and `error` `PRODUCER_GONE`), so the default transport's chat ends
-/// `ready`, its message cut short, and never learns the run failed.
-#[test]
-#[ignore = "fails: after a kill -9 mid-run and a restart, GET /api/chat/{id}/stream without \
-            Last-Event-ID answers 204 instead of the run ending with PRODUCER_GONE (reported)"]
-fn a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone() {
-    if !node_ready("a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone") {
+/// Runs resume.mjs `killed` on `transport`: the example killed (SIGKILL) while the chat holds
+/// its connection mid-answer, and started again on the same `--dir` and port.
+fn killed_mid_run(test: &str, transport: &str) {
+    if !node_ready(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     // Slow steps: the run is far from over when the server is killed.
     let mut example = Example::start(dir.path(), 0, 100);
-    let mut child = node("resume.mjs", &["killed", &example.url]);
+    let mut child = node("resume.mjs", &["killed", &example.url, transport]);
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
@@ -265,9 +264,13 @@ fn a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone() 
     std::thread::sleep(Duration::from_millis(300));
     let restarted = Example::start(dir.path(), port, 100);
     assert_eq!(restarted.url, example.url);
-    let seen = report("resume.mjs killed", child, Some(stdout));
+    let seen = report(
+        &format!("resume.mjs killed {transport}"),
+        child,
+        Some(stdout),
+    );
     let killed = &seen["killed"];
-    assert!(killed["resumes"].as_u64() >= Some(1), "{seen}");
+    assert!(killed["reconnects"].as_u64() >= Some(1), "{seen}");
     assert!(
         killed["error"]
             .as_str()
@@ -278,6 +281,73 @@ fn a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone() 
     assert!(
         text > 0 && text < ai_sdk_chat::ANSWER.len() as u64,
         "the run was not mid-answer when killed: {seen}"
+    );
+}
+
+/// The door as it stands answers the restarted server's `GET /api/chat/{id}/stream` without
+/// `Last-Event-ID` `204` for the run whose producer was killed (with `Last-Event-ID` it
+/// sends the rest and `error` `PRODUCER_GONE`), so the default transport's chat ends
+/// `ready`, its message cut short, and never learns the run failed.
+#[test]
+#[ignore = "fails: after a kill -9 mid-run and a restart, GET /api/chat/{id}/stream without \
+            Last-Event-ID answers 204 instead of the run ending with PRODUCER_GONE (reported)"]
+fn a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone() {
+    killed_mid_run(
+        "a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone",
+        "default",
+    );
+}
+
+/// chord-replica/ai-sdk's `ChordChatTransport` resumes the same cuts by itself (the chat never
+/// sees one but a cut inside the POST's headers), each request after the first with
+/// `Last-Event-ID`.
+#[test]
+fn chords_transport_resumes_cut_streams_by_itself() {
+    if !node_ready("chords_transport_resumes_cut_streams_by_itself") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let example = Example::start(dir.path(), 0, 20);
+    let seen = report(
+        "resume.mjs cuts chord",
+        node("resume.mjs", &["cuts", &example.url, "chord"]),
+        None,
+    );
+    let cuts = seen["cuts"].as_array().expect("the cut chats");
+    assert_eq!(cuts.len(), 4, "{seen}");
+    // Only the cut inside the POST's headers is the chat's to resume.
+    let resumes: Vec<u64> = cuts
+        .iter()
+        .map(|c| c["resumes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(resumes, [1, 0, 0, 0], "{seen}");
+}
+
+/// `ChordChatTransport` resumes a cut inside the run's last chunks, after the run ended: the
+/// rest of its chunks, after `Last-Event-ID`.
+#[test]
+fn chords_transport_resumes_a_cut_inside_the_runs_last_chunks() {
+    if !node_ready("chords_transport_resumes_a_cut_inside_the_runs_last_chunks") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let example = Example::start(dir.path(), 0, 5);
+    let seen = report(
+        "resume.mjs late chord",
+        node("resume.mjs", &["late", &example.url, "chord"]),
+        None,
+    );
+    assert_eq!(seen["late"].as_array().map(Vec::len), Some(2), "{seen}");
+}
+
+/// `ChordChatTransport` across a `kill -9` of the example mid-run and its restart: it retries
+/// while the server is down, and the resumed stream (after `Last-Event-ID`) ends with
+/// `error` `PRODUCER_GONE`.
+#[test]
+fn chords_transport_resumes_from_a_killed_server_to_producer_gone() {
+    killed_mid_run(
+        "chords_transport_resumes_from_a_killed_server_to_producer_gone",
+        "chord",
     );
 }
 

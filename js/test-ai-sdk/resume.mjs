@@ -25,9 +25,12 @@ import assert from 'node:assert/strict';
 import { proxy } from '../test-ag-ui/shared.mjs';
 import { checkChat, getJson, makeChat, QUESTION, sleep, textOf } from './shared.mjs';
 
-const [mode, url] = process.argv.slice(2);
+const [mode, url, transport = 'default'] = process.argv.slice(2);
 const answer = process.env.CHORD_AI_SDK_ANSWER;
-assert.ok(['cuts', 'late', 'killed'].includes(mode) && url && answer, 'usage: CHORD_AI_SDK_ANSWER=... node resume.mjs cuts|late|killed URL');
+assert.ok(['cuts', 'late', 'killed'].includes(mode) && url && answer && ['default', 'chord'].includes(transport), 'usage: CHORD_AI_SDK_ANSWER=... node resume.mjs cuts|late|killed URL [default|chord]');
+// With chord's transport the transport resumes a cut itself (`Last-Event-ID`): the chat never
+// sees it. With the default one the chat sees the cut and resumes (`resumeStream()`).
+const chord = transport === 'chord';
 const target = new URL(url);
 const api = new URL('api/chat', url).href;
 
@@ -55,11 +58,16 @@ function requests(log) {
   return log.map((r) => `${r.method} ${r.status ?? 'refused'}${r.method === 'GET' ? (r.headers['last-event-id'] ? ` after ${r.headers['last-event-id']}` : '') : ''}`);
 }
 
-const report = { mode };
+const report = { mode, transport };
+
+/** Each request after the first named the last event the client had (chord's transport). */
+function checkLastEventIds(name, log) {
+  for (const r of log.slice(1)) assert.ok(/^[0-9a-f]{16}:[0-9]+$/.test(r.headers['last-event-id'] ?? ''), `${name}: ${r.method} ${r.url} without Last-Event-ID: ${JSON.stringify(requests(log))}`);
+}
 if (mode === 'cuts') {
   // The size of a whole answer, through the proxy without a cut.
   const measure = await proxy(target, []);
-  const plain = makeChat(`m-${process.pid}`, new URL('api/chat', measure.url).href);
+  const plain = makeChat(`m-${process.pid}`, new URL('api/chat', measure.url).href, [], transport);
   assert.equal(await converse(plain.chat), 0);
   measure.server.close();
   await checkChat('uninterrupted', plain, api, { answer, runId: 't1' });
@@ -71,11 +79,21 @@ if (mode === 'cuts') {
   report.cuts = [];
   for (const [i, cuts] of plans.entries()) {
     const p = await proxy(target, cuts.map((cut) => ({ cut })));
-    const got = makeChat(`cut-${i}-${process.pid}`, new URL('api/chat', p.url).href);
+    const got = makeChat(`cut-${i}-${process.pid}`, new URL('api/chat', p.url).href, [], transport);
     const resumes = await converse(got.chat);
     p.server.close();
     assert.equal(got.chat.status, 'ready', `cuts ${cuts}: ${got.chat.status} ${got.chat.error}`);
-    assert.equal(resumes, cuts.length, `cuts ${cuts}: resumes ${JSON.stringify(requests(got.log))}`);
+    assert.equal(p.connections.length, cuts.length + 1, `cuts ${cuts}: ${JSON.stringify(requests(got.log))}`);
+    if (chord && cuts[0] === 37) {
+      // Cut inside the POST's response headers: no stream yet, so nothing for the transport
+      // to resume; the chat sees the failure and resumes the run from its start.
+      assert.equal(resumes, 1, `cuts ${cuts}: ${JSON.stringify(requests(got.log))}`);
+    } else if (chord) {
+      assert.equal(resumes, 0, `cuts ${cuts}: the chat saw a cut: ${JSON.stringify(requests(got.log))}`);
+      checkLastEventIds(`cuts ${cuts}`, got.log);
+    } else {
+      assert.equal(resumes, cuts.length, `cuts ${cuts}: resumes ${JSON.stringify(requests(got.log))}`);
+    }
     await checkChat(`cuts ${cuts}`, got, api, { answer, runId: 't1' });
     assert.equal(got.chat.messages.length, 2, `cuts ${cuts}: ${JSON.stringify(got.chat.messages.map((m) => m.role))}`);
     report.cuts.push({ cuts, resumes, requests: requests(got.log), passed: p.connections.map((c) => c.passed) });
@@ -84,17 +102,18 @@ if (mode === 'cuts') {
   // Cut inside the run's last chunks (its final data-state, finish, [DONE]), which the server
   // wrote after the run's end: the run is over when the chat resumes.
   const measure = await proxy(target, []);
-  const plain = makeChat(`lm-${process.pid}`, new URL('api/chat', measure.url).href);
+  const plain = makeChat(`lm-${process.pid}`, new URL('api/chat', measure.url).href, [], transport);
   assert.equal(await converse(plain.chat), 0);
   measure.server.close();
   const total = measure.connections[0].passed;
   report.late = [];
   for (const back of [60, 200]) {
     const p = await proxy(target, [{ cut: total - back }]);
-    const got = makeChat(`late-${back}-${process.pid}`, new URL('api/chat', p.url).href);
+    const got = makeChat(`late-${back}-${process.pid}`, new URL('api/chat', p.url).href, [], transport);
     const resumes = await converse(got.chat);
     p.server.close();
-    assert.equal(resumes, 1, `cut ${back} bytes before the end: ${JSON.stringify(requests(got.log))}`);
+    assert.equal(resumes, chord ? 0 : 1, `cut ${back} bytes before the end: ${JSON.stringify(requests(got.log))}`);
+    if (chord) checkLastEventIds(`cut ${back} bytes before the end`, got.log);
     const last = got.log[0].events.filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data).type);
     assert.ok(!last.includes('finish'), `cut ${back} bytes before the end: the finish chunk arrived`);
     assert.equal(got.chat.status, 'ready', `cut ${back} bytes before the end: ${got.chat.status} ${got.chat.error}`);
@@ -106,14 +125,19 @@ if (mode === 'cuts') {
   const holding = new Promise((resolve) => (held = resolve));
   // Held mid-answer: the answer is being streamed when the server dies.
   const p = await proxy(target, [{ hold: 2600, onHold: () => held() }]);
-  const got = makeChat(`killed-${process.pid}`, new URL('api/chat', p.url).href);
+  const got = makeChat(`killed-${process.pid}`, new URL('api/chat', p.url).href, [], transport);
   const running = converse(got.chat, { attempts: 100, pause: 100 });
   await holding;
   process.stdout.write('HOLDING\n');
   const resumes = await running;
   p.server.close();
   const { chat, live, log } = got;
-  assert.ok(resumes >= 1, 'the chat never resumed');
+  if (chord) {
+    assert.equal(resumes, 0, `the chat saw the cut: ${JSON.stringify(requests(log))}`);
+    checkLastEventIds('killed', log);
+  } else {
+    assert.ok(resumes >= 1, 'the chat never resumed');
+  }
   assert.ok(chunkError(chat), `the chat did not end with the stream's error chunk: ${chat.status} ${chat.error}; its requests: ${JSON.stringify(requests(log))}`);
   assert.match(chat.error.message, /^PRODUCER_GONE: /);
   // The resumed stream's last chunk is that error, then [DONE].
@@ -142,6 +166,7 @@ if (mode === 'cuts') {
   assert.deepEqual(live.state, state, 'the state kept from the data parts is not GET .../state');
   report.killed = {
     resumes,
+    reconnects: log.length - 1,
     requests: requests(log),
     error: chat.error.message,
     text: text.length,

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { DefaultChatTransport, uiMessageChunkSchema } from 'ai';
 import { Chat } from '@ai-sdk/react';
 import { EventParser, apply } from 'chord-replica';
+import { ChordChatTransport, createChatState } from 'chord-replica/ai-sdk';
 
 export const QUESTION = 'What does chord do for useChat?';
 
@@ -97,19 +98,34 @@ export function recordingFetch(log) {
 }
 
 /**
- * `@ai-sdk/react`'s `Chat` (the class `useChat` holds) on the default transport at `api`,
- * with the state a page keeps: the persistent `data-state` part, then each transient
- * `data-chord` batch applied to it (`live.state`), and every data part seen (`live.data`).
+ * `@ai-sdk/react`'s `Chat` (the class `useChat` holds) at `api`, on the AI SDK's
+ * `DefaultChatTransport` (`transport` `'default'`) or on chord-replica/ai-sdk's
+ * `ChordChatTransport` (`'chord'`, resuming cuts by itself), with the state a page keeps:
+ * the persistent `data-state` part, then each transient `data-chord` batch applied to it
+ * (`live.state`; with `'chord'` also `createChatState()`'s, `live.chatState`), and every data
+ * part seen (`live.data`).
  */
-export function makeChat(id, api, log = []) {
+export function makeChat(id, api, log = [], transport = 'default') {
   const live = { state: undefined, data: [] };
+  const fetch = recordingFetch(log);
+  let onData = () => {};
+  let made;
+  if (transport === 'chord') {
+    // Quick retries: the tests' server is down for a moment at most.
+    made = new ChordChatTransport({ api, fetch, retry: { attempts: 60, delay: 20, maxDelay: 250 } });
+    live.chatState = createChatState();
+    onData = live.chatState.onData;
+  } else {
+    made = new DefaultChatTransport({ api, fetch });
+  }
   const chat = new Chat({
     id,
-    transport: new DefaultChatTransport({ api, fetch: recordingFetch(log) }),
+    transport: made,
     onData: (part) => {
       live.data.push(part);
       if (part.type === 'data-state') live.state = part.data;
       else if (part.type === 'data-chord') live.state = apply(live.state, part.data);
+      onData(part);
     },
   });
   return { chat, live, log };
@@ -138,5 +154,6 @@ export async function checkChat(name, { chat, live }, api, { answer, runId }) {
   assert.equal(text, state.answer, `${name}: the message's text is not the state's answer`);
   assert.deepEqual(message.parts.find((p) => p.type === 'data-state').data, state, `${name}: the message's data-state is not GET .../state`);
   assert.deepEqual(live.state, state, `${name}: the page's state (data-state and data-chord parts) is not GET .../state`);
+  if (live.chatState) assert.deepEqual(live.chatState.getValue(), state, `${name}: createChatState's value is not GET .../state`);
   return { message, state, text };
 }
