@@ -23,11 +23,12 @@
 //! puts it in the address, so that a reload resumes the same chat) and `GET /page.js`.
 //!
 //! The page (`chord/examples/ai_sdk_chat/page.jsx`) is React with `@ai-sdk/react`'s
-//! `useChat({ resume: true })` on the AI SDK's default transport: it shows each message's
-//! text and the typed state (the plan, the tool's output, the answer), kept from the
-//! persistent `data-state` part and the transient `data-chord` batches applied with
-//! `chord-replica`'s `apply`. Its bundle, `chord/examples/ai_sdk_chat/page.js` (React,
-//! `@ai-sdk/react`, `ai` and chord-replica's applier, minified by esbuild: 307,695 bytes,
+//! `useChat({ resume: true })` on chord-replica/ai-sdk's `ChordChatTransport` (which resumes a
+//! cut stream by itself, after the last SSE id): it shows each message's text and the typed
+//! state (the plan, the tool's output, the answer), kept by `createChatState()` from the
+//! persistent `data-state` part and the transient `data-chord` batches, each part read with
+//! chord-replica/react's `useChord`. Its bundle, `chord/examples/ai_sdk_chat/page.js` (React,
+//! `@ai-sdk/react`, `ai` and chord-replica, minified by esbuild: 485,563 bytes,
 //! `wc -c chord/examples/ai_sdk_chat/page.js`), is committed, so that `cargo run --example`
 //! needs no Node.js; `scripts/build-ai-sdk-page` builds it again from js/test-ai-sdk's
 //! install.

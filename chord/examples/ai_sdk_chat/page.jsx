@@ -1,17 +1,19 @@
-// The page of chord/examples/ai_sdk_chat.rs: @ai-sdk/react's useChat with `resume: true` on the
-// AI SDK's default transport, showing each message's text and the run's typed state. The
-// state is the persistent `data-state` part (the run's whole state, at its start and end)
-// with each transient `data-chord` part (chord's batch of ops, one a flush) applied to it by
-// chord-replica's `apply`. Bundled by scripts/build-ai-sdk-page into page.js beside it.
+// The page of chord/examples/ai_sdk_chat.rs: @ai-sdk/react's useChat with `resume: true` on
+// chord-replica/ai-sdk's ChordChatTransport (which resumes a cut stream by itself, after the
+// last SSE id), showing each message's text and the run's typed state. The state is
+// createChatState()'s: the persistent `data-state` part (the run's whole state, at its start
+// and end) with each transient `data-chord` part (chord's batch of ops, one a flush) applied
+// to it, read with chord-replica/react's useChord. Bundled by scripts/build-ai-sdk-page into
+// page.js beside it.
 //
 // `?chat=ID` names the chat; without it the page picks an id and puts it in the address, so
 // that a reload resumes the same chat (`GET /api/chat/ID/stream`). `window.chordChat` holds
 // what the page shows (messages, status, state) and `send(text)`, for tests.
 
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport } from 'ai';
-import { apply } from 'chord-replica';
-import { useEffect, useMemo, useState } from 'react';
+import { ChordChatTransport, createChatState } from 'chord-replica/ai-sdk';
+import { useChord } from 'chord-replica/react';
+import { useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
 function chatId() {
@@ -30,7 +32,12 @@ function textOf(message) {
   return message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
 }
 
-function Plan({ plan }) {
+const NONE = [];
+
+// Each part of the state is read with its own selector: a component renders when its part
+// changed, not on every flush (a token appended to the answer renders only <Answer>).
+function Plan({ state }) {
+  const plan = useChord(state, (s) => s?.plan ?? NONE);
   return (
     <ol id="plan">
       {plan.map((step, i) => (
@@ -42,49 +49,55 @@ function Plan({ plan }) {
   );
 }
 
+function Tools({ state }) {
+  const tools = useChord(state, (s) => s?.tools ?? NONE);
+  return tools.map((tool, i) => (
+    <div key={i} className="tool">
+      <code>$ {tool.command}</code> {tool.done ? '(done)' : '(running)'}
+      <pre className="tool-output">{tool.output}</pre>
+    </div>
+  ));
+}
+
+function Answer({ state }) {
+  const answer = useChord(state, (s) => s?.answer ?? '');
+  return <p id="answer">{answer}</p>;
+}
+
 function State({ state }) {
-  if (!state) return <p id="state">No run yet.</p>;
+  const question = useChord(state, (s) => s?.question);
+  if (question === undefined) return <p id="state">No run yet.</p>;
   return (
     <section id="state">
       <h2>State</h2>
-      <p>Question: {state.question}</p>
-      <Plan plan={state.plan ?? []} />
-      {(state.tools ?? []).map((tool, i) => (
-        <div key={i} className="tool">
-          <code>$ {tool.command}</code> {tool.done ? '(done)' : '(running)'}
-          <pre className="tool-output">{tool.output}</pre>
-        </div>
-      ))}
+      <p>Question: {question}</p>
+      <Plan state={state} />
+      <Tools state={state} />
       <h3>Answer</h3>
-      <p id="answer">{state.answer}</p>
+      <Answer state={state} />
     </section>
   );
 }
 
 function App({ id }) {
-  const [live, setLive] = useState(undefined);
+  // One state per chat: the data-state parts set it, the data-chord batches apply to it.
+  const [state] = useState(() => createChatState());
   const [input, setInput] = useState('What does chord do for useChat?');
-  const transport = useMemo(() => new DefaultChatTransport({ api: '/api/chat' }), []);
   const { messages, sendMessage, status, error } = useChat({
     id,
     resume: true,
-    transport,
-    onData: (part) => {
-      if (part.type === 'data-state') setLive(part.data);
-      else if (part.type === 'data-chord') setLive((state) => apply(state, part.data));
-    },
+    transport: new ChordChatTransport({ api: '/api/chat' }),
+    onData: state.onData,
   });
-  // The state as the last assistant message holds it when the page did not see it live.
-  const last = messages.findLast((m) => m.role === 'assistant');
-  const kept = last?.parts.findLast((p) => p.type === 'data-state')?.data;
-  const state = live ?? kept;
   useEffect(() => {
     window.chordChat = {
       id,
       status,
       error: error ? String(error.message ?? error) : null,
       messages: messages.map((m) => ({ id: m.id, role: m.role, text: textOf(m), parts: m.parts })),
-      state,
+      get state() {
+        return state.getValue();
+      },
       send: (text) => sendMessage({ text }),
     };
   });
@@ -98,7 +111,10 @@ function App({ id }) {
             <span className="text">{textOf(m)}</span>
           </div>
         ))}
-        <p id="status">{status}{error ? `: ${error.message}` : ''}</p>
+        <p id="status">
+          {status}
+          {error ? `: ${error.message}` : ''}
+        </p>
         <form
           onSubmit={(e) => {
             e.preventDefault();
