@@ -348,7 +348,14 @@ export class ChordChatTransport {
    * The chunks of `response`'s events, then, when it breaks before a terminal chunk, of the
    * responses that resume it after the last event id handed on.
    */
-  #stream(chatId, response, lastId, call, signal) {
+  #stream(chatId, response, lastId, call, outer) {
+    // Stops the resumes (a wait, a request) when the caller aborts or the reader cancels.
+    const stopper = new AbortController();
+    const signal = stopper.signal;
+    const onAbort = () => stopper.abort(outer.reason);
+    if (outer?.aborted) stopper.abort(outer.reason);
+    else outer?.addEventListener('abort', onAbort, { once: true });
+    const release = () => outer?.removeEventListener('abort', onAbort);
     const chats = this.#chats;
     const record = { lastId, cut: false };
     chats.set(chatId, record);
@@ -408,6 +415,7 @@ export class ChordChatTransport {
                   // Nothing after the terminal chunk is read (`[DONE]`, the end).
                   reader.cancel().catch(() => {});
                   forget();
+                  release();
                 }
                 if (chunks.length > 0 || ended) {
                   tries.failures = 0;
@@ -436,7 +444,13 @@ export class ChordChatTransport {
               // The run is over and nothing is left after the last id (or, without one, no
               // run is in progress): the stream ends.
               forget();
+              release();
               controller.close();
+              return;
+            }
+            if (signal.aborted) {
+              // Cancelled while the request was under way.
+              await next.body.cancel().catch(() => {});
               return;
             }
             reader = next.body.getReader();
@@ -446,12 +460,15 @@ export class ChordChatTransport {
           // A cut the SDK will resume keeps its id; anything else is forgotten.
           if (error instanceof ChordStreamCutError) record.cut = true;
           else forget();
+          release();
           reader.cancel().catch(() => {});
           throw error;
         }
       },
       cancel: (reason) => {
         forget();
+        release();
+        stopper.abort(reason);
         return reader.cancel(reason).catch(() => {});
       },
     });

@@ -470,3 +470,22 @@ test('a transport made anew (useChat reads it at each render) resumes what an ea
   assert.equal(door.requests[2].lastEventId, '0000000000000011:1');
   assert.equal(door.requests[2].url, `${API}/c9/stream`);
 });
+
+test('cancelling the stream while it waits to resume sends nothing more', async () => {
+  const door = fakeDoor([{ cut: 200 }, { fail: true }]);
+  const transport = new ChordChatTransport({ api: API, fetch: door.fetch, retry: { attempts: 10, delay: 30 } });
+  const reader = (await send(transport)).getReader();
+  // Reads until the first failed resume has been sent (the transport then waits 60 ms).
+  const reading = (async () => {
+    for (;;) {
+      const { done } = await reader.read();
+      if (done) return;
+    }
+  })().catch(() => {});
+  while (door.requests.length < 2) await new Promise((r) => setTimeout(r, 5));
+  await reader.cancel();
+  await reading;
+  await new Promise((r) => setTimeout(r, 150));
+  assert.equal(door.requests.length, 2);
+  assert.equal(transport.lastEventId('c1'), undefined);
+});
