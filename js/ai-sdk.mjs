@@ -213,7 +213,7 @@ export class ChordChatTransport {
     this.#chats = heldFor(api);
   }
 
-  /** The last SSE event id handed on for `chatId`'s current or last cut run, or `undefined`. */
+  /** The last SSE event id handed on for `chatId`'s run being read or cut (at this `api`), or `undefined`. */
   lastEventId(chatId) {
     return this.#chats.get(chatId)?.lastId;
   }
@@ -253,10 +253,10 @@ export class ChordChatTransport {
   }
 
   /**
-   * The chat's run in progress, or `null` (the server's `204`: none, or the run's last chunk
-   * was the last one handed on). After a stream of this transport that ended cut (a
-   * {@link ChordStreamCutError}, which the SDK resumes onto the message it kept), it asks
-   * for the chunks after that stream's last id; otherwise for the run from its start.
+   * The chat's run in progress, or `null` (the server's `204`: none, or nothing after the
+   * id sent). After a stream that ended cut (a {@link ChordStreamCutError}, which the SDK
+   * resumes onto the message it kept; of any transport of this `api`), it asks for the
+   * chunks after that stream's last id; otherwise for the run from its start.
    */
   async reconnectToStream({ chatId, abortSignal, headers, body }) {
     const held = this.#chats.get(chatId);
