@@ -87,7 +87,10 @@ export interface ChordChatTransportOptions {
   api?: string;
   /** The `fetch` that sends each request (default: the global one, looked up at each call). */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
-  /** Headers of every request (a function is called again for each, e.g. to refresh a token). */
+  /**
+   * Headers of every request. A function is called again for each, e.g. to refresh a token,
+   * and then a resume refused with `401` or `403` is asked again (within the attempts).
+   */
   headers?: Resolvable<ChatHeaders | undefined>;
   /** Members added to every POST's body (before `id`, `messages`, `trigger`, `messageId`). */
   body?: Resolvable<object | undefined>;

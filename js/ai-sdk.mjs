@@ -301,7 +301,7 @@ export class ChordChatTransport {
    * row of the cut being resumed, counted here too) stay within the attempts; past them it
    * throws a {@link ChordStreamCutError}, and at once a {@link ChordChatError} for any
    * other refusal (a 4xx: `410` for an id whose records were compacted away, `400` for one
-   * the server does not know).
+   * the server does not know; a `401` or `403` only when the headers are not a function).
    */
   async #open(chatId, lastId, call, signal, tries) {
     const url = this.#streamUrl(chatId);
@@ -338,7 +338,10 @@ export class ChordChatTransport {
       const error = response.ok
         ? new ChordChatError(`GET ${url} answered HTTP ${response.status} with no body`, { status: response.status, url })
         : await refusal(response, url, 'GET');
-      if (!RETRIED_STATUSES.has(response.status)) throw error;
+      // A refused resume (401, 403) is asked again when the headers are a function: the
+      // credentials may have changed since (a token refreshed).
+      const renewable = typeof this.#headers === 'function' && (response.status === 401 || response.status === 403);
+      if (!RETRIED_STATUSES.has(response.status) && !renewable) throw error;
       tries.failures += 1;
       tries.cause = error;
     }

@@ -489,3 +489,20 @@ test('cancelling the stream while it waits to resume sends nothing more', async 
   assert.equal(door.requests.length, 2);
   assert.equal(transport.lastEventId('c1'), undefined);
 });
+
+test('a refused resume (401) is asked again only when the headers are a function', async () => {
+  const script = () => [{ cut: 200 }, { status: 401, text: 'token expired' }];
+  let token = 0;
+  const renewing = fakeDoor(script());
+  const transport = new ChordChatTransport({ api: API, fetch: renewing.fetch, headers: () => ({ authorization: `Bearer ${++token}` }), retry: { delay: 1 } });
+  const { chunks, error } = await drain(await send(transport, { chatId: 'c5' }));
+  assert.equal(error, undefined);
+  assert.deepEqual(chunks, CHUNKS);
+  assert.deepEqual(renewing.requests.map((r) => r.headers.get('authorization')), ['Bearer 1', 'Bearer 2', 'Bearer 3']);
+  const fixed = fakeDoor(script());
+  const refused = await drain(await send(new ChordChatTransport({ api: API, fetch: fixed.fetch, headers: { authorization: 'Bearer x' }, retry: { delay: 1 } }), { chatId: 'c6' }));
+  assert.ok(refused.error instanceof ChordChatError);
+  assert.equal(refused.error.status, 401);
+  assert.match(refused.error.message, /token expired/);
+  assert.equal(fixed.requests.length, 2);
+});
