@@ -146,7 +146,8 @@ fn assembled(chunks: &[Value]) -> (String, Value, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_post_answers_the_ui_message_stream_and_its_state() {
     let dir = tempfile::tempdir().unwrap();
-    let mut app = AiSdk::new(&log_in(&dir), answering).router();
+    let log = log_in(&dir);
+    let mut app = AiSdk::new(&log, answering).router();
     let (status, headers, text) = call(
         &mut app,
         Method::POST,
@@ -197,9 +198,38 @@ async fn a_chat_post_answers_the_ui_message_stream_and_its_state() {
         replica, state,
         "the transient batches applied to the first part"
     );
-    // Ended: nothing is in progress, and the chat's next turn is run t2.
-    let (status, _, _) = call(&mut app, Method::GET, "/c1/stream", &[], None).await;
+    // Just ended: a resume without an id (a client cut before the end) gets the turn as it
+    // ended, compactly: the text in one delta, the final state, the finish.
+    let (status, _, replay) = call(&mut app, Method::GET, "/c1/stream", &[], None).await;
+    assert_eq!(status, StatusCode::OK, "{replay}");
+    let replayed = chunks(&events(&replay));
+    let types: Vec<&str> = replayed
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "start",
+            "data-state",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "data-state",
+            "finish"
+        ]
+    );
+    assert_eq!(
+        assembled(&replayed),
+        (text.clone(), part.clone(), part.clone())
+    );
+    // Past the replay window: nothing in progress.
+    let mut later = AiSdk::new(&log, answering)
+        .replay_window(Duration::ZERO)
+        .router();
+    let (status, _, _) = call(&mut later, Method::GET, "/c1/stream", &[], None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    // And the chat's next turn is run t2.
     let (status, _, text) = call(
         &mut app,
         Method::POST,
@@ -298,7 +328,8 @@ async fn a_chat_runs_one_turn_at_a_time_and_a_page_without_an_id_reads_the_one_i
     .await;
     assert_eq!(status, StatusCode::CONFLICT, "{why}");
     assert!(why.contains("in progress"), "{why}");
-    // A reloaded page (no Last-Event-ID) reads the run in progress from its start.
+    // A reloaded page (no Last-Event-ID) reads the run in progress: as it stands, then the
+    // rest as it comes.
     let reader = {
         let mut app = app.clone();
         tokio::spawn(async move { call(&mut app, Method::GET, "/c/stream", &[], None).await })
@@ -308,12 +339,291 @@ async fn a_chat_runs_one_turn_at_a_time_and_a_page_without_an_id_reads_the_one_i
     let (status, _, text) = reader.await.unwrap();
     assert_eq!(status, StatusCode::OK);
     let (_, _, posted) = first.await.unwrap();
+    let (reloaded, posted) = (chunks(&events(&text)), chunks(&events(&posted)));
+    let types: Vec<&str> = reloaded
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["start", "data-state", "data-state", "finish"]);
     assert_eq!(
-        events(&text),
-        events(&posted),
-        "the same chunks, the same ids"
+        reloaded[1]["data"]["steps"],
+        json!(["one"]),
+        "the state so far"
     );
-    assert_eq!(chunks(&events(&text)).last().unwrap()["type"], "finish");
+    assert_eq!(reloaded[0], posted[0], "the same message");
+    assert_eq!(assembled(&reloaded), assembled(&posted));
+}
+
+/// A gate the agent waits at after each token past the `n`-th, opened by the test.
+fn gated_answer(
+    n: usize,
+    gate: mpsc::Receiver<()>,
+) -> impl Fn(&ChatInput, &mut Run<Research, Log<JsonlStore>>) -> Result<(), AgentError> {
+    let gate = Mutex::new(gate);
+    move |_, run| {
+        let message = run.start_message();
+        for (i, token) in TOKENS.iter().enumerate() {
+            if i >= n {
+                let _ = gate.lock().unwrap().recv();
+            }
+            run.append(&message, token);
+            run.state().answer += *token;
+            run.state().tokens += 1;
+            run.flush()?;
+        }
+        run.end_message(&message);
+        run.flush()?;
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_without_an_id_gets_the_message_so_far_in_one_delta_then_the_rest_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(&dir);
+    let (release, gate) = mpsc::channel::<()>();
+    let mut app = AiSdk::new(&log, gated_answer(3, gate)).router();
+    let first = {
+        let mut app = app.clone();
+        tokio::spawn(async move {
+            let posted = body("c", "submit-message", "go");
+            call(&mut app, Method::POST, "/", &[JSON], Some(posted)).await
+        })
+    };
+    let so_far = TOKENS[..3].concat();
+    let mut state = Value::Null;
+    for _ in 0..500 {
+        let text = call(&mut app, Method::GET, "/c/state", &[], None).await.2;
+        state = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if state["answer"] == so_far.as_str() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(state["answer"], so_far.as_str(), "{state}");
+    // Two pages reload while the agent waits: the first makes the compact start, the second
+    // is sent the same bytes.
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let mut app = app.clone();
+        readers.push(tokio::spawn(async move {
+            call(&mut app, Method::GET, "/c/stream", &[], None).await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 3..TOKENS.len() {
+        release.send(()).unwrap();
+    }
+    let mut reloads = Vec::new();
+    for reader in readers {
+        let (status, _, text) = reader.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{text}");
+        reloads.push(events(&text));
+    }
+    assert_eq!(reloads[0], reloads[1], "the same chunks, the same ids");
+    let reload = &reloads[0];
+    let got = chunks(reload);
+    let types: Vec<&str> = got.iter().map(|c| c["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types[..4],
+        ["start", "data-state", "text-start", "text-delta"]
+    );
+    assert_eq!(
+        got[3]["delta"],
+        so_far.as_str(),
+        "the text so far in one delta"
+    );
+    assert_eq!(got[1]["data"], state, "the state so far in one part");
+    let deltas = types.iter().filter(|t| **t == "text-delta").count();
+    assert_eq!(deltas, 1 + TOKENS.len() - 3, "then each later token once");
+    let ids: Vec<&String> = reload.iter().filter_map(|(id, _)| id.as_ref()).collect();
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "no id twice: {ids:?}");
+    let (_, _, posted) = first.await.unwrap();
+    let posted = chunks(&events(&posted));
+    assert_eq!(
+        assembled(&got),
+        assembled(&posted),
+        "the same message and state"
+    );
+    assert_eq!(assembled(&got).0, TOKENS.concat());
+    // A page that reloaded resumes from any chunk it got: exactly the chunks after it.
+    let n = reload.len() - 1;
+    for i in 0..n - 1 {
+        let id = reload[i].0.clone().unwrap();
+        let (status, _, text) = call(
+            &mut app,
+            Method::GET,
+            "/c/stream",
+            &[("last-event-id", &id)],
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "after {id}: {text}");
+        assert_eq!(events(&text), reload[i + 1..], "after {id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_racing_for_one_chat_start_one_turn_and_the_rest_are_told_409() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(&dir);
+    let (release, gate) = mpsc::channel::<()>();
+    let app = AiSdk::new(&log, gated_answer(0, gate)).router();
+    let mut posts = Vec::new();
+    for i in 0..6 {
+        let mut app = app.clone();
+        posts.push(tokio::spawn(async move {
+            let posted = body("race", "submit-message", &format!("post {i}"));
+            let (status, _, text) = call(&mut app, Method::POST, "/", &[JSON], Some(posted)).await;
+            (status, text)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in TOKENS {
+        let _ = release.send(());
+    }
+    let mut statuses = Vec::new();
+    for post in posts {
+        let (status, text) = post.await.unwrap();
+        if status == StatusCode::CONFLICT {
+            assert!(text.contains("in progress"), "{text}");
+        }
+        statuses.push(status);
+    }
+    let started = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CONFLICT)
+        .count();
+    assert_eq!((started, refused), (1, 5), "{statuses:?}");
+    // One turn was counted: the next is t2.
+    let (release, gate) = mpsc::channel::<()>();
+    drop(release);
+    let mut app = AiSdk::new(&log, gated_answer(0, gate)).router();
+    let (_, _, text) = call(
+        &mut app,
+        Method::POST,
+        "/",
+        &[JSON],
+        Some(body("race", "submit-message", "next")),
+    )
+    .await;
+    assert_eq!(chunks(&events(&text))[0]["messageId"], "t2", "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_whose_producer_is_gone_ends_with_an_error_chunk_and_the_chat_goes_on() {
+    use chord::store::{Address, Checkpoint, LogWriter};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // A server that stopped mid-turn: the chat's index counts turn t1, whose run is
+        // stored running, with half an answer.
+        let store =
+            JsonlStore::open(dir.path().join("chats.jsonl"), Durability::default()).unwrap();
+        let mut writer = LogWriter::new(store, Checkpoint::Never);
+        writer
+            .append(
+                &Address::new("ai-sdk/gone", "chat"),
+                &[chord::Op::Replace(json!({"turns": 1}))],
+            )
+            .unwrap();
+        let mut run = Run::new(
+            writer,
+            Address::new("ai-sdk/gone", "t1"),
+            "gone",
+            "t1",
+            Research::default(),
+        );
+        let message = run.start_message();
+        run.append(&message, "half an ");
+        run.state().answer += "half an ";
+        run.flush().unwrap();
+    }
+    let log = log_in(&dir);
+    let mut app = AiSdk::new(&log, answering).router();
+    let (status, _, text) = call(&mut app, Method::GET, "/gone/stream", &[], None).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let got = chunks(&events(&text));
+    let types: Vec<&str> = got.iter().map(|c| c["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "start",
+            "data-state",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "error"
+        ]
+    );
+    assert_eq!(got[3]["delta"], "half an ");
+    let error = got[5]["errorText"].as_str().unwrap();
+    assert!(error.starts_with("PRODUCER_GONE: "), "{error}");
+    assert_eq!(events(&text).last().unwrap().1, "[DONE]");
+    // The chat is not stuck: its next turn runs.
+    let (status, _, text) = call(
+        &mut app,
+        Method::POST,
+        "/",
+        &[JSON],
+        Some(body("gone", "submit-message", "again")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(chunks(&events(&text))[0]["messageId"], "t2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_hook_sees_each_request_before_its_body() {
+    use chord::ai_sdk::{ChatRequest, ChatRequestKind};
+    use chord::live::Access;
+    let dir = tempfile::tempdir().unwrap();
+    let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let mut app = {
+        let seen = std::sync::Arc::clone(&seen);
+        AiSdk::new(&log_in(&dir), answering)
+            .authorize(move |r: &ChatRequest<'_>| {
+                seen.lock()
+                    .unwrap()
+                    .push((r.kind, r.chat.map(str::to_owned)));
+                match r.headers.get("authorization").map(|v| v.as_bytes()) {
+                    Some(b"Bearer good") => Access::Allow,
+                    Some(_) => Access::Forbidden,
+                    None => Access::Unauthorized,
+                }
+            })
+            .router()
+    };
+    let good = ("authorization", "Bearer good");
+    let bad = ("authorization", "Bearer bad");
+    let posted = || Some(body("c", "submit-message", "hi"));
+    let cases: Vec<(Method, &str, Headers, StatusCode)> = vec![
+        (Method::POST, "/", vec![JSON], StatusCode::UNAUTHORIZED),
+        (Method::POST, "/", vec![JSON, bad], StatusCode::FORBIDDEN),
+        (Method::GET, "/c/stream", vec![], StatusCode::UNAUTHORIZED),
+        (Method::GET, "/c/state", vec![bad], StatusCode::FORBIDDEN),
+        (Method::POST, "/", vec![JSON, good], StatusCode::OK),
+        (Method::GET, "/c/state", vec![good], StatusCode::OK),
+    ];
+    for (method, path, headers, status) in cases {
+        let sent = (method == Method::POST).then(posted).flatten();
+        let (got, _, text) = call(&mut app, method.clone(), path, &headers, sent).await;
+        assert_eq!(got, status, "{method} {path} {headers:?}: {text}");
+        if status != StatusCode::OK {
+            assert!(text.is_empty(), "a refusal says nothing: {text}");
+        }
+    }
+    let seen = seen.lock().unwrap().clone();
+    let kinds: Vec<(ChatRequestKind, Option<String>)> = vec![
+        (ChatRequestKind::Send, None),
+        (ChatRequestKind::Send, None),
+        (ChatRequestKind::Resume, Some("c".into())),
+        (ChatRequestKind::State, Some("c".into())),
+        (ChatRequestKind::Send, None),
+        (ChatRequestKind::State, Some("c".into())),
+    ];
+    assert_eq!(seen, kinds);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,26 +15,15 @@ use crate::runs::{AgentError, Run};
 use crate::store::{Address, Checkpoint, Store};
 use crate::Tracked;
 
-/// The default [`AgUi::body_limit`]: 1 MiB.
-pub(crate) const DEFAULT_BODY_LIMIT: usize = 1 << 20;
-
-/// The default [`AgUi::body_timeout`].
-pub(crate) const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The default [`AgUi::lifetime`] of an event stream: a day.
-pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(24 * 3600);
-
-/// The default [`AgUi::checkpoint`] policy of a run's log.
-pub(crate) const DEFAULT_CHECKPOINT: Checkpoint = Checkpoint::EveryBytes(256 * 1024);
+/// The defaults of [`AgUi`], every door's.
+pub(crate) use crate::runs::serve::defaults::{
+    BODY_LIMIT as DEFAULT_BODY_LIMIT, BODY_TIMEOUT as DEFAULT_BODY_TIMEOUT,
+    CHECKPOINT as DEFAULT_CHECKPOINT, LIFETIME as DEFAULT_LIFETIME,
+    MAX_READERS as DEFAULT_MAX_READERS, MAX_RUNS as DEFAULT_MAX_RUNS,
+};
 
 /// The default [`AgUi::namespace`] prefix of a run's address.
 pub(crate) const DEFAULT_NAMESPACE: &str = "ag-ui/";
-
-/// The default [`AgUi::max_runs`].
-pub(crate) const DEFAULT_MAX_RUNS: usize = 64;
-
-/// The default [`AgUi::max_readers`].
-pub(crate) const DEFAULT_MAX_READERS: usize = 1024;
 
 pub(crate) type AgentFn<T, S> =
     dyn Fn(&RunAgentInput, &mut Run<T, Log<S>>) -> Result<(), AgentError> + Send + Sync;

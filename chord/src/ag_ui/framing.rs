@@ -20,6 +20,7 @@ pub(crate) struct AgUiFraming {
 impl Framing for AgUiFraming {
     type Event = Event;
     const DOOR: Door = Door::AgUi;
+    const COMPACT_START: bool = false;
 
     fn new() -> AgUiFraming {
         AgUiFraming { patcher: None }

@@ -60,5 +60,12 @@ where
     T: Tracked + Send + 'static,
     S: Store + Send + 'static,
 {
-    serve::events::<S, AgUiFraming>(Arc::clone(&shared.runs), address, last, draining).await
+    serve::events::<S, AgUiFraming>(
+        Arc::clone(&shared.runs),
+        address,
+        last,
+        serve::Ended::Send,
+        draining,
+    )
+    .await
 }

@@ -38,7 +38,7 @@ pub enum Trigger {
 
 /// The body a `POST` sends, as far as the door reads it.
 #[derive(Debug)]
-pub(crate) struct ChatRequest {
+pub(crate) struct Posted {
     pub(crate) chat_id: String,
     pub(crate) trigger: Trigger,
     pub(crate) message: Value,
@@ -46,7 +46,7 @@ pub(crate) struct ChatRequest {
 
 /// Reads a `useChat` body: `id`, `trigger`, and the last message of `messages` (only it is
 /// kept: the history is the log's). The error says what is wrong, and where.
-pub(crate) fn parse_request(body: &Value) -> Result<ChatRequest, String> {
+pub(crate) fn parse_request(body: &Value) -> Result<Posted, String> {
     let object = body.as_object().ok_or("the body is not a JSON object")?;
     let chat_id = match object.get("id") {
         Some(Value::String(id)) => id.clone(),
@@ -79,7 +79,7 @@ pub(crate) fn parse_request(body: &Value) -> Result<ChatRequest, String> {
         Some(Value::Array(_)) => {}
         _ => return Err(format!("`messages[{i}]`: no array `parts`")),
     }
-    Ok(ChatRequest {
+    Ok(Posted {
         chat_id,
         trigger,
         message: message.clone(),
@@ -138,11 +138,6 @@ pub(crate) fn next_run<S: Store>(
     index.state().turns.set(turn);
     index.flush()?;
     Ok(run_id(turn))
-}
-
-/// Whether a run's envelope says it is still running.
-pub(crate) fn running(envelope: &Value) -> bool {
-    envelope.pointer("/outcome/status") == Some(&Value::from("running"))
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ fn terminal(chunk: &Value) -> bool {
 impl Framing for AiSdkFraming {
     type Event = Value;
     const DOOR: Door = Door::AiSdk;
+    const COMPACT_START: bool = true;
 
     fn new() -> AiSdkFraming {
         AiSdkFraming { state: None }

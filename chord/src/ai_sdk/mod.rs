@@ -98,4 +98,4 @@ mod framing;
 mod router;
 
 pub use self::chat::{ChatInput, Trigger, MAX_CHAT_ID_BYTES};
-pub use self::router::AiSdk;
+pub use self::router::{AiSdk, ChatRequest, ChatRequestKind};

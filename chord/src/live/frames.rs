@@ -36,7 +36,9 @@ impl Slot {
         Slot(1 + 2 * door as usize)
     }
 
-    /// `door`'s events of a base record for a reader that starts at it (with no value).
+    /// `door`'s events of the run as it stands after a record, for a reader that starts
+    /// there with nothing: the run's start, its state and messages whole (for a base record,
+    /// the events it gives such a reader).
     pub(crate) const fn start(door: Door) -> Slot {
         Slot(2 + 2 * door as usize)
     }

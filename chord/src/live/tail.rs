@@ -152,6 +152,9 @@ struct State {
     last: u64,
     /// When this tail was loaded: the bases it found then count as seen then.
     loaded: Instant,
+    /// When the last record arrived here (appended, or brought by a follower); `None` for a
+    /// last record found at load.
+    arrived: Option<Instant>,
 }
 
 /// A kept base record.
@@ -255,6 +258,7 @@ impl Tail {
             floor: 0,
             last,
             loaded,
+            arrived: None,
         };
         // The cache holds the newest records, contiguous: once one does not fit, no older one
         // goes in (their batch text may not even have been kept).
@@ -312,6 +316,7 @@ impl Tail {
             }
             state.retire(now);
             state.last = seq;
+            state.arrived = Some(now);
             state.push_back(entry);
             let floor = state.floor;
             while state.entries.len() > 1
@@ -382,6 +387,24 @@ impl Tail {
     pub(crate) fn defers_before_floor(&self) -> bool {
         let state = lock(&self.state);
         state.loaded.elapsed() < state.bounds.keep_for
+    }
+
+    /// How long ago the address's last record arrived here; `None` when it was in the log
+    /// when this tail was loaded.
+    #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
+    pub(crate) fn since_last(&self) -> Option<Duration> {
+        lock(&self.state).arrived.map(|at| at.elapsed())
+    }
+
+    /// The address's last record, when the cache holds it.
+    #[cfg_attr(not(feature = "ag-ui"), allow(dead_code))]
+    pub(crate) fn newest(&self) -> Option<Arc<Entry>> {
+        let state = lock(&self.state);
+        state
+            .entries
+            .back()
+            .filter(|e| e.seq == state.last)
+            .cloned()
     }
 
     /// The records after `after`, at most `max_bytes` of batches (at least one record).

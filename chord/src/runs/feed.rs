@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 
 use super::id::EventId;
-use super::view::{Framing, View};
+use super::view::{Framing, RunEnd, View};
 use crate::live::cursor::{Cursor, Step};
 use crate::live::frames::Slot;
 use crate::live::sse::{Feed, Next, Pending};
@@ -34,6 +34,8 @@ pub(crate) struct Shared<F> {
     terminal: AtomicU64,
     /// The run is known to have ended (its terminal event framed, or its outcome read).
     ended: AtomicBool,
+    /// The terminal event at `terminal` is an error (written before `terminal`).
+    failed: AtomicBool,
 }
 
 impl<F> Default for Shared<F> {
@@ -42,6 +44,7 @@ impl<F> Default for Shared<F> {
             mirror: Mutex::new(None),
             terminal: AtomicU64::new(0),
             ended: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
         }
     }
 }
@@ -51,9 +54,24 @@ impl<F> Shared<F> {
         self.mirror.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records that record `seq` holds the run's terminal event.
-    fn terminal_at(&self, seq: u64) {
+    /// Records that record `seq` holds the run's terminal event, which ended it as `end`.
+    fn terminal_at(&self, seq: u64, end: RunEnd) {
+        if end == RunEnd::Failed {
+            self.failed.store(true, Ordering::Relaxed);
+        }
         self.terminal.store(seq, Ordering::Release);
+    }
+
+    /// How the run stood after record `seq`, as far as its readers framed it.
+    fn end_by(&self, seq: u64) -> RunEnd {
+        let terminal = self.terminal.load(Ordering::Acquire);
+        if terminal == 0 || terminal > seq {
+            RunEnd::Running
+        } else if self.failed.load(Ordering::Relaxed) {
+            RunEnd::Failed
+        } else {
+            RunEnd::Finished
+        }
     }
 }
 
@@ -75,6 +93,63 @@ pub(crate) struct Mirror<F> {
     at: u64,
 }
 
+/// The run as it stands after the cached record `entry`, for a reader that starts there with
+/// nothing ([`View::start_events`], their ids' `k` from [`EventId::start_k`]): frames every
+/// such reader shares, made once, from the mirror when it is just after `entry`, or from
+/// `entry` alone when it is a base. With them, whether they end the run; `None` when neither
+/// can make them (the caller reads the log); an error for a log that gives no events.
+pub(crate) fn start_after<F: Framing>(
+    tail: &Tail,
+    entry: &Arc<Entry>,
+) -> Result<Option<(Bytes, RunEnd)>, String> {
+    let shared = carry::<F>(tail);
+    if let Some(frames) = entry.frame(Slot::start(F::DOOR)) {
+        return Ok(Some((frames, shared.end_by(entry.seq))));
+    }
+    let mut held = shared.mirror();
+    if let Some(frames) = entry.frame(Slot::start(F::DOOR)) {
+        return Ok(Some((frames, shared.end_by(entry.seq))));
+    }
+    let (events, end) = match held.as_mut() {
+        Some(mirror) if mirror.at == entry.seq => {
+            let events = mirror.view.start_events().map_err(|e| e.to_string())?;
+            (events, mirror.view.end())
+        }
+        _ if entry.base => {
+            let mut view = View::new();
+            let events = view.record(&entry.batch).map_err(|e| e.to_string())?;
+            let end = view.end();
+            if held.as_ref().is_none_or(|m| m.at < entry.seq) {
+                *held = Some(Mirror {
+                    view,
+                    at: entry.seq,
+                });
+            }
+            (events, end)
+        }
+        _ => return Ok(None),
+    };
+    if end != RunEnd::Running {
+        shared.terminal_at(entry.seq, end);
+    }
+    let k0 = EventId::start_k(entry.prev);
+    let mut out = Vec::new();
+    for (k, event) in events.iter().enumerate() {
+        F::write(
+            &mut out,
+            Some(EventId {
+                seq: entry.seq,
+                k: k0 + k,
+            }),
+            event,
+        );
+    }
+    Ok(Some((
+        tail.set_frame(entry, Slot::start(F::DOOR), out),
+        end,
+    )))
+}
+
 /// What `tail`'s run's readers share.
 fn carry<F: Framing>(tail: &Tail) -> Arc<Shared<F>> {
     tail.carry::<Shared<F>>(Slot::passing(F::DOOR))
@@ -85,7 +160,7 @@ fn carry<F: Framing>(tail: &Tail) -> Arc<Shared<F>> {
 pub(crate) type Rebuild<F> = Arc<dyn Fn(u64) -> Result<View<F>, String> + Send + Sync>;
 
 /// The reader's own view, when it has one.
-enum Own<F> {
+pub(crate) enum Own<F> {
     /// None: the reader reads the shared frames.
     Shared,
     /// A view after the reader's position.
@@ -125,11 +200,13 @@ enum Stuck {
 }
 
 impl<F: Framing> RunFeed<F> {
-    /// A response after record `cursor.after()`: `own` is the reader's view there, or `None`
-    /// for a reader with no value, starting at a base; `first` goes before anything else.
+    /// A response after record `cursor.after()`: `own` is what the reader reads the next
+    /// records with; `first` goes before anything else, and `ended`: it holds the run's
+    /// terminal event (nothing follows).
     pub(crate) fn new(
         cursor: Cursor,
-        own: Option<View<F>>,
+        own: Own<F>,
+        ended: bool,
         first: Option<Bytes>,
         rebuild: Rebuild<F>,
         slot: crate::live::bound::Permit,
@@ -137,13 +214,9 @@ impl<F: Framing> RunFeed<F> {
         RunFeed {
             carry: carry(cursor.tail()),
             cursor,
-            // A resume inside the run's last record: its `first` events end the run.
-            done: own.as_ref().is_some_and(View::ended),
-            fresh_start: own.is_none(),
-            own: match own {
-                Some(view) => Own::View(view),
-                None => Own::Fresh,
-            },
+            done: ended,
+            fresh_start: matches!(own, Own::Fresh),
+            own,
             rebuild,
             building: None,
             queue: first.into_iter().collect(),
@@ -153,13 +226,13 @@ impl<F: Framing> RunFeed<F> {
     }
 
     /// The frames of record `seq` (the reader's next), from its view, their ids' `k` from
-    /// `k0`: with the frames, whether the record ended the run.
+    /// `k0`: with the frames, where the run stands after it.
     fn framed(
         view: &mut View<F>,
         seq: u64,
         batch: &str,
         k0: usize,
-    ) -> Result<(Vec<u8>, bool), Stuck> {
+    ) -> Result<(Vec<u8>, RunEnd), Stuck> {
         let events = view
             .record(batch)
             .map_err(|e| Stuck::Broken(e.to_string()))?;
@@ -167,7 +240,7 @@ impl<F: Framing> RunFeed<F> {
         for (k, event) in events.iter().enumerate() {
             F::write(&mut out, Some(EventId { seq, k: k0 + k }), event);
         }
-        Ok((out, view.ended()))
+        Ok((out, view.end()))
     }
 
     /// The frames of a cached record, shared when any reader made them already.
@@ -180,10 +253,10 @@ impl<F: Framing> RunFeed<F> {
             }
             let mut view = View::new();
             let k0 = EventId::start_k(entry.prev);
-            let (frames, ended) = Self::framed(&mut view, entry.seq, &entry.batch, k0)?;
+            let (frames, end) = Self::framed(&mut view, entry.seq, &entry.batch, k0)?;
             let shared = Arc::clone(&self.carry);
-            if ended {
-                shared.terminal_at(entry.seq);
+            if end != RunEnd::Running {
+                shared.terminal_at(entry.seq, end);
             }
             self.settle(&mut shared.mirror(), view, entry.seq);
             return Ok(tail.set_frame(entry, Slot::start(F::DOOR), frames));
@@ -199,7 +272,7 @@ impl<F: Framing> RunFeed<F> {
             return Ok(frames);
         }
         let own = std::mem::replace(&mut self.own, Own::Shared);
-        let (frames, ended) = match (held.as_mut(), own) {
+        let (frames, end) = match (held.as_mut(), own) {
             (Some(mirror), _) if mirror.at == entry.prev => {
                 match Self::framed(&mut mirror.view, entry.seq, &entry.batch, 0) {
                     Ok(framed) => {
@@ -223,8 +296,8 @@ impl<F: Framing> RunFeed<F> {
                 return Err(Stuck::NoView);
             }
         };
-        if ended {
-            shared.terminal_at(entry.seq);
+        if end != RunEnd::Running {
+            shared.terminal_at(entry.seq, end);
         }
         Ok(tail.set_frame(entry, Slot::passing(F::DOOR), frames))
     }
@@ -289,12 +362,12 @@ impl<F: Framing> RunFeed<F> {
                     let Own::View(view) = &mut self.own else {
                         return Err(Stuck::NoView);
                     };
-                    let (frames, ended) = Self::framed(view, record.seq, &record.batch, k0)?;
+                    let (frames, end) = Self::framed(view, record.seq, &record.batch, k0)?;
                     if !frames.is_empty() {
                         self.queue.push_back(Bytes::from(frames));
                     }
                     *at = record.seq;
-                    if ended {
+                    if end != RunEnd::Running {
                         self.done = true;
                         break;
                     }

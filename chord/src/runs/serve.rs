@@ -15,10 +15,10 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::feed::{self, Rebuild, RunFeed};
+use super::feed::{self, Own, Rebuild, RunFeed};
 use super::id::{EventId, START_K};
 use super::run::{codes, Envelope, Outcome, Run};
-use super::view::{Framing, View};
+use super::view::{Framing, RunEnd, View};
 use crate::live::bound::{busy, Bound, Permit};
 use crate::live::cursor::Cursor;
 use crate::live::log::{Source, Want};
@@ -34,6 +34,28 @@ use crate::Tracked;
 /// What an agent returns when it fails: any error, said in the run's terminal event (AG-UI's
 /// `RUN_ERROR`).
 pub type AgentError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What every door starts with, each changed by the door's builder.
+pub(crate) mod defaults {
+    use std::time::Duration;
+
+    use crate::store::Checkpoint;
+
+    /// The most bytes of a request's body: 1 MiB.
+    pub(crate) const BODY_LIMIT: usize = 1 << 20;
+    /// How long a request's body may take to arrive.
+    pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How long one event stream lasts at most: a day.
+    pub(crate) const LIFETIME: Duration = Duration::from_secs(24 * 3600);
+    /// The quiet after which an event stream sends a comment.
+    pub(crate) const KEEP_ALIVE: Duration = crate::live::sse::DEFAULT_KEEP_ALIVE;
+    /// When a run writes a checkpoint: every 256 KiB of its changes.
+    pub(crate) const CHECKPOINT: Checkpoint = Checkpoint::EveryBytes(256 * 1024);
+    /// The most runs in flight at once.
+    pub(crate) const MAX_RUNS: usize = 64;
+    /// The most event streams open at once.
+    pub(crate) const MAX_READERS: usize = 1024;
+}
 
 /// Most bytes of batches one read of the log takes (a larger record is read whole).
 const CHUNK: usize = 64 * 1024;
@@ -182,10 +204,28 @@ pub(crate) fn state_answer(mut envelope: Value) -> Response {
 /// Where a response starts in the run's log.
 pub(crate) struct Start<F> {
     cursor: Cursor,
-    /// The reader's view after where it starts; `None`: it starts at a base, with no value.
-    view: Option<View<F>>,
-    /// Events to send first: the rest of the record a resumed client was in.
-    first: Vec<u8>,
+    /// What the reader reads the records after the cursor with.
+    own: Own<F>,
+    /// Events to send first: the run so far for a client with nothing, or the rest of the
+    /// record a resumed client was in.
+    first: Bytes,
+    /// Where the run stands after `first`: a response that starts ended sends `first` alone.
+    end: RunEnd,
+    /// How long ago the run's last record arrived on this node (`None`: before it loaded the
+    /// run).
+    since_last: Option<Duration>,
+}
+
+/// What a response for a client with nothing (no `Last-Event-ID`) does when the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Sends the run whole, compactly (AG-UI: a reader that joins late gets the result).
+    Send,
+    /// Answers `204`, nothing being in progress (the AI SDK's resume of a chat), unless the
+    /// run's last record arrived on this node less than this long ago: a client whose
+    /// connection was cut just before the end (or whose server restarted, the run then ended
+    /// as failed) still gets how it ended.
+    NoContentAfter(Duration),
 }
 
 /// A run to start unless it exists: its address and ids, its initial state, its agent.
@@ -221,7 +261,9 @@ where
     };
     match start {
         Ok(Ok(Some(start))) => respond(&runs, &address, start, draining, reader),
-        Ok(Ok(None)) => events_with::<S, F>(runs, address, last, draining, reader).await,
+        Ok(Ok(None)) => {
+            events_with::<S, F>(runs, address, last, Ended::Send, draining, reader).await
+        }
         Ok(Err(r)) => *r,
         Err(r) => r,
     }
@@ -237,11 +279,13 @@ fn reader<S: Store>(runs: &Runs<S>) -> Result<Permit, Box<Response>> {
     })
 }
 
-/// The SSE response of a run's events, from its start or after `last`.
+/// The SSE response of a run's events: after `last`, or for a client with nothing, the run
+/// as it stands then the rest as it comes (`ended`: what an ended run gives such a client).
 pub(crate) async fn events<S, F>(
     runs: Arc<Runs<S>>,
     address: Address,
     last: Option<EventId>,
+    ended: Ended,
     draining: Option<Draining>,
 ) -> Response
 where
@@ -252,13 +296,14 @@ where
         Ok(reader) => reader,
         Err(busy) => return *busy,
     };
-    events_with::<S, F>(runs, address, last, draining, reader).await
+    events_with::<S, F>(runs, address, last, ended, draining, reader).await
 }
 
 async fn events_with<S, F>(
     runs: Arc<Runs<S>>,
     address: Address,
     last: Option<EventId>,
+    ended: Ended,
     draining: Option<Draining>,
     reader: Permit,
 ) -> Response
@@ -269,7 +314,17 @@ where
     let start = {
         let runs = Arc::clone(&runs);
         let address = address.clone();
-        blocking(move || start_at::<S, F>(&runs, &address, last)).await
+        blocking(move || {
+            let start = start_at::<S, F>(&runs, &address, last)?;
+            if let (None, Ended::NoContentAfter(window)) = (last, ended) {
+                let recent = start.since_last.is_some_and(|quiet| quiet < window);
+                if start.end != RunEnd::Running && !recent {
+                    return Err(no_content());
+                }
+            }
+            Ok(start)
+        })
+        .await
     };
     match start {
         Ok(Ok(start)) => respond(&runs, &address, start, draining, reader),
@@ -305,8 +360,9 @@ where
         }
         Err(Resumed::Failed(why)) => Err(why),
     });
-    let first = (!start.first.is_empty()).then(|| Bytes::from(start.first));
-    let feed = RunFeed::new(start.cursor, start.view, first, rebuild, reader);
+    let first = (!start.first.is_empty()).then_some(start.first);
+    let ended = start.end != RunEnd::Running;
+    let feed = RunFeed::new(start.cursor, start.own, ended, first, rebuild, reader);
     let mut r = Response::new(Body::new(SseBody::new(feed, timing)));
     sse::headers(r.headers_mut());
     r
@@ -342,11 +398,15 @@ where
         )
     };
     let Some(last) = last else {
-        let after = tail.position().floor;
+        if F::COMPACT_START {
+            return fresh_start::<S, F>(runs, address, &tail, cursor);
+        }
         return Ok(Start {
-            cursor: cursor(after),
-            view: None,
-            first: Vec::new(),
+            cursor: cursor(tail.position().floor),
+            own: Own::Fresh,
+            first: Bytes::new(),
+            end: RunEnd::Running,
+            since_last: tail.since_last(),
         });
     };
     let gone = || {
@@ -361,7 +421,7 @@ where
     // An id from a base's start events (a reader that started at a checkpoint): the view is
     // the base alone; else the view is built from the last base before the record.
     let (k0, through) = if last.k >= START_K {
-        (START_K, view_of_base(&runs.log, address, last.seq))
+        (START_K, view_as_start(&runs.log, address, last.seq))
     } else {
         (0, view_through(&runs.log, address, last.seq))
     };
@@ -390,11 +450,7 @@ where
     if at + 1 == events.len() && view.ended() {
         // The id is the run's terminal event: nothing follows, ever. `204` stops an
         // `EventSource`, which would otherwise reconnect for ever.
-        let mut r = Response::new(Body::empty());
-        *r.status_mut() = StatusCode::NO_CONTENT;
-        r.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        return Err(Box::new(r));
+        return Err(no_content());
     }
     let mut first = Vec::new();
     for (k, event) in events.iter().enumerate().skip(at + 1) {
@@ -409,8 +465,91 @@ where
     }
     Ok(Start {
         cursor: cursor(last.seq),
-        view: Some(view),
-        first,
+        end: view.end(),
+        since_last: None,
+        own: Own::View(view),
+        first: Bytes::from(first),
+    })
+}
+
+/// `204 No Content`: nothing to send, now or later.
+fn no_content() -> Box<Response> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Box::new(r)
+}
+
+/// Where a response for a client with nothing starts: after the run's latest record, sent
+/// the run as it stands there in one go (its start, the state whole, each message's text so
+/// far in one event), then the records after it. The frames are shared through the tail
+/// cache when it holds that record (made once, from the mirror), else made from the log
+/// back to the last base. A run whose latest records are gone from the store (compacted
+/// meanwhile) starts at the oldest base kept.
+fn fresh_start<S, F>(
+    runs: &Runs<S>,
+    address: &Address,
+    tail: &Arc<Tail>,
+    cursor: impl Fn(u64) -> Cursor,
+) -> Result<Start<F>, Box<Response>>
+where
+    S: Store + Send + 'static,
+    F: Framing,
+{
+    let broken = |why: String| {
+        Box::new(refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format_args!("the run's log gives no events: {why}"),
+        ))
+    };
+    if let Some(entry) = tail.newest() {
+        match feed::start_after::<F>(tail, &entry) {
+            Ok(Some((first, end))) => {
+                return Ok(Start {
+                    cursor: cursor(entry.seq),
+                    own: Own::Shared,
+                    first,
+                    end,
+                    since_last: tail.since_last(),
+                })
+            }
+            Ok(None) => {}
+            Err(why) => return Err(broken(why)),
+        }
+    }
+    let seq = tail.position().last;
+    let (view, _) = match view_through::<S, F>(&runs.log, address, seq) {
+        Ok(through) => through,
+        Err(Resumed::Missing | Resumed::Gone) => {
+            return Ok(Start {
+                cursor: cursor(tail.position().floor),
+                own: Own::Fresh,
+                first: Bytes::new(),
+                end: RunEnd::Running,
+                since_last: None,
+            })
+        }
+        Err(Resumed::Failed(why)) => return Err(broken(why)),
+    };
+    let events = view.start_events().map_err(|e| broken(e.to_string()))?;
+    let mut first = Vec::new();
+    for (k, event) in events.iter().enumerate() {
+        F::write(
+            &mut first,
+            Some(EventId {
+                seq,
+                k: START_K + k,
+            }),
+            event,
+        );
+    }
+    Ok(Start {
+        cursor: cursor(seq),
+        end: view.end(),
+        since_last: tail.since_last(),
+        own: Own::View(view),
+        first: Bytes::from(first),
     })
 }
 
@@ -568,6 +707,39 @@ fn end_from_log<S: Store>(
     run.flush().map(drop)
 }
 
+/// Whether the run at `address` is in progress: its producer runs in this process, or its log
+/// says it runs (over a store other processes write, its producer may be elsewhere). A run
+/// left unfinished by a producer that is gone is ended first, as its readers would end it
+/// ([`orphan`]). Reads the store: call it off the runtime's workers.
+pub(crate) fn in_progress<S: Store, F: Framing>(
+    runs: &Runs<S>,
+    address: &Address,
+) -> Result<bool, String> {
+    if lock(&runs.running).contains(address) {
+        return Ok(true);
+    }
+    let want = Want {
+        live: true,
+        after: None,
+    };
+    let tail = match runs.source.tail(address, want) {
+        Ok(Some(tail)) => tail,
+        Ok(None) => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    orphan::<S, F>(runs, address, &tail);
+    if feed::known_ended::<F>(&tail) {
+        return Ok(false);
+    }
+    match recover(&runs.log, address) {
+        Ok(Some(envelope)) => {
+            Ok(envelope.pointer("/outcome/status") == Some(&Value::from("running")))
+        }
+        Ok(None) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// A run left unfinished by a producer that is gone (this process restarted mid-run) is
 /// ended with a `RUN_ERROR`, so that its clients do not wait for ever. Only over a store no
 /// other process writes: over a shared one, the producer may run on another node.
@@ -634,21 +806,22 @@ fn record_at<S: Store>(log: &Log<S>, address: &Address, seq: u64) -> Result<Reco
     }
 }
 
-/// The view after the base record `seq`, read alone as a reader with no value reads it, and
-/// its start events.
-fn view_of_base<S: Store, F: Framing>(
+/// The view after record `seq`, and the run as it stands there as sent to a reader that
+/// starts there with nothing ([`View::start_events`]): for a base, read alone.
+fn view_as_start<S: Store, F: Framing>(
     log: &Log<S>,
     address: &Address,
     seq: u64,
 ) -> Result<(View<F>, Vec<F::Event>), Resumed> {
     let record = record_at(log, address, seq)?;
-    if !is_base_tag(record.tag.as_deref()) {
-        return Err(Resumed::Missing);
+    let failed = |e: super::view::ViewError| Resumed::Failed(e.to_string());
+    if is_base_tag(record.tag.as_deref()) {
+        let mut view = View::new();
+        let events = view.record(&record.batch).map_err(failed)?;
+        return Ok((view, events));
     }
-    let mut view = View::new();
-    let events = view
-        .record(&record.batch)
-        .map_err(|e| Resumed::Failed(e.to_string()))?;
+    let (view, _) = view_through(log, address, seq)?;
+    let events = view.start_events().map_err(failed)?;
     Ok((view, events))
 }
 

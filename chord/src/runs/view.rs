@@ -28,6 +28,11 @@ pub(crate) trait Framing: Send + Unpin + 'static {
     /// The door: its slots in the tail cache's records, which no other framing reads.
     const DOOR: Door;
 
+    /// Whether a client with nothing (no `Last-Event-ID`) is sent the run as it stands, its
+    /// text so far in one event, then what follows ([`View::start_events`]); else the run
+    /// from the oldest base kept, record by record, as a run's own response is.
+    const COMPACT_START: bool;
+
     /// A framing before the run's start.
     fn new() -> Self;
 
@@ -83,6 +88,17 @@ pub(crate) enum ViewError {
     NotARun(&'static str),
 }
 
+/// Where a run stands, as its events said it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// No terminal event yet.
+    Running,
+    /// Ended well.
+    Finished,
+    /// Ended with an error (the agent's, or its producer gone).
+    Failed,
+}
+
 /// The mirror of a run's envelope and what each record adds to it, as `F`'s events.
 pub(crate) struct View<F> {
     /// The envelope without its state (which `framing` holds); `None` before the first
@@ -107,6 +123,36 @@ impl<F: Framing> View<F> {
     /// Whether the run's terminal event was given.
     pub(crate) fn ended(&self) -> bool {
         self.ended
+    }
+
+    /// Where the run stands: running until its terminal event was given.
+    pub(crate) fn end(&self) -> RunEnd {
+        if !self.ended {
+            RunEnd::Running
+        } else if self.outcome().and_then(|o| o.get("status").cloned())
+            == Some(Value::from("finished"))
+        {
+            RunEnd::Finished
+        } else {
+            RunEnd::Failed
+        }
+    }
+
+    /// The run as it stands, as a reader with nothing is sent it: the start, the state whole,
+    /// each message whole, and the terminal event of a run that ended. The same events a
+    /// base record holding this envelope gives a view that starts at it: a pure function of
+    /// the envelope, so an id among them names the same event whoever made them.
+    pub(crate) fn start_events(&self) -> Result<Vec<F::Event>, ViewError> {
+        let mut envelope = self.rest.clone().ok_or(ViewError::NotARun("no base"))?;
+        let state = self.framing.state().cloned().unwrap_or(Value::Null);
+        if let Some(map) = envelope.as_object_mut() {
+            map.insert("state".to_owned(), state);
+        }
+        let mut fresh = View::<F>::new();
+        let mut events = Vec::new();
+        fresh.base(envelope, &mut events)?;
+        fresh.terminal(None, &mut events);
+        Ok(events)
     }
 
     /// The events of the next record (its stored batch text).
