@@ -220,12 +220,10 @@ fn the_default_transport_resumes_cut_streams_exactly() {
     }
 }
 
-/// The door as it stands answers `GET /api/chat/{id}/stream` without `Last-Event-ID` (what
-/// the default transport sends) `204` for a run that ended before the chat resumed, so the
-/// chat keeps the run's first `data-state` and never sees `finish`.
+/// A chat cut inside the run's last chunks, which ended before the default transport resumed
+/// (`GET /api/chat/{id}/stream` without `Last-Event-ID`): within the door's replay window the
+/// resume gets the turn as it ended, so the chat has its final `data-state` and `finish`.
 #[test]
-#[ignore = "fails: GET /api/chat/{id}/stream without Last-Event-ID answers 204 once the run has \
-            ended, so a chat cut inside the run's last chunks keeps the first data-state (reported)"]
 fn a_chat_cut_inside_the_runs_last_chunks_resumes_its_end() {
     if !node_ready("a_chat_cut_inside_the_runs_last_chunks_resumes_its_end") {
         return;
@@ -284,13 +282,10 @@ fn killed_mid_run(test: &str, transport: &str) {
     );
 }
 
-/// The door as it stands answers the restarted server's `GET /api/chat/{id}/stream` without
-/// `Last-Event-ID` `204` for the run whose producer was killed (with `Last-Event-ID` it
-/// sends the rest and `error` `PRODUCER_GONE`), so the default transport's chat ends
-/// `ready`, its message cut short, and never learns the run failed.
+/// The default transport across a `kill -9` mid-run and a restart: its resume without
+/// `Last-Event-ID` gets the turn as the restarted server ended it, with `error`
+/// `PRODUCER_GONE`, so the chat learns the run failed.
 #[test]
-#[ignore = "fails: after a kill -9 mid-run and a restart, GET /api/chat/{id}/stream without \
-            Last-Event-ID answers 204 instead of the run ending with PRODUCER_GONE (reported)"]
 fn a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone() {
     killed_mid_run(
         "a_chat_resumed_after_its_server_was_killed_mid_run_ends_with_producer_gone",
