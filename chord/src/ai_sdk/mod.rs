@@ -32,24 +32,63 @@
 //! `Address::new("ai-sdk/" + chatId, "chat")` counts them: any node reads the index to find
 //! the chat's latest run. A `POST` starts the next run (its agent gets a [`ChatInput`] with
 //! the last user message's text; the rest of the body's history is not kept: the log has
-//! it) unless the latest run is still running, which is a `409` (resume it instead).
+//! it) unless the latest run is still running, which is a `409` (resume it instead). Two
+//! `POST`s of one chat racing on one node start one run, and the other is told `409`; on two
+//! nodes the store's one writer of the chat's index orders them (a PostgreSQL store refuses
+//! the second writer, which is answered `409` too).
 //! `trigger: "regenerate-message"` starts the next run too, with [`Trigger::Regenerate`] (the
 //! agent answers the same user message again; the new run has a `messageId` of its own).
 //!
 //! # Resume
 //!
-//! `GET /{chatId}/stream` answers the latest run's stream: after `Last-Event-ID` when sent
-//! (the rest of that record's chunks, then the later records'; nothing twice), else from the
-//! run's start; `204` when the chat has no run in progress. A run whose producer stopped
-//! with its server (over a store one process writes) is ended with an `error` chunk saying
-//! so.
+//! `GET /{chatId}/stream` answers the latest run's stream:
+//!
+//! - **with `Last-Event-ID`** (chord's transport, `chord-replica/ai-sdk`'s
+//!   `ChordChatTransport`, after a cut): exactly the chunks after that one (the rest of its
+//!   record's chunks, then the later records'; nothing twice), from any node;
+//! - **without one** (the SDK's default transport, a reloaded page): the run as it stands,
+//!   compactly (`start` with the run's `messageId`, the state whole in one `data-state`,
+//!   each message's `text-start` and its text so far in one `text-delta`), then the rest as
+//!   it comes. The default transport takes it as a replay of the message (it resets the
+//!   message at `start`), so nothing appears twice. The ids of these chunks are
+//!   `<offset>:<500000000 + k>`: a client cut inside them resumes exactly too. Their frames
+//!   are made once per record and shared by every client that starts there (the tail
+//!   cache's start slot), from the run's mirror; otherwise from the log back to its last
+//!   checkpoint;
+//! - `204` when the chat has no run in progress: none, or its latest ended more than
+//!   [`AiSdk::replay_window`] ago (15 s by default, measured from when the run's last record
+//!   reached the answering node). Within the window an ended run is sent as above, ending
+//!   with its `finish` or `error`, so that a client cut just before the end learns how it
+//!   ended.
+//!
+//! A run whose producer stopped with its server (over a store one process writes: JSONL,
+//! SQLite) is ended when the restarted server is first asked for it, with an `error` chunk
+//! `PRODUCER_GONE: ...`; the chat's next `POST` starts a new run. Over a store several
+//! processes write (PostgreSQL), a run's producer may live on another node, and no node can
+//! tell a gone producer from a slow one: such a run's stream stays open until its producer,
+//! or whoever ends it (a [`Run`] over the same address), writes its end. There is no
+//! producer lease yet.
+//!
+//! # Authorization
+//!
+//! [`AiSdk::authorize`] takes a hook that sees each request ([`ChatRequest`]: what it asks,
+//! the chat its URL names, the URI and headers) before its body is read, and answers an
+//! [`Access`](crate::live::Access): a refused request is `401` or `403` with an empty body.
+//!
+//! # The client
+//!
+//! The JavaScript package's `chord-replica/ai-sdk` entry has `ChordChatTransport` (a
+//! `ChatTransport` for `useChat` that sends only the last message and resumes a cut stream
+//! by itself after the last id it received) and `createChatState` (the state as a typed
+//! replica fed by `onData`, read with `useChord` a part at a time). `cargo run --example
+//! ai_sdk_chat` serves a scripted agent and a React page using both.
 //!
 //! # Routes
 //!
 //! | route | answer |
 //! | --- | --- |
-//! | `POST /` | the next run of the chat started, its chunks; `409` while a run of the chat is running; `503` past [`AiSdk::max_runs`] or [`AiSdk::max_readers`] |
-//! | `GET /{chatId}/stream` | the latest run's chunks, after `Last-Event-ID` when sent; `204` when none is in progress |
+//! | `POST /` | the next run of the chat started, its chunks; `409` while a run of the chat is running or starting; `503` past [`AiSdk::max_runs`] or [`AiSdk::max_readers`] |
+//! | `GET /{chatId}/stream` | the latest run's chunks: after `Last-Event-ID` when sent, else the run as it stands and what follows; `204` when none is in progress |
 //! | `GET /{chatId}/state` | the latest run's state as JSON; `404` for a chat with no run |
 //!
 //! Bad input is refused with a plain-text reason, never a panic, and starts nothing: `415`

@@ -19,8 +19,8 @@ use crate::store::{Address, Error};
 /// every change written to a journal before it is applied, the journal replayed when opened.
 ///
 /// [`Journaled::file`] keeps the journal in a file (one server at a time: it is locked while
-/// open); [`Journaled::postgres`] in a table of a PostgreSQL schema. `chord serve` keeps it
-/// beside the store it serves (see its `--help`).
+/// open); `Journaled::postgres` (feature `postgres`) in a table of a PostgreSQL schema.
+/// `chord serve` keeps it beside the store it serves (see its `--help`).
 ///
 /// ```
 /// use chord::streams::{Journaled, Memory};
