@@ -493,10 +493,10 @@ const NO_STATS = Object.freeze({
   lastError: null,
 });
 
-// `chord-replica/react` takes a store only if it carries the module-private symbol its
-// `createChordStore` marks stores with (this description); a chat state answers it through
-// a Proxy, so the React entry need not be imported (nor React loaded) by this one.
-const REACT_STORE = 'chord-replica/react store';
+// `chord-replica/react` takes a store that carries the registered symbol its
+// `createChordStore` marks stores with; a chat state carries it too, so the React entry need
+// not be imported (nor React loaded) by this one.
+const REACT_STORE = Symbol.for('chord-replica/react store');
 const REACT_MARK = Object.freeze({ setOnIdle() {} });
 
 /** A copy of a JSON value, held by the store alone (the SDK keeps the part it came in). */
@@ -683,13 +683,8 @@ export function createChatState(options = {}) {
      */
     setValue,
   };
-  Object.freeze(store);
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      if (typeof key === 'symbol' && key.description === REACT_STORE) return REACT_MARK;
-      return Reflect.get(target, key, receiver);
-    },
-  });
+  Object.defineProperty(store, REACT_STORE, { value: REACT_MARK });
+  return Object.freeze(store);
 }
 
 /**

@@ -33,7 +33,9 @@ import {
 } from 'react';
 import { follow, Replica } from './chord-replica.mjs';
 
-const STORE = Symbol('chord-replica/react store');
+// Registered (`Symbol.for`), so that a store made by another entry (`chord-replica/ai-sdk`'s
+// chat state) carries it without importing this one (nor React).
+const STORE = Symbol.for('chord-replica/react store');
 
 /** The status before a store has ever followed: nothing connected, nothing received. */
 const NO_STATS = Object.freeze({
