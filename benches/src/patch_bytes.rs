@@ -1,14 +1,17 @@
-//! What AG-UI's `STATE_DELTA` events cost on the workloads: each flush's ops turned into an
-//! RFC 6902 JSON Patch by `chord::ag_ui::Patcher`, beside the snapshot a producer without
-//! ops would send (the whole state, `serde_json::to_string`) and chord's own wire batch, on
-//! the same flushes. Bytes, not time, so the figures are the same on every machine: the
+//! What the state costs on the wire of each door, on the workloads: AG-UI's `STATE_DELTA`
+//! (each flush's ops turned into an RFC 6902 JSON Patch by `chord::ag_ui::Patcher`) beside the
+//! snapshot a producer without ops would send (the whole state, `serde_json::to_string`) and
+//! chord's own wire batch; and the AI SDK door's transient `data-chord` chunk (the flush's ops
+//! as JSON, `chord::ai_sdk`'s framing) beside the `data-state` chunk a runtime sending the whole
+//! state per flush would send; all on the same flushes. Bytes, not time, so the figures are the same on every machine: the
 //! `patch-bytes` binary prints the section `scripts/patch-bytes` writes into
 //! `BENCHMARKS.md`, and `tests/patch_bytes.rs` fails when the committed section is not what
 //! [`section`] computes now.
 
 use chord::ag_ui::Patcher;
-use chord::Tracked;
+use chord::{Op, Tracked};
 use serde::Serialize;
+use serde_json::json;
 
 use crate::workloads::*;
 
@@ -23,6 +26,27 @@ pub struct Bytes {
     pub patch: usize,
     /// The state after each flush, serialized whole.
     pub snapshot: usize,
+    /// The AI SDK door's chunk per flush, `{"type":"data-chord","data":<the ops>,
+    /// "transient":true}` as [`data_chord`] builds it, serialized.
+    pub data_chord: usize,
+    /// The chunk carrying the whole state after each flush, `{"type":"data-state",
+    /// "id":"state","data":<the state>}`, serialized: [`snapshot`](Bytes::snapshot) plus
+    /// [`data_state_envelope`] per flush.
+    pub data_state: usize,
+}
+
+/// The AI SDK door's chunk for one flush's `ops`, as `chord::ai_sdk`'s framing writes it (the
+/// ops as JSON tuples, `serde_json::to_value(ops)`, in a transient `data-chord` part).
+pub fn data_chord(ops: &[Op]) -> serde_json::Value {
+    json!({"type": "data-chord", "data": serde_json::to_value(ops).unwrap(), "transient": true})
+}
+
+/// The bytes a `data-state` chunk adds around the state's JSON text:
+/// `{"type":"data-state","id":"state","data":` and `}` (the state itself is counted once, as
+/// [`Bytes::snapshot`], rather than serialized again inside the chunk).
+pub fn data_state_envelope() -> usize {
+    let empty = json!({"type": "data-state", "id": "state", "data": null});
+    serde_json::to_string(&empty).unwrap().len() - "null".len()
 }
 
 /// Runs `steps` steps of `run`: each flush's ops through a [`Patcher`] (its patch applied
@@ -38,6 +62,7 @@ pub fn measure<T: Tracked + Serialize>(mut run: ChordRun<T>, steps: usize) -> By
     let mut patcher = Patcher::new(start.clone());
     let mut client = start;
     let mut b = Bytes::default();
+    let envelope = data_state_envelope();
     for i in 0..steps {
         let (ops, wire) = run.step_ops(i);
         let delta = patcher.patch(&ops).unwrap();
@@ -48,7 +73,10 @@ pub fn measure<T: Tracked + Serialize>(mut run: ChordRun<T>, steps: usize) -> By
         b.flushes += 1;
         b.wire += wire.len();
         b.patch += serde_json::to_string(&delta).unwrap().len();
-        b.snapshot += serde_json::to_string(run.t.get()).unwrap().len();
+        let snapshot = serde_json::to_string(run.t.get()).unwrap().len();
+        b.snapshot += snapshot;
+        b.data_chord += serde_json::to_string(&data_chord(&ops)).unwrap().len();
+        b.data_state += envelope + snapshot;
     }
     assert_eq!(client, serde_json::to_value(run.t.get()).unwrap());
     b
@@ -104,23 +132,26 @@ pub fn render(rows: &[(&str, usize, Bytes)]) -> String {
     );
     s.push_str(
         "| workload | flushes | chord wire | JSON Patch | snapshots | JSON Patch / chord wire \
-         | snapshots / JSON Patch |\n",
+         | snapshots / JSON Patch | AI SDK data-chord | whole-state data-state \
+         | data-state / data-chord |\n",
     );
-    s.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    s.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (name, _, b) in rows {
         s.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             thousands(b.flushes),
             thousands(b.wire),
             thousands(b.patch),
             thousands(b.snapshot),
             ratio(b.patch, b.wire),
             ratio(b.snapshot, b.patch),
+            thousands(b.data_chord),
+            thousands(b.data_state),
+            ratio(b.data_state, b.data_chord),
         ));
     }
     // What the table says, from the figures: the workloads whose step edits a long string
     // (where RFC 6902 can only replace the string whole) against the rest.
-    type Row<'a> = &'a (&'a str, usize, Bytes);
     let (strings, rest): (Vec<Row<'_>>, Vec<Row<'_>>) =
         rows.iter().partition(|(_, _, b)| b.patch >= 10 * b.wire);
     let names = |rows: &[Row<'_>]| {
@@ -128,32 +159,6 @@ pub fn render(rows: &[(&str, usize, Bytes)]) -> String {
             .map(|(n, _, _)| *n)
             .collect::<Vec<_>>()
             .join(", ")
-    };
-    let span = |rows: &[Row<'_>], f: fn(&Bytes) -> (usize, usize)| {
-        let r = |b: &Bytes| {
-            let (x, y) = f(b);
-            x as f64 / y as f64
-        };
-        let lo = rows
-            .iter()
-            .map(|(_, _, b)| b)
-            .min_by(|a, b| r(a).total_cmp(&r(b)));
-        let hi = rows
-            .iter()
-            .map(|(_, _, b)| b)
-            .max_by(|a, b| r(a).total_cmp(&r(b)));
-        match (lo, hi) {
-            (Some(lo), Some(hi)) => {
-                let ((a, b), (c, d)) = (f(lo), f(hi));
-                let (lo, hi) = (ratio(a, b), ratio(c, d));
-                if lo == hi {
-                    lo
-                } else {
-                    format!("{lo}–{hi}")
-                }
-            }
-            _ => String::new(),
-        }
     };
     let over_wire = |b: &Bytes| (b.patch, b.wire);
     let snapshot_over = |b: &Bytes| (b.snapshot, b.patch);
@@ -196,8 +201,122 @@ pub fn render(rows: &[(&str, usize, Bytes)]) -> String {
             span(&strings, snapshot_over),
         ));
     }
+    s.push_str("\n\n");
+    s.push_str(&ai_sdk_prose(rows));
     s.push('\n');
     s
+}
+
+/// What the AI SDK columns say, from the figures: where the `data-chord` chunks are smaller
+/// than whole-state `data-state` chunks (chord wins: the long strings, whose ops carry only
+/// the edit, and the rest), and where not (a state of a few bytes).
+fn ai_sdk_prose(rows: &[(&str, usize, Bytes)]) -> String {
+    let state_over_chord = |b: &Bytes| (b.data_state, b.data_chord);
+    let (wins, losses): (Vec<Row<'_>>, Vec<Row<'_>>) = rows
+        .iter()
+        .partition(|(_, _, b)| b.data_state > b.data_chord);
+    let (strings, rest): (Vec<Row<'_>>, Vec<Row<'_>>) =
+        wins.iter().partition(|(_, _, b)| b.patch >= 10 * b.wire);
+    let names = |rows: &[Row<'_>]| {
+        rows.iter()
+            .map(|(n, _, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let per_flush = |b: &Bytes, n: usize| thousands(n / b.flushes.max(1));
+    let envelope = serde_json::to_string(&data_chord(&[])).unwrap().len() - "[]".len();
+    let mut s = format!(
+        "On the AI SDK door, a flush's transient `data-chord` chunk is its ops inline (whole \
+         paths, no path ids) in a {envelope}-byte envelope, so it is larger than chord's wire \
+         batch"
+    );
+    if wins.is_empty() {
+        s.push('.');
+    } else {
+        s.push_str(&format!(
+            "; a runtime that sends the whole state as a `data-state` chunk per flush sends \
+             more on {} of the {} workloads",
+            wins.len(),
+            rows.len()
+        ));
+        let mut parts = Vec::new();
+        if !strings.is_empty() {
+            parts.push(format!(
+                "{} where a step edits a long string ({}), whose ops carry only the appended \
+                 text or the cut",
+                span(&strings, state_over_chord),
+                names(&strings),
+            ));
+        }
+        if !rest.is_empty() {
+            let top = rest
+                .iter()
+                .max_by(|a, b| {
+                    let r = |b: &Bytes| b.data_state as f64 / b.data_chord as f64;
+                    r(&a.2).total_cmp(&r(&b.2))
+                })
+                .unwrap();
+            parts.push(format!(
+                "{} elsewhere ({}), most where a step touches little of a large state ({}: \
+                 {} bytes per flush against {})",
+                span(&rest, state_over_chord),
+                names(&rest),
+                top.0,
+                per_flush(&top.2, top.2.data_state),
+                per_flush(&top.2, top.2.data_chord),
+            ));
+        }
+        s.push_str(&format!(": {}.", parts.join(", and ")));
+    }
+    if !losses.is_empty() {
+        let each = losses
+            .iter()
+            .map(|(n, _, b)| {
+                format!(
+                    "{n}, {} bytes of `data-state` against {} of `data-chord` per flush, {}",
+                    per_flush(b, b.data_state),
+                    per_flush(b, b.data_chord),
+                    ratio(b.data_state, b.data_chord),
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        s.push_str(&format!(
+            " chord loses where the whole state is smaller than that envelope ({each})."
+        ));
+    }
+    s
+}
+
+/// A row of the table: a workload's name, its step count, its bytes.
+type Row<'a> = &'a (&'a str, usize, Bytes);
+
+/// The span of `f`'s ratio over `rows`: `lo–hi`, or one figure when both are equal.
+fn span(rows: &[Row<'_>], f: fn(&Bytes) -> (usize, usize)) -> String {
+    let r = |b: &Bytes| {
+        let (x, y) = f(b);
+        x as f64 / y as f64
+    };
+    let lo = rows
+        .iter()
+        .map(|(_, _, b)| b)
+        .min_by(|a, b| r(a).total_cmp(&r(b)));
+    let hi = rows
+        .iter()
+        .map(|(_, _, b)| b)
+        .max_by(|a, b| r(a).total_cmp(&r(b)));
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => {
+            let ((a, b), (c, d)) = (f(lo), f(hi));
+            let (lo, hi) = (ratio(a, b), ratio(c, d));
+            if lo == hi {
+                lo
+            } else {
+                format!("{lo}–{hi}")
+            }
+        }
+        _ => String::new(),
+    }
 }
 
 fn thousands(n: usize) -> String {
