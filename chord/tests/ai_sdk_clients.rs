@@ -38,12 +38,11 @@ mod skip;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use browser::Browser;
-use example::{Example, PATIENCE};
+use example::{report, Example, PATIENCE};
 use serde_json::Value;
 
 /// The example's process when `CHORD_AG_UI_EXAMPLE` is set (it does nothing otherwise).
@@ -138,35 +137,6 @@ fn node(script: &str, args: &[&str]) -> Child {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap_or_else(|e| panic!("starting node: {e}"))
-}
-
-/// Waits for `child` (bounded by [`PATIENCE`]); returns the JSON object its last stdout
-/// line holds, failing with what it said if it failed.
-fn report(name: &str, mut child: Child, stdout: Option<BufReader<ChildStdout>>) -> Value {
-    let (tx, rx) = mpsc::channel();
-    let mut out = stdout.unwrap_or_else(|| BufReader::new(child.stdout.take().unwrap()));
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = out.read_to_string(&mut text);
-        let _ = tx.send(text);
-    });
-    let text = match rx.recv_timeout(PATIENCE) {
-        Ok(text) => text,
-        Err(_) => {
-            let _ = child.kill();
-            panic!("{name} did not finish in {PATIENCE:?}");
-        }
-    };
-    let status = child.wait().unwrap();
-    assert!(
-        status.success(),
-        "{name} failed ({status}); it printed:\n{text}"
-    );
-    let last = text.lines().last().unwrap_or_default();
-    let value: Value = serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("{name}: its last line is not JSON ({e}):\n{text}"));
-    println!("{name}: {value}");
-    value
 }
 
 #[test]

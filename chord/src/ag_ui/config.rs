@@ -9,7 +9,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::events::RunAgentInput;
-use crate::live::sse::DEFAULT_KEEP_ALIVE;
 use crate::live::{Access, Log};
 use crate::runs::{AgentError, Run};
 use crate::store::{Address, Checkpoint, Store};
@@ -18,8 +17,8 @@ use crate::Tracked;
 /// The defaults of [`AgUi`], every door's.
 pub(crate) use crate::runs::serve::defaults::{
     BODY_LIMIT as DEFAULT_BODY_LIMIT, BODY_TIMEOUT as DEFAULT_BODY_TIMEOUT,
-    CHECKPOINT as DEFAULT_CHECKPOINT, LIFETIME as DEFAULT_LIFETIME,
-    MAX_READERS as DEFAULT_MAX_READERS, MAX_RUNS as DEFAULT_MAX_RUNS,
+    CHECKPOINT as DEFAULT_CHECKPOINT, KEEP_ALIVE as DEFAULT_KEEP_ALIVE,
+    LIFETIME as DEFAULT_LIFETIME, MAX_READERS as DEFAULT_MAX_READERS, MAX_RUNS as DEFAULT_MAX_RUNS,
 };
 
 /// The default [`AgUi::namespace`] prefix of a run's address.

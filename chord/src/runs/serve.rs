@@ -225,6 +225,7 @@ pub(crate) enum Ended {
     /// run's last record arrived on this node less than this long ago: a client whose
     /// connection was cut just before the end (or whose server restarted, the run then ended
     /// as failed) still gets how it ended.
+    #[cfg_attr(not(feature = "ai-sdk"), allow(dead_code))]
     NoContentAfter(Duration),
 }
 
@@ -711,6 +712,7 @@ fn end_from_log<S: Store>(
 /// says it runs (over a store other processes write, its producer may be elsewhere). A run
 /// left unfinished by a producer that is gone is ended first, as its readers would end it
 /// ([`orphan`]). Reads the store: call it off the runtime's workers.
+#[cfg_attr(not(feature = "ai-sdk"), allow(dead_code))]
 pub(crate) fn in_progress<S: Store, F: Framing>(
     runs: &Runs<S>,
     address: &Address,

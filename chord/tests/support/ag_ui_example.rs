@@ -110,3 +110,37 @@ impl Drop for Example {
         self.kill();
     }
 }
+
+/// Waits for `child` (a client script, bounded by [`PATIENCE`]); returns the JSON object its
+/// last stdout line holds, failing with what it said if it failed. `stdout`: the child's
+/// stdout when the caller read from it already.
+pub fn report(
+    name: &str,
+    mut child: Child,
+    stdout: Option<BufReader<std::process::ChildStdout>>,
+) -> serde_json::Value {
+    let (tx, rx) = mpsc::channel();
+    let mut out = stdout.unwrap_or_else(|| BufReader::new(child.stdout.take().unwrap()));
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut text);
+        let _ = tx.send(text);
+    });
+    let text = match rx.recv_timeout(PATIENCE) {
+        Ok(text) => text,
+        Err(_) => {
+            let _ = child.kill();
+            panic!("{name} did not finish in {PATIENCE:?}");
+        }
+    };
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "{name} failed ({status}); it printed:\n{text}"
+    );
+    let last = text.lines().last().unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("{name}: its last line is not JSON ({e}):\n{text}"));
+    println!("{name}: {value}");
+    value
+}
