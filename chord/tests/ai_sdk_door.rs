@@ -716,3 +716,151 @@ async fn bad_input_is_refused_saying_why_and_starts_nothing() {
         assert!(why.contains("Last-Event-ID"), "{bad}: {why}");
     }
 }
+
+/// The chunks of a response as `(id, data)`, read as they come; with `cut`, the connection is
+/// dropped after that many (a client cut mid-stream).
+async fn chunks_of(
+    app: &mut axum::Router,
+    path: &str,
+    last: Option<&str>,
+    cut: Option<usize>,
+) -> (StatusCode, Vec<(Option<String>, String)>) {
+    let mut request = Request::get(path);
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
+    let request = request.body(Body::empty()).unwrap();
+    std::future::poll_fn(|cx| Service::<Request<Body>>::poll_ready(app, cx))
+        .await
+        .unwrap();
+    let response = app.call(request).await.unwrap();
+    let status = response.status();
+    let mut body = response.into_body();
+    let (mut pending, mut got) = (String::new(), Vec::new());
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(30), body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no next chunk in 30 s: {path} after {last:?}: {got:?}"));
+        let Some(frame) = frame else { break };
+        let Ok(data) = frame.unwrap().into_data() else {
+            continue;
+        };
+        pending.push_str(std::str::from_utf8(&data).unwrap());
+        while let Some(end) = pending.find("\n\n") {
+            let block: String = pending.drain(..end + 2).collect();
+            got.extend(events(&block));
+            if cut.is_some_and(|n| got.len() >= n) {
+                return (status, got);
+            }
+        }
+    }
+    (status, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_reloading_and_cut_at_random_moments_ends_with_the_message_and_state_each_once() {
+    // (seed, checkpoints): pages that reload (no id: the turn as it stands, then the rest)
+    // at random moments, cut at random and resumed with their last id until the end, each
+    // ending with the text and state of the run's own response, no chunk twice, ids in the
+    // log's order, over checkpoints that make the compact starts come from bases, from the
+    // mirror and from the log.
+    for (seed, every) in [
+        (3u64, chord::store::Checkpoint::Never),
+        (11, chord::store::Checkpoint::EveryBatches(5)),
+        (17, chord::store::Checkpoint::EveryBatches(2)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log_in(&dir);
+        let app = AiSdk::new(
+            &log,
+            |_: &ChatInput, run: &mut Run<Research, Log<JsonlStore>>| {
+                let message = run.start_message();
+                for i in 0..60u32 {
+                    run.state().steps.push(format!("step {i}"));
+                    run.state().tokens.set(i);
+                    run.append(&message, &format!("t{i} "));
+                    run.state().answer += &format!("t{i} ");
+                    run.flush()?;
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+                run.end_message(&message);
+                run.flush()?;
+                Ok::<(), AgentError>(())
+            },
+        )
+        .checkpoint(every)
+        .router();
+        let posted = {
+            let mut app = app.clone();
+            tokio::spawn(async move {
+                let sent = body("crowd", "submit-message", "go");
+                call(&mut app, Method::POST, "/", &[JSON], Some(sent)).await
+            })
+        };
+        let mut state = seed;
+        let mut next = move |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let mut readers = Vec::new();
+        for _ in 0..16 {
+            let wait = 20 + next(150);
+            let cut = (next(3) > 0).then(|| 1 + next(12) as usize);
+            let mut app = app.clone();
+            readers.push(tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                let (status, mut seen) = chunks_of(&mut app, "/crowd/stream", None, cut).await;
+                if status == StatusCode::NO_CONTENT {
+                    return None; // joined after the turn and its window: nothing to read
+                }
+                assert_eq!(status, StatusCode::OK, "{seen:?}");
+                while seen.last().is_none_or(|(_, d)| d != "[DONE]") {
+                    let last = seen.last().and_then(|(id, _)| id.clone()).unwrap();
+                    let (status, more) =
+                        chunks_of(&mut app, "/crowd/stream", Some(&last), None).await;
+                    assert_eq!(status, StatusCode::OK, "after {last}: {more:?}");
+                    seen.extend(more);
+                }
+                Some(seen)
+            }));
+        }
+        let (status, _, whole) = posted.await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        let whole = chunks(&events(&whole));
+        let held = assembled(&whole);
+        assert_eq!(
+            held.0,
+            (0..60).map(|i| format!("t{i} ")).collect::<String>()
+        );
+        let mut read = 0;
+        for reader in readers {
+            let Some(seen) = reader.await.unwrap() else {
+                continue;
+            };
+            read += 1;
+            let places: Vec<(String, u64)> = seen
+                .iter()
+                .filter_map(|(id, _)| id.as_deref())
+                .map(|id| {
+                    let (offset, k) = id.split_once(':').unwrap();
+                    (offset.to_owned(), k.parse().unwrap())
+                })
+                .collect();
+            assert!(
+                places.windows(2).all(|w| w[0] < w[1]),
+                "seed {seed}: ids in the log's order, none twice: {places:?}"
+            );
+            let got = chunks(&seen);
+            let starts = got.iter().filter(|c| c["type"] == "start").count();
+            assert_eq!(starts, 1, "seed {seed}: one start: {got:?}");
+            assert_eq!(
+                assembled(&got),
+                held,
+                "seed {seed}: a page ends with the message and state"
+            );
+        }
+        assert!(read > 0, "seed {seed}: no page read the turn");
+    }
+}
