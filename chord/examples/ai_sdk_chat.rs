@@ -14,7 +14,12 @@
 //!   directory, removed at exit); a server started again on the same directory serves the
 //!   chats it holds, and clients resume them (a run whose server was killed mid-run ends,
 //!   when resumed, with an `error` chunk saying its producer is gone);
-//! - `--delay-ms N`: the pause between two steps of the agent (default 40).
+//! - `--delay-ms N`: the pause between two steps of the agent (default 40);
+//! - `--types PATH`: writes the TypeScript declarations of the state's JSON (`Research`, from
+//!   its Rust types: `chord::typescript`) to PATH and exits. They are committed as
+//!   `chord/examples/ai_sdk_chat/research.d.ts`, for a page written in TypeScript
+//!   (`ChordUIMessage<Research>`, `createChatState<Research>()`); a test fails when they are
+//!   not what the Rust types declare now.
 //!
 //! Routes: `POST /api/chat` (`useChat`'s request: the chat's next run, its UI message
 //! stream), `GET /api/chat/{chatId}/stream` (the run in progress, resumed; after
@@ -200,6 +205,16 @@ struct Options {
     port: u16,
     dir: Option<PathBuf>,
     delay: Duration,
+    types: Option<PathBuf>,
+}
+
+/// The TypeScript declarations of the state's JSON, as `--types` writes them.
+///
+/// # Errors
+///
+/// A type TypeScript cannot declare (none here).
+pub fn declarations() -> Result<String, chord::typescript::Error> {
+    chord::typescript::declarations::<Research>()
 }
 
 fn options(args: Vec<String>) -> Result<Options, String> {
@@ -207,6 +222,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
         port: 8789,
         dir: None,
         delay: Duration::from_millis(40),
+        types: None,
     };
     let mut args = args.into_iter().skip(1);
     while let Some(arg) = args.next() {
@@ -217,6 +233,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
                 options.port = v.parse().map_err(|_| format!("--port {v}: not a port"))?;
             }
             "--dir" => options.dir = Some(PathBuf::from(value("--dir")?)),
+            "--types" => options.types = Some(PathBuf::from(value("--types")?)),
             "--delay-ms" => {
                 let v = value("--delay-ms")?;
                 let ms: u64 = v
@@ -226,7 +243,8 @@ fn options(args: Vec<String>) -> Result<Options, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (expected --port N, --dir PATH, --delay-ms N)"
+                    "unknown argument {other:?} (expected --port N, --dir PATH, --delay-ms N, \
+                     --types PATH)"
                 ))
             }
         }
@@ -250,6 +268,11 @@ fn main() {
 /// A bad argument, the log that cannot be opened, the port that cannot be bound.
 pub fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     let options = options(args)?;
+    if let Some(path) = &options.types {
+        std::fs::write(path, declarations()?)
+            .map_err(|e| format!("--types {}: {e}", path.display()))?;
+        return Ok(());
+    }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?

@@ -52,6 +52,25 @@ fn child_example() {
     example::child_main(ai_sdk_chat::run);
 }
 
+/// The page's state types, committed beside it, are what the Rust state declares now
+/// (`--types` writes them; js/test/ai-sdk-types.ts type-checks a client with them).
+#[test]
+fn the_pages_state_types_are_what_the_rust_state_declares() {
+    let path = root().join("chord/examples/ai_sdk_chat/research.d.ts");
+    let committed = std::fs::read_to_string(&path).unwrap();
+    let generated = ai_sdk_chat::declarations().unwrap();
+    assert_eq!(
+        committed,
+        generated,
+        "{} is stale: cargo run --example ai_sdk_chat -- --types {}",
+        path.display(),
+        path.display()
+    );
+    for name in ["export type Research", "export type Step", "answer: string"] {
+        assert!(generated.contains(name), "{name}: {generated}");
+    }
+}
+
 /// The repository's root.
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

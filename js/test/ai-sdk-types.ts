@@ -144,3 +144,17 @@ const fromNamed: Research | undefined = stateOf(named);
 void fromNamed;
 const untyped: unknown = stateOf({ parts: [] as unknown[] });
 void untyped;
+
+// The AI SDK example's state, as `cargo run --example ai_sdk_chat -- --types` writes it from
+// its Rust types (committed beside the example's page; a Rust test keeps it current).
+import type { Research as ChatResearch } from '../../chord/examples/ai_sdk_chat/research.js';
+const research: ChatState<ChatResearch> = createChatState<ChatResearch>();
+export function useResearchAnswer(): string {
+  return useChord(research, (r) => r?.answer ?? '');
+}
+export function usePlanDone(): number {
+  return useChord(research, (r) => r?.plan.filter((s) => s.status === 'done').length ?? 0);
+}
+// @ts-expect-error: the example's state has no `sources`
+useChord(research, (r) => r?.sources);
+export const chatTransport = new ChordChatTransport<ChatResearch>({ api: '/api/chat' });
