@@ -52,7 +52,8 @@ fn chord_event(mirror: &mut Option<Value>, ops: &[Op]) -> usize {
 /// A whole-state runtime's part: the state as JSON in a `data-state` chunk.
 #[inline(never)]
 fn state_event<T: Serialize>(state: &T) -> usize {
-    let chunk = json!({"type": "data-state", "id": "state", "data": serde_json::to_value(state).unwrap()});
+    let chunk =
+        json!({"type": "data-state", "id": "state", "data": serde_json::to_value(state).unwrap()});
     serde_json::to_string(&chunk).unwrap().len()
 }
 

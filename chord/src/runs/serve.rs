@@ -219,7 +219,8 @@ pub(crate) struct Start<F> {
 /// What a response for a client with nothing (no `Last-Event-ID`) does when the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ended {
-    /// Sends the run whole, compactly (AG-UI: a reader that joins late gets the result).
+    /// Sends the run as the door starts a client with nothing (AG-UI: a reader that joins
+    /// late gets the result).
     Send,
     /// Answers `204`, nothing being in progress (the AI SDK's resume of a chat), unless the
     /// run's last record arrived on this node less than this long ago: a client whose
