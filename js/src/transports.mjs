@@ -267,6 +267,15 @@ export function durableStreamsTransport(client) {
         wake?.();
       },
     );
+    // A stop (the signal aborted) ends the wait at once: the client settles `closed` only
+    // when its own read ends, which in its long-poll fallback is the poll's end, and a
+    // generator waiting here cannot be returned from meanwhile.
+    const stop = () => {
+      finished = true;
+      wake?.();
+    };
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
     try {
       for (;;) {
         while (queue.length > 0) yield queue.shift();
@@ -278,6 +287,7 @@ export function durableStreamsTransport(client) {
       }
       if (failure) throw httpError(failure, url);
     } finally {
+      signal?.removeEventListener('abort', stop);
       unsubscribe();
       session.cancel();
     }
