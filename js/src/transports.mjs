@@ -268,8 +268,8 @@ export function durableStreamsTransport(client) {
       },
     );
     // A stop (the signal aborted) ends the wait at once: the client settles `closed` only
-    // when its own read ends, which in its long-poll fallback is the poll's end, and a
-    // generator waiting here cannot be returned from meanwhile.
+    // when its own read ends, and a generator waiting here cannot be returned from
+    // meanwhile.
     const stop = () => {
       finished = true;
       wake?.();
