@@ -18,6 +18,7 @@
 
 import { HttpAgent } from '@ag-ui/client';
 import { DEFAULT_MAX_EVENT, EventParser } from './src/sse.mjs';
+import { sleep } from './src/wait.mjs';
 
 /**
  * A resumed stream that could not go on: the server refused the request again (`status`
@@ -72,25 +73,6 @@ const isAbort = (error) => error?.name === 'AbortError';
  */
 export function agUiRunError(error) {
   return JSON.stringify({ type: 'RUN_ERROR', message: `the connection dropped and the run could not be resumed: ${error.message}`, code: 'RESUME_FAILED' });
-}
-
-/** Waits `ms`, or less if `signal` aborts (then throws its reason). */
-function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** One SSE event written back as text: its id, its name unless `message`, its data lines. */

@@ -19,7 +19,9 @@
 
 import { apply } from './src/apply.mjs';
 import { keepEqualParts } from './src/replica.mjs';
+import { NO_STATS } from './src/follow.mjs';
 import { DEFAULT_MAX_EVENT, EventParser } from './src/sse.mjs';
+import { sleep } from './src/wait.mjs';
 
 /** The chunks after which a run's stream is over. */
 const TERMINAL = new Set(['finish', 'error', 'abort']);
@@ -71,25 +73,6 @@ export class ChordStreamCutError extends TypeError {
 }
 
 const isAbort = (error) => error?.name === 'AbortError';
-
-/** Waits `ms`, or less if `signal` aborts (then throws its reason). */
-function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** A value, or what a (sync or async) function of no arguments returns. */
 const resolve = async (x) => (typeof x === 'function' ? x() : x);
@@ -479,19 +462,6 @@ export class ChordChatTransport {
 }
 
 // The chat state: a replica of a run's state fed from the data parts `onData` is given.
-
-/** The counters of a chat state's status (`follow`'s fields; `batches` and `bases` counted). */
-const NO_STATS = Object.freeze({
-  starts: 0,
-  resumes: 0,
-  batches: 0,
-  bases: 0,
-  bytes: 0,
-  breaks: 0,
-  lastBreak: null,
-  errors: 0,
-  lastError: null,
-});
 
 // `chord-replica/react` takes a store that carries the registered symbol its
 // `createChordStore` marks stores with; a chat state carries it too, so the React entry need

@@ -32,23 +32,11 @@ import {
   useSyncExternalStore,
 } from 'react';
 import { follow, Replica } from './chord-replica.mjs';
+import { NO_STATS } from './src/follow.mjs';
 
 // Registered (`Symbol.for`), so that a store made by another entry (`chord-replica/ai-sdk`'s
 // chat state) carries it without importing this one (nor React).
 const STORE = Symbol.for('chord-replica/react store');
-
-/** The status before a store has ever followed: nothing connected, nothing received. */
-const NO_STATS = Object.freeze({
-  starts: 0,
-  resumes: 0,
-  batches: 0,
-  bases: 0,
-  bytes: 0,
-  breaks: 0,
-  lastBreak: null,
-  errors: 0,
-  lastError: null,
-});
 
 /**
  * A store that follows `url` while it has users (components, or `retain()` callers), for

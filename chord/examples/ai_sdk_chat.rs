@@ -33,7 +33,7 @@
 //! state (the plan, the tool's output, the answer), kept by `createChatState()` from the
 //! persistent `data-state` part and the transient `data-chord` batches, each part read with
 //! chord-replica/react's `useChord`. Its bundle, `chord/examples/ai_sdk_chat/page.js` (React,
-//! `@ai-sdk/react`, `ai` and chord-replica, minified by esbuild: 485,845 bytes,
+//! `@ai-sdk/react`, `ai` and chord-replica, minified by esbuild: 485,563 bytes,
 //! `wc -c chord/examples/ai_sdk_chat/page.js`), is committed, so that `cargo run --example`
 //! needs no Node.js; `scripts/build-ai-sdk-page` builds it again from js/test-ai-sdk's
 //! install.

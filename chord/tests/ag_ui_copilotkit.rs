@@ -28,19 +28,15 @@ mod example;
 #[path = "support/skip.rs"]
 mod skip;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use browser::Browser;
-use example::Example;
+use example::{get, Example, PATIENCE};
 use serde_json::Value;
-
-/// A generous bound on what takes seconds, so that a hang fails instead.
-const PATIENCE: Duration = Duration::from_secs(120);
 
 /// Bytes of chord's answer the proxy passes to the runtime before it cuts the connection:
 /// past the response's headers and first events, well before the run's end.
@@ -158,51 +154,6 @@ fn node_ready(test: &str) -> bool {
         }
     }
     true
-}
-
-/// `GET url` (plain HTTP on 127.0.0.1): its status and body.
-fn get(url: &str) -> (u16, String) {
-    let rest = url.strip_prefix("http://").expect("an http:// URL");
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut stream = TcpStream::connect(host).unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    stream.set_read_timeout(Some(PATIENCE)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).unwrap();
-    let response = String::from_utf8(response).expect("a UTF-8 response");
-    let (head, body) = response.split_once("\r\n\r\n").expect("a response's head");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("GET {url}: no status in {head:?}"));
-    let chunked = head
-        .lines()
-        .any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
-    let body = if chunked {
-        unchunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, body)
-}
-
-/// A chunked body's data.
-fn unchunk(mut body: &str) -> String {
-    let mut data = String::new();
-    loop {
-        let (size, rest) = body.split_once("\r\n").expect("a chunk's size line");
-        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return data;
-        }
-        data.push_str(&rest[..size]);
-        body = &rest[size + 2..];
-    }
 }
 
 /// `GET url` answered 200 with JSON: the value.

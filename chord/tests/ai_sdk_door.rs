@@ -88,6 +88,42 @@ async fn call(
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 
+/// `POST /` of a `useChat` body: the chat `chat`'s message `text` with `trigger`.
+async fn post(
+    app: &mut axum::Router,
+    chat: &str,
+    trigger: &str,
+    text: &str,
+) -> (StatusCode, HeaderMap, String) {
+    let sent = body(chat, trigger, text);
+    call(app, Method::POST, "/", &[JSON], Some(sent)).await
+}
+
+/// Resumes `GET path` after each of `sent`'s chunks but the last `skip_last`: each gets
+/// exactly the chunks after it, and after the terminal one (when tried) `204`.
+async fn resumes_exactly(
+    app: &mut axum::Router,
+    path: &str,
+    sent: &[(Option<String>, String)],
+    skip_last: usize,
+) {
+    let n = sent.len() - 1; // the chunks before [DONE]
+    for i in 0..n.saturating_sub(skip_last) {
+        let id = sent[i].0.clone().unwrap();
+        let (status, _, text) = call(app, Method::GET, path, &[("last-event-id", &id)], None).await;
+        if i + 1 == n {
+            assert_eq!(
+                status,
+                StatusCode::NO_CONTENT,
+                "after the terminal chunk: nothing"
+            );
+            continue;
+        }
+        assert_eq!(status, StatusCode::OK, "after {id}: {text}");
+        assert_eq!(events(&text), sent[i + 1..], "after {id}");
+    }
+}
+
 /// Request headers, by name.
 type Headers = Vec<(&'static str, &'static str)>;
 
@@ -148,14 +184,7 @@ async fn a_chat_post_answers_the_ui_message_stream_and_its_state() {
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(&dir);
     let mut app = AiSdk::new(&log, answering).router();
-    let (status, headers, text) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("c1", "submit-message", "hi")),
-    )
-    .await;
+    let (status, headers, text) = post(&mut app, "c1", "submit-message", "hi").await;
     assert_eq!(status, StatusCode::OK, "{text}");
     assert_eq!(headers["x-vercel-ai-ui-message-stream"], "v1");
     assert_eq!(headers["content-type"], "text/event-stream");
@@ -230,14 +259,7 @@ async fn a_chat_post_answers_the_ui_message_stream_and_its_state() {
     let (status, _, _) = call(&mut later, Method::GET, "/c1/stream", &[], None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     // And the chat's next turn is run t2.
-    let (status, _, text) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("c1", "regenerate-message", "again")),
-    )
-    .await;
+    let (status, _, text) = post(&mut app, "c1", "regenerate-message", "again").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(chunks(&events(&text))[0]["messageId"], "t2");
 }
@@ -246,37 +268,8 @@ async fn a_chat_post_answers_the_ui_message_stream_and_its_state() {
 async fn a_resume_from_every_chunk_gets_exactly_the_chunks_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = AiSdk::new(&log_in(&dir), answering).router();
-    let (_, _, text) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("c", "submit-message", "hi")),
-    )
-    .await;
-    let all = events(&text);
-    let n = all.len() - 1; // the chunks before [DONE]
-    for i in 0..n {
-        let id = all[i].0.clone().unwrap();
-        let (status, _, text) = call(
-            &mut app,
-            Method::GET,
-            "/c/stream",
-            &[("last-event-id", &id)],
-            None,
-        )
-        .await;
-        if i + 1 == n {
-            assert_eq!(
-                status,
-                StatusCode::NO_CONTENT,
-                "after the terminal chunk: nothing"
-            );
-            continue;
-        }
-        assert_eq!(status, StatusCode::OK, "after {id}: {text}");
-        assert_eq!(events(&text), all[i + 1..], "after {id}");
-    }
+    let (_, _, text) = post(&mut app, "c", "submit-message", "hi").await;
+    resumes_exactly(&mut app, "/c/stream", &events(&text), 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,16 +290,7 @@ async fn a_chat_runs_one_turn_at_a_time_and_a_page_without_an_id_reads_the_one_i
     let mut app = app.router();
     let first = {
         let mut app = app.clone();
-        tokio::spawn(async move {
-            call(
-                &mut app,
-                Method::POST,
-                "/",
-                &[JSON],
-                Some(body("c", "submit-message", "one")),
-            )
-            .await
-        })
+        tokio::spawn(async move { post(&mut app, "c", "submit-message", "one").await })
     };
     // Until the run's first step is stored, a second POST may come before it.
     let mut state = String::new();
@@ -318,14 +302,7 @@ async fn a_chat_runs_one_turn_at_a_time_and_a_page_without_an_id_reads_the_one_i
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(state.contains("one"), "{state}");
-    let (status, _, why) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("c", "submit-message", "two")),
-    )
-    .await;
+    let (status, _, why) = post(&mut app, "c", "submit-message", "two").await;
     assert_eq!(status, StatusCode::CONFLICT, "{why}");
     assert!(why.contains("in progress"), "{why}");
     // A reloaded page (no Last-Event-ID) reads the run in progress: as it stands, then the
@@ -385,10 +362,7 @@ async fn a_page_without_an_id_gets_the_message_so_far_in_one_delta_then_the_rest
     let mut app = AiSdk::new(&log, gated_answer(3, gate)).router();
     let first = {
         let mut app = app.clone();
-        tokio::spawn(async move {
-            let posted = body("c", "submit-message", "go");
-            call(&mut app, Method::POST, "/", &[JSON], Some(posted)).await
-        })
+        tokio::spawn(async move { post(&mut app, "c", "submit-message", "go").await })
     };
     let so_far = TOKENS[..3].concat();
     let mut state = Value::Null;
@@ -447,21 +421,9 @@ async fn a_page_without_an_id_gets_the_message_so_far_in_one_delta_then_the_rest
         "the same message and state"
     );
     assert_eq!(assembled(&got).0, TOKENS.concat());
-    // A page that reloaded resumes from any chunk it got: exactly the chunks after it.
-    let n = reload.len() - 1;
-    for i in 0..n - 1 {
-        let id = reload[i].0.clone().unwrap();
-        let (status, _, text) = call(
-            &mut app,
-            Method::GET,
-            "/c/stream",
-            &[("last-event-id", &id)],
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "after {id}: {text}");
-        assert_eq!(events(&text), reload[i + 1..], "after {id}");
-    }
+    // A page that reloaded resumes from any chunk it got: exactly the chunks after it (the
+    // terminal one's 204 is the test above's).
+    resumes_exactly(&mut app, "/c/stream", reload, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -474,8 +436,8 @@ async fn posts_racing_for_one_chat_start_one_turn_and_the_rest_are_told_409() {
     for i in 0..6 {
         let mut app = app.clone();
         posts.push(tokio::spawn(async move {
-            let posted = body("race", "submit-message", &format!("post {i}"));
-            let (status, _, text) = call(&mut app, Method::POST, "/", &[JSON], Some(posted)).await;
+            let (status, _, text) =
+                post(&mut app, "race", "submit-message", &format!("post {i}")).await;
             (status, text)
         }));
     }
@@ -501,14 +463,7 @@ async fn posts_racing_for_one_chat_start_one_turn_and_the_rest_are_told_409() {
     let (release, gate) = mpsc::channel::<()>();
     drop(release);
     let mut app = AiSdk::new(&log, gated_answer(0, gate)).router();
-    let (_, _, text) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("race", "submit-message", "next")),
-    )
-    .await;
+    let (_, _, text) = post(&mut app, "race", "submit-message", "next").await;
     assert_eq!(chunks(&events(&text))[0]["messageId"], "t2", "{text}");
 }
 
@@ -562,14 +517,7 @@ async fn a_turn_whose_producer_is_gone_ends_with_an_error_chunk_and_the_chat_goe
     assert!(error.starts_with("PRODUCER_GONE: "), "{error}");
     assert_eq!(events(&text).last().unwrap().1, "[DONE]");
     // The chat is not stuck: its next turn runs.
-    let (status, _, text) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("gone", "submit-message", "again")),
-    )
-    .await;
+    let (status, _, text) = post(&mut app, "gone", "submit-message", "again").await;
     assert_eq!(status, StatusCode::OK, "{text}");
     assert_eq!(chunks(&events(&text))[0]["messageId"], "t2");
 }
@@ -690,14 +638,7 @@ async fn bad_input_is_refused_saying_why_and_starts_nothing() {
     // Hostile ids.
     let (status, _, why) = call(&mut app, Method::GET, "/c%07/stream", &[], None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{why}");
-    let (_, _, text) = call(
-        &mut app,
-        Method::POST,
-        "/",
-        &[JSON],
-        Some(body("c", "submit-message", "x")),
-    )
-    .await;
+    let (_, _, text) = post(&mut app, "c", "submit-message", "x").await;
     assert!(text.contains("\"finish\""), "{text}");
     for bad in [
         "nonsense",
@@ -792,10 +733,7 @@ async fn a_crowd_reloading_and_cut_at_random_moments_ends_with_the_message_and_s
         .router();
         let posted = {
             let mut app = app.clone();
-            tokio::spawn(async move {
-                let sent = body("crowd", "submit-message", "go");
-                call(&mut app, Method::POST, "/", &[JSON], Some(sent)).await
-            })
+            tokio::spawn(async move { post(&mut app, "crowd", "submit-message", "go").await })
         };
         let mut state = seed;
         let mut next = move |n: u64| {

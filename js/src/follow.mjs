@@ -9,6 +9,21 @@ import { Replica } from './replica.mjs';
 import { DEFAULT_MAX_EVENT } from './sse.mjs';
 import { checkCredentials, credentialed, fatal, message, restarts, streamUrl } from './http.mjs';
 import { LATEST_BASE, TEXTS, catchUp, sseTransport } from './transports.mjs';
+import { sleep as wait } from './wait.mjs';
+
+
+/** A follower's counters before anything happened (`follow`'s `stats`, and the stores' status). */
+export const NO_STATS = Object.freeze({
+  starts: 0,
+  resumes: 0,
+  batches: 0,
+  bases: 0,
+  bytes: 0,
+  breaks: 0,
+  lastBreak: null,
+  errors: 0,
+  lastError: null,
+});
 
 /**
  * Follows a chord stream served as a Durable Stream and keeps `replica` current.
@@ -115,17 +130,7 @@ export function follow(url, options = {}) {
   const max = Math.max(min, options.backoffMax ?? 2000);
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
-  const stats = {
-    starts: 0,
-    resumes: 0,
-    batches: 0,
-    bases: 0,
-    bytes: 0,
-    breaks: 0,
-    lastBreak: null,
-    errors: 0,
-    lastError: null,
-  };
+  const stats = { ...NO_STATS };
 
   // What the console has been told, when there is no `onError`: stream errors until the
   // stream delivers again, the app's errors for the follower's life.
@@ -200,11 +205,8 @@ export function follow(url, options = {}) {
     subscribe: (selector, listener) => replica.subscribe(selector, listener),
     done: null,
   };
-  const sleep = (ms) =>
-    new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      controller.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-    });
+  // A stop ends the pause: the loop then sees the signal aborted.
+  const sleep = (ms) => wait(ms, controller.signal).catch(() => {});
 
   /**
    * Applies one batch, returning its decoded ops (`ops`, kept only for an `onEvent`, or

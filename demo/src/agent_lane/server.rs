@@ -81,6 +81,7 @@ const MODULES: &[(&str, &str)] = &[
     ("/src/replica.mjs", include_str!("src/replica.mjs")),
     ("/src/sse.mjs", include_str!("src/sse.mjs")),
     ("/src/transports.mjs", include_str!("src/transports.mjs")),
+    ("/src/wait.mjs", include_str!("src/wait.mjs")),
     ("/src/wire.mjs", include_str!("src/wire.mjs")),
 ];
 
