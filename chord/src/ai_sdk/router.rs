@@ -114,6 +114,29 @@ where
     /// [`AgUi::authorize`](crate::ag_ui::AgUi::authorize) does: the hook answers an
     /// [`Access`] (or a `bool`); a refused request is a `401` or `403` with an empty body, and
     /// the connection closes (an unread body is never read as the next request).
+    ///
+    /// ```no_run
+    /// # use chord::ai_sdk::{AiSdk, ChatInput, ChatRequest};
+    /// # use chord::ag_ui::{AgentError, Run};
+    /// # use chord::store::{JsonlStore, Store};
+    /// # use chord::streams::{Access, Log};
+    /// # #[derive(chord::Tracked, serde::Serialize, serde::Deserialize, Default)]
+    /// # struct Research { answer: String }
+    /// # fn agent<S: Store>(_: &ChatInput, _: &mut Run<Research, S>) -> Result<(), AgentError> {
+    /// #     Ok(())
+    /// # }
+    /// # let log: Log<JsonlStore> = Log::new(JsonlStore::open("chats.jsonl", Default::default())?);
+    /// // A bearer token on every request: its POST, its stream's resume, its state.
+    /// let door = AiSdk::new(&log, agent).authorize(|r: &ChatRequest<'_>| {
+    ///     match r.headers.get("authorization").and_then(|v| v.to_str().ok()) {
+    ///         Some("Bearer s3cret") => Access::Allow,
+    ///         Some(_) => Access::Forbidden,
+    ///         None => Access::Unauthorized,
+    ///     }
+    /// });
+    /// let app = axum::Router::new().nest("/api/chat", door.router());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn authorize<F, A>(mut self, authorize: F) -> Self
     where

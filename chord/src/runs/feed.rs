@@ -95,12 +95,15 @@ pub(crate) struct Mirror<F> {
 
 /// The run as it stands after the cached record `entry`, for a reader that starts there with
 /// nothing ([`View::start_events`], their ids' `k` from [`EventId::start_k`]): frames every
-/// such reader shares, made once, from the mirror when it is just after `entry`, or from
-/// `entry` alone when it is a base. With them, whether they end the run; `None` when neither
-/// can make them (the caller reads the log); an error for a log that gives no events.
+/// such reader shares, made once, from the mirror when it is just after `entry`, from `built`
+/// (a view after `entry` the caller read from the log, then kept as the mirror when the
+/// mirror is behind it), or from `entry` alone when it is a base. With them, where the run
+/// stands; `None` when none of these can make them (the caller reads the log and calls again
+/// with `built`); an error for a log that gives no events.
 pub(crate) fn start_after<F: Framing>(
     tail: &Tail,
     entry: &Arc<Entry>,
+    built: Option<View<F>>,
 ) -> Result<Option<(Bytes, RunEnd)>, String> {
     let shared = carry::<F>(tail);
     if let Some(frames) = entry.frame(Slot::start(F::DOOR)) {
@@ -110,40 +113,34 @@ pub(crate) fn start_after<F: Framing>(
     if let Some(frames) = entry.frame(Slot::start(F::DOOR)) {
         return Ok(Some((frames, shared.end_by(entry.seq))));
     }
-    let (events, end) = match held.as_mut() {
-        Some(mirror) if mirror.at == entry.seq => {
+    let (events, end, adopt) = match (held.as_mut(), built) {
+        (Some(mirror), _) if mirror.at == entry.seq => {
             let events = mirror.view.start_events().map_err(|e| e.to_string())?;
-            (events, mirror.view.end())
+            (events, mirror.view.end(), None)
         }
-        _ if entry.base => {
+        (_, Some(view)) => {
+            let events = view.start_events().map_err(|e| e.to_string())?;
+            (events, view.end(), Some(view))
+        }
+        (_, None) if entry.base => {
             let mut view = View::new();
             let events = view.record(&entry.batch).map_err(|e| e.to_string())?;
-            let end = view.end();
-            if held.as_ref().is_none_or(|m| m.at < entry.seq) {
-                *held = Some(Mirror {
-                    view,
-                    at: entry.seq,
-                });
-            }
-            (events, end)
+            (events, view.end(), Some(view))
         }
-        _ => return Ok(None),
+        (_, None) => return Ok(None),
     };
+    if let Some(view) = adopt {
+        if held.as_ref().is_none_or(|m| m.at < entry.seq) {
+            *held = Some(Mirror {
+                view,
+                at: entry.seq,
+            });
+        }
+    }
     if end != RunEnd::Running {
         shared.terminal_at(entry.seq, end);
     }
-    let k0 = EventId::start_k(entry.prev);
-    let mut out = Vec::new();
-    for (k, event) in events.iter().enumerate() {
-        F::write(
-            &mut out,
-            Some(EventId {
-                seq: entry.seq,
-                k: k0 + k,
-            }),
-            event,
-        );
-    }
+    let out = F::frames(entry.seq, EventId::start_k(entry.prev), &events);
     Ok(Some((
         tail.set_frame(entry, Slot::start(F::DOOR), out),
         end,
@@ -236,11 +233,7 @@ impl<F: Framing> RunFeed<F> {
         let events = view
             .record(batch)
             .map_err(|e| Stuck::Broken(e.to_string()))?;
-        let mut out = Vec::new();
-        for (k, event) in events.iter().enumerate() {
-            F::write(&mut out, Some(EventId { seq, k: k0 + k }), event);
-        }
-        Ok((out, view.end()))
+        Ok((F::frames(seq, k0, &events), view.end()))
     }
 
     /// The frames of a cached record, shared when any reader made them already.

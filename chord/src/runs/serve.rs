@@ -454,17 +454,7 @@ where
         // `EventSource`, which would otherwise reconnect for ever.
         return Err(no_content());
     }
-    let mut first = Vec::new();
-    for (k, event) in events.iter().enumerate().skip(at + 1) {
-        F::write(
-            &mut first,
-            Some(EventId {
-                seq: last.seq,
-                k: k0 + k,
-            }),
-            event,
-        );
-    }
+    let first = F::frames(last.seq, k0 + at + 1, &events[at + 1..]);
     Ok(Start {
         cursor: cursor(last.seq),
         end: view.end(),
@@ -505,8 +495,9 @@ where
             format_args!("the run's log gives no events: {why}"),
         ))
     };
-    if let Some(entry) = tail.newest() {
-        match feed::start_after::<F>(tail, &entry) {
+    let cached = tail.newest();
+    if let Some(entry) = &cached {
+        match feed::start_after::<F>(tail, entry, None) {
             Ok(Some((first, end))) => {
                 return Ok(Start {
                     cursor: cursor(entry.seq),
@@ -520,7 +511,9 @@ where
             Err(why) => return Err(broken(why)),
         }
     }
-    let seq = tail.position().last;
+    let seq = cached
+        .as_ref()
+        .map_or_else(|| tail.position().last, |e| e.seq);
     let (view, _) = match view_through::<S, F>(&runs.log, address, seq) {
         Ok(through) => through,
         Err(Resumed::Missing | Resumed::Gone) => {
@@ -534,18 +527,22 @@ where
         }
         Err(Resumed::Failed(why)) => return Err(broken(why)),
     };
-    let events = view.start_events().map_err(|e| broken(e.to_string()))?;
-    let mut first = Vec::new();
-    for (k, event) in events.iter().enumerate() {
-        F::write(
-            &mut first,
-            Some(EventId {
-                seq,
-                k: START_K + k,
+    // Made once for every client that starts there, when the cache holds the record.
+    if let Some(entry) = &cached {
+        return match feed::start_after::<F>(tail, entry, Some(view)) {
+            Ok(Some((first, end))) => Ok(Start {
+                cursor: cursor(entry.seq),
+                own: Own::Shared,
+                first,
+                end,
+                since_last: tail.since_last(),
             }),
-            event,
-        );
+            Ok(None) => Err(broken("no start events".to_owned())),
+            Err(why) => Err(broken(why)),
+        };
     }
+    let events = view.start_events().map_err(|e| broken(e.to_string()))?;
+    let first = F::frames(seq, START_K, &events);
     Ok(Start {
         cursor: cursor(seq),
         end: view.end(),

@@ -72,6 +72,16 @@ pub(crate) trait Framing: Send + Unpin + 'static {
     /// `event` as one SSE frame, its id `id` (none for an event that is no place in the
     /// log).
     fn write(out: &mut Vec<u8>, id: Option<EventId>, event: &Self::Event);
+
+    /// `events`, those of record `seq` from the `k0`-th on, as SSE frames with their ids
+    /// `<seq>:<k0 + k>`.
+    fn frames(seq: u64, k0: usize, events: &[Self::Event]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (k, event) in events.iter().enumerate() {
+            Self::write(&mut out, Some(EventId { seq, k: k0 + k }), event);
+        }
+        out
+    }
 }
 
 /// Why a record does not give events: the log is not a run's, or is damaged.
